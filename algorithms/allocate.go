@@ -1,0 +1,772 @@
+package algorithms
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Mode selects how faithfully Algorithm 1 is followed.
+type Mode string
+
+const (
+	// ModeEfficient (the default) gives the paper's answer with fewer
+	// experiments: after doubling a saturated pool it continues at the
+	// current workload instead of restarting from the first step, and the
+	// small-step scan starts near the saturation found by the first procedure.
+	ModeEfficient Mode = "efficient"
+	// ModePaper runs the pseudo-code as written (with its two slips mended,
+	// see InferMinConcurrentJobs).
+	ModePaper Mode = "paper"
+)
+
+// MinJobsReading selects the workload at which minJobs is read.
+type MinJobsReading string
+
+const (
+	// ReadAtKnee reads minJobs at WLmin, the knee of SLO satisfaction found
+	// by intervention analysis: the paper's method.
+	ReadAtKnee MinJobsReading = "knee"
+	// ReadAtSaturation reads minJobs where the critical resource's
+	// utilisation crosses the hardware threshold, interpolated between scan
+	// points (jobs in the critical tier rise steeply there).
+	ReadAtSaturation MinJobsReading = "saturation"
+)
+
+// Options tune the three procedures. Zero fields take the defaults of
+// DefaultOptions.
+type Options struct {
+	Mode   Mode
+	Timing Timing
+	// HardwareThreshold: a hardware resource at or above this utilisation is saturated.
+	HardwareThreshold float64
+	// SoftThreshold: a pool is saturated when every unit was busy for at least
+	// this share of the runtime ("fully busy most of the runtime"). When a
+	// runner cannot measure that share, mean busy/size >= HardwareThreshold is used.
+	SoftThreshold float64
+	// Step is FindCriticalResource's workload step (users); SmallStep is
+	// InferMinConcurrentJobs's.
+	Step, SmallStep int
+	// MaxWorkload bounds every scan (users).
+	MaxWorkload int
+	// MaxDoublings bounds how often a saturated allocation is doubled.
+	MaxDoublings int
+	// ScanSpan: in efficient mode the small-step scan starts this many users
+	// below the saturation workload of FindCriticalResource.
+	ScanSpan int
+	// SLA is the response-time threshold of goodput, seconds.
+	SLA float64
+	// KneeThreshold is the response time (s) at which SLO satisfaction is
+	// measured for the knee. Zero: KneeFactor x the mean page response time at
+	// the lowest workload of the scan (efficient mode) or the SLA (paper mode).
+	KneeThreshold float64
+	KneeFactor    float64
+	MinJobsAt     MinJobsReading
+	Intervention  InterventionOptions
+	// OnTrial, when set, is called after every experiment (progress, journals).
+	OnTrial func(Trial)
+}
+
+// DefaultOptions are the documented defaults.
+func DefaultOptions() Options {
+	return Options{
+		Mode:              ModeEfficient,
+		Timing:            PaperTiming,
+		HardwareThreshold: 0.95,
+		SoftThreshold:     0.5,
+		Step:              500,
+		SmallStep:         100,
+		MaxWorkload:       100000,
+		MaxDoublings:      8,
+		ScanSpan:          1500,
+		SLA:               2,
+		KneeFactor:        5,
+		MinJobsAt:         ReadAtKnee,
+		Intervention:      DefaultInterventionOptions(),
+	}
+}
+
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.Mode == "" {
+		o.Mode = d.Mode
+	}
+	if o.Timing.Runtime == 0 {
+		o.Timing = d.Timing
+	}
+	if o.HardwareThreshold == 0 {
+		o.HardwareThreshold = d.HardwareThreshold
+	}
+	if o.SoftThreshold == 0 {
+		o.SoftThreshold = d.SoftThreshold
+	}
+	if o.Step == 0 {
+		o.Step = d.Step
+	}
+	if o.SmallStep == 0 {
+		o.SmallStep = d.SmallStep
+	}
+	if o.MaxWorkload == 0 {
+		o.MaxWorkload = d.MaxWorkload
+	}
+	if o.MaxDoublings == 0 {
+		o.MaxDoublings = d.MaxDoublings
+	}
+	if o.ScanSpan == 0 {
+		o.ScanSpan = d.ScanSpan
+	}
+	if o.SLA == 0 {
+		o.SLA = d.SLA
+	}
+	if o.KneeFactor == 0 {
+		o.KneeFactor = d.KneeFactor
+	}
+	if o.MinJobsAt == "" {
+		o.MinJobsAt = d.MinJobsAt
+	}
+	return o
+}
+
+func (o Options) validate() error {
+	switch {
+	case o.Mode != ModeEfficient && o.Mode != ModePaper:
+		return fmt.Errorf("mode %q: want %q or %q", o.Mode, ModeEfficient, ModePaper)
+	case o.MinJobsAt != ReadAtKnee && o.MinJobsAt != ReadAtSaturation:
+		return fmt.Errorf("minJobs reading %q: want %q or %q", o.MinJobsAt, ReadAtKnee, ReadAtSaturation)
+	case !(o.HardwareThreshold > 0 && o.HardwareThreshold <= 1):
+		return fmt.Errorf("hardware threshold %g: want a utilisation in (0,1]", o.HardwareThreshold)
+	case !(o.SoftThreshold > 0 && o.SoftThreshold <= 1):
+		return fmt.Errorf("soft threshold %g: want a share of the runtime in (0,1]", o.SoftThreshold)
+	case o.Step < 1 || o.SmallStep < 1:
+		return fmt.Errorf("workload steps %d and %d: want positive numbers of users", o.Step, o.SmallStep)
+	case o.SLA <= 0 || o.KneeThreshold < 0 || o.KneeFactor <= 0:
+		return fmt.Errorf("thresholds: want SLA > 0 (got %g), knee threshold >= 0 (got %g), knee factor > 0 (got %g)",
+			o.SLA, o.KneeThreshold, o.KneeFactor)
+	}
+	return nil
+}
+
+// Trial is one experiment a procedure ran, with what it saw.
+type Trial struct {
+	Procedure   string // "find-critical" or "infer-min-jobs"
+	Experiment  Experiment
+	Observation Observation
+	// Saturated lists what was saturated: "app-1/cpu", "web-1/threads".
+	Saturated []string
+}
+
+// Saturation is one saturated resource of one server.
+type Saturation struct {
+	Server      string  `json:"server"`
+	Tier        string  `json:"tier"`
+	Resource    string  `json:"resource"` // "cpu", another hardware resource, or a pool name
+	Utilization float64 `json:"utilization"`
+	Hardware    bool    `json:"hardware"`
+}
+
+func (s Saturation) String() string { return s.Server + "/" + s.Resource }
+
+// Saturations lists the saturated hardware resources and the saturated pools
+// that the deployment's allocation controls, hardware first, each group by
+// decreasing utilisation.
+func Saturations(d Deployment, o Observation, opts Options) (hardware, soft []Saturation) {
+	opts = opts.withDefaults()
+	for _, s := range o.Servers {
+		if s.CPU >= opts.HardwareThreshold {
+			hardware = append(hardware, Saturation{s.Name, s.Tier, "cpu", s.CPU, true})
+		}
+		for r, u := range s.Resources {
+			if u >= opts.HardwareThreshold {
+				hardware = append(hardware, Saturation{s.Name, s.Tier, r, u, true})
+			}
+		}
+		tier, ok := d.Tier(s.Tier)
+		for _, p := range s.Pools {
+			if !ok || !tier.HasPool(p.Name) || p.Size <= 0 {
+				continue
+			}
+			full := p.FullShare >= opts.SoftThreshold
+			if p.FullShare < 0 {
+				full = p.Utilization() >= opts.HardwareThreshold
+			}
+			if full {
+				soft = append(soft, Saturation{s.Name, s.Tier, p.Name, p.Utilization(), false})
+			}
+		}
+	}
+	byUse := func(x []Saturation) {
+		sort.SliceStable(x, func(i, j int) bool { return x[i].Utilization > x[j].Utilization })
+	}
+	byUse(hardware)
+	byUse(soft)
+	return hardware, soft
+}
+
+// ErrNoCriticalResource: throughput stopped growing with no hardware resource
+// saturated, the multi-bottleneck (or unmonitored) case the paper excludes.
+var ErrNoCriticalResource = errors.New("no saturated hardware resource")
+
+// Critical is the result of FindCriticalResource.
+type Critical struct {
+	Tier        string  `json:"tier"`
+	Server      string  `json:"server"`
+	Resource    string  `json:"resource"`
+	Utilization float64 `json:"utilization"`
+	// SaturationWorkload is the workload (users) at which it was first saturated.
+	SaturationWorkload int `json:"saturationWorkload"`
+	// MaxThroughput is the highest throughput (pages/s) seen.
+	MaxThroughput float64 `json:"maxThroughput"`
+	// Reserve is the allocation the procedure ended with (S_reserve).
+	Reserve Allocation `json:"reserve"`
+	// Saturated lists every saturated hardware resource at that workload.
+	Saturated   []Saturation `json:"saturated"`
+	Experiments int          `json:"experiments"`
+	Trials      []Trial      `json:"-"`
+	Warnings    []string     `json:"warnings,omitempty"`
+}
+
+type runner struct {
+	x         Experimenter
+	d         Deployment
+	opts      Options
+	procedure string
+	trials    []Trial
+}
+
+func (r *runner) run(ctx context.Context, a Allocation, users int) (Observation, []Saturation, []Saturation, error) {
+	e := Experiment{Deployment: r.d, Allocation: a.Clone(), Workload: Workload{Users: users}, Timing: r.opts.Timing}
+	o, err := r.x.RunExperiment(ctx, e)
+	if err != nil {
+		return Observation{}, nil, nil, fmt.Errorf("%s: experiment at %d users: %w", r.procedure, users, err)
+	}
+	hw, soft := Saturations(r.d, o, r.opts)
+	t := Trial{Procedure: r.procedure, Experiment: e, Observation: o}
+	for _, s := range append(append([]Saturation{}, hw...), soft...) {
+		t.Saturated = append(t.Saturated, s.String())
+	}
+	r.trials = append(r.trials, t)
+	if r.opts.OnTrial != nil {
+		r.opts.OnTrial(t)
+	}
+	return o, hw, soft, nil
+}
+
+// FindCriticalResource is Algorithm 1's first procedure: raise the workload
+// step by step from allocation s0 until throughput stops growing; a saturated
+// hardware resource is the answer; a saturated pool first means the
+// allocation is too small, so it is doubled.
+func FindCriticalResource(ctx context.Context, x Experimenter, d Deployment, s0 Allocation, opts Options) (Critical, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return Critical{}, err
+	}
+	r := &runner{x: x, d: d, opts: opts, procedure: "find-critical"}
+	res := Critical{}
+	s := s0.Clone()
+	workload, tpCurr, tpMax := opts.Step, 0.0, -1.0
+	doublings := 0
+	var last Observation
+	var lastSoft []Saturation
+	var lastSoftThroughput float64
+	for tpCurr > tpMax {
+		tpMax = tpCurr
+		if workload > opts.MaxWorkload {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("stopped at the workload bound of %d users", opts.MaxWorkload))
+			break
+		}
+		o, hw, soft, err := r.run(ctx, s, workload)
+		if err != nil {
+			res.Trials, res.Experiments = r.trials, len(r.trials)
+			return res, err
+		}
+		last = o
+		// The pseudo-code assigns TP; the loop tests TPcurr: they are one value.
+		tpCurr = o.Throughput
+		res.MaxThroughput = math.Max(res.MaxThroughput, o.Throughput)
+		switch {
+		case len(hw) > 0:
+			c := hw[0]
+			res.Tier, res.Server, res.Resource, res.Utilization = c.Tier, c.Server, c.Resource, c.Utilization
+			res.SaturationWorkload, res.Saturated, res.Reserve = workload, hw, s
+			res.Trials, res.Experiments = r.trials, len(r.trials)
+			if len(hw) > 1 && hw[1].Tier != c.Tier {
+				res.Warnings = append(res.Warnings, fmt.Sprintf(
+					"more than one tier saturated at %d users (%s at %.2f, %s at %.2f): the paper assumes a single bottleneck",
+					workload, c, c.Utilization, hw[1], hw[1].Utilization))
+			}
+			return res, nil
+		case len(soft) > 0:
+			if opts.Mode == ModeEfficient && len(lastSoft) > 0 && soft[0].String() == lastSoft[0].String() &&
+				o.Throughput < lastSoftThroughput*1.005 {
+				// Doubling the pool did not raise throughput at the same
+				// workload: the full pool is a symptom, the bottleneck is
+				// elsewhere (an unmonitored resource, or several at once).
+				res.Trials, res.Experiments, res.Reserve = r.trials, len(r.trials), s
+				return res, fmt.Errorf("find-critical: %s stayed saturated after doubling the allocation and throughput did not grow (%.1f -> %.1f pages/s at %d users), with no hardware resource at or above %.2f: %w",
+					soft[0], lastSoftThroughput, o.Throughput, workload, opts.HardwareThreshold, ErrNoCriticalResource)
+			}
+			lastSoft, lastSoftThroughput = soft, o.Throughput
+			if doublings >= opts.MaxDoublings {
+				res.Trials, res.Experiments = r.trials, len(r.trials)
+				return res, fmt.Errorf("find-critical: %s still saturated after doubling the allocation %d times", soft[0], doublings)
+			}
+			doublings++
+			s = s.Scaled(2)
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s saturated at %d users: doubled the allocation", soft[0], workload))
+			tpCurr, tpMax = 0, -1
+			if opts.Mode == ModePaper {
+				workload = opts.Step
+			}
+		default:
+			workload += opts.Step
+		}
+	}
+	res.Trials, res.Experiments, res.Reserve = r.trials, len(r.trials), s
+	top := "no server"
+	if len(last.Servers) > 0 {
+		busiest := last.Servers[0]
+		for _, sv := range last.Servers {
+			if sv.CPU > busiest.CPU {
+				busiest = sv
+			}
+		}
+		top = fmt.Sprintf("%s cpu %.2f", busiest.Name, busiest.CPU)
+	}
+	return res, fmt.Errorf("find-critical: throughput stopped growing at %d users (%.1f pages/s) with no hardware resource at or above %.2f (busiest: %s): %w",
+		workload-opts.Step, tpMax, opts.HardwareThreshold, top, ErrNoCriticalResource)
+}
+
+// ScanPoint is one workload of InferMinConcurrentJobs's scan.
+type ScanPoint struct {
+	Workload        int     `json:"workload"`
+	Throughput      float64 `json:"throughput"`
+	SLOSatisfaction float64 `json:"sloSatisfaction"`
+	// CriticalThroughput and CriticalResponseTime are the critical tier's
+	// (summed over its servers; response time throughput-weighted).
+	CriticalThroughput   float64 `json:"criticalThroughput"`
+	CriticalResponseTime float64 `json:"criticalResponseTime"`
+	CriticalUtilization  float64 `json:"criticalUtilization"`
+}
+
+// TierMeasurement is a tier's throughput (requests/s, all servers) and mean
+// response time (s) at the minimum saturating workload.
+type TierMeasurement struct {
+	Tier         string  `json:"name" yaml:"name"`
+	Throughput   float64 `json:"throughput" yaml:"throughput"`
+	ResponseTime float64 `json:"responseTime" yaml:"responseTime"`
+}
+
+// MinJobs is the result of InferMinConcurrentJobs.
+type MinJobs struct {
+	// MinJobs is the mean number of concurrent jobs in the critical tier
+	// (all its servers) at WLmin, by Little's law.
+	MinJobs float64 `json:"minJobs"`
+	WLmin   int     `json:"wlMin"`
+	// Reading says where minJobs was read: "knee", "saturation", or
+	// "throughput-peak" when no knee was found.
+	Reading       string            `json:"reading"`
+	Knee          bool              `json:"knee"`
+	KneeThreshold float64           `json:"kneeThreshold"`
+	Points        []ScanPoint       `json:"points"`
+	Measurements  []TierMeasurement `json:"measurements"`
+	Experiments   int               `json:"experiments"`
+	Trials        []Trial           `json:"-"`
+	Warnings      []string          `json:"warnings,omitempty"`
+}
+
+// InferMinConcurrentJobs is Algorithm 1's second procedure: with the reserved
+// allocation, raise the workload in small steps until throughput stops
+// growing; intervention analysis of SLO satisfaction against workload finds
+// the minimum saturating workload WLmin, and minJobs = TP(WLmin) * RTT(WLmin)
+// of the critical tier.
+//
+// Two slips of the pseudo-code are mended as the paper's text reads: line 29
+// runs the analysis on SLO satisfaction (not RTT), and line 30's undefined
+// RSI is the critical server's RTT.
+func InferMinConcurrentJobs(ctx context.Context, x Experimenter, d Deployment, c Critical, opts Options) (MinJobs, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return MinJobs{}, err
+	}
+	if _, ok := d.Tier(c.Tier); !ok {
+		return MinJobs{}, fmt.Errorf("infer-min-jobs: critical tier %q is not in the deployment", c.Tier)
+	}
+	r := &runner{x: x, d: d, opts: opts, procedure: "infer-min-jobs"}
+	res := MinJobs{KneeThreshold: opts.KneeThreshold}
+	if opts.Mode == ModePaper && res.KneeThreshold == 0 {
+		res.KneeThreshold = opts.SLA
+	}
+	start := opts.SmallStep
+	if opts.Mode == ModeEfficient && c.SaturationWorkload > 0 {
+		// Round down to the small step so scans of neighbouring campaigns share workloads.
+		start = max(opts.SmallStep, (c.SaturationWorkload-opts.ScanSpan)/opts.SmallStep*opts.SmallStep)
+	}
+	var obs []Observation
+	scan := func(workload int) error {
+		o, _, _, err := r.run(ctx, c.Reserve, workload)
+		if err != nil {
+			return err
+		}
+		if res.KneeThreshold == 0 {
+			res.KneeThreshold = opts.KneeFactor * o.ResponseTimes.Mean()
+			if res.KneeThreshold <= 0 {
+				res.KneeThreshold = opts.SLA
+			}
+		}
+		obs = append(obs, o)
+		tp, rt, _ := o.TierTotals(c.Tier)
+		res.Points = append(res.Points, ScanPoint{
+			Workload: workload, Throughput: o.Throughput, SLOSatisfaction: o.SLOSatisfaction(res.KneeThreshold),
+			CriticalThroughput: tp, CriticalResponseTime: rt, CriticalUtilization: tierUtilization(o, c),
+		})
+		return nil
+	}
+	finish := func(err error) (MinJobs, error) {
+		res.Trials, res.Experiments = r.trials, len(r.trials)
+		return res, err
+	}
+	workload, tpCurr, tpMax := start, 0.0, -1.0
+	for tpCurr > tpMax && workload <= opts.MaxWorkload {
+		tpMax = tpCurr
+		if err := scan(workload); err != nil {
+			return finish(err)
+		}
+		tpCurr = res.Points[len(res.Points)-1].Throughput
+		workload += opts.SmallStep
+	}
+	peak := workload - 2*opts.SmallStep // the last point whose throughput still grew
+	knee, err := intervention(res.Points, opts)
+	if err != nil {
+		return finish(fmt.Errorf("infer-min-jobs: %w", err))
+	}
+	if !knee.Knee && opts.Mode == ModeEfficient {
+		// Where response times cluster, SLO satisfaction can hold past the
+		// throughput peak; scan on to a bound rather than invent a knee.
+		bound := min(opts.MaxWorkload, peak+opts.ScanSpan)
+		res.Warnings = append(res.Warnings, fmt.Sprintf(
+			"no knee of SLO satisfaction at %.3g s before throughput stopped growing at %d users: scanning on to %d users",
+			res.KneeThreshold, peak, bound))
+		for workload <= bound && !knee.Knee {
+			if err := scan(workload); err != nil {
+				return finish(err)
+			}
+			workload += opts.SmallStep
+			if knee, err = intervention(res.Points, opts); err != nil {
+				return finish(fmt.Errorf("infer-min-jobs: %w", err))
+			}
+		}
+	}
+	res.Warnings = append(res.Warnings, knee.Warnings...)
+	at := -1
+	switch {
+	case opts.MinJobsAt == ReadAtSaturation:
+		res.Reading = string(ReadAtSaturation)
+		res.Knee = knee.Knee
+		if i, jobs, ok := readAtSaturation(res.Points, opts.HardwareThreshold); ok {
+			res.MinJobs, res.WLmin, at = jobs, res.Points[i].Workload, i
+		} else {
+			res.Warnings = append(res.Warnings, fmt.Sprintf(
+				"the critical resource never reached %.2f in the scan: reading minJobs at the knee instead", opts.HardwareThreshold))
+		}
+	}
+	if at < 0 {
+		if knee.Knee {
+			res.Reading, res.Knee, at = string(ReadAtKnee), true, knee.Index
+		} else {
+			res.Reading, at = "throughput-peak", peakIndex(res.Points)
+			res.Warnings = append(res.Warnings, fmt.Sprintf(
+				"no knee found in %d points: minJobs read where throughput peaked (%d users), an upper estimate",
+				len(res.Points), res.Points[at].Workload))
+		}
+		p := res.Points[at]
+		res.WLmin, res.MinJobs = p.Workload, LittlesLaw(p.CriticalThroughput, p.CriticalResponseTime)
+	}
+	for _, t := range d.Tiers {
+		tp, rt, n := obs[at].TierTotals(t.Name)
+		if n > 0 && tp > 0 {
+			res.Measurements = append(res.Measurements, TierMeasurement{Tier: t.Name, Throughput: tp, ResponseTime: rt})
+		}
+	}
+	if res.MinJobs <= 0 {
+		return finish(fmt.Errorf("infer-min-jobs: the critical tier %q reported no throughput or response time at %d users", c.Tier, res.WLmin))
+	}
+	return finish(nil)
+}
+
+func intervention(points []ScanPoint, opts Options) (InterventionResult, error) {
+	w := make([]float64, len(points))
+	s := make([]float64, len(points))
+	for i, p := range points {
+		w[i], s[i] = float64(p.Workload), p.SLOSatisfaction
+	}
+	return InterventionAnalysis(w, s, opts.Intervention)
+}
+
+// tierUtilization is the mean utilisation of the critical resource over the
+// critical tier's servers.
+func tierUtilization(o Observation, c Critical) float64 {
+	var sum float64
+	n := 0
+	for _, s := range o.Servers {
+		if s.Tier != c.Tier {
+			continue
+		}
+		n++
+		if c.Resource == "cpu" || c.Resource == "" {
+			sum += s.CPU
+		} else {
+			sum += s.Resources[c.Resource]
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
+}
+
+// readAtSaturation interpolates the critical tier's jobs (L = X R) at the
+// workload where its utilisation first crosses threshold.
+func readAtSaturation(points []ScanPoint, threshold float64) (int, float64, bool) {
+	for i, p := range points {
+		if p.CriticalUtilization < threshold {
+			continue
+		}
+		jobs := LittlesLaw(p.CriticalThroughput, p.CriticalResponseTime)
+		if i == 0 {
+			return i, jobs, true
+		}
+		q := points[i-1]
+		prev := LittlesLaw(q.CriticalThroughput, q.CriticalResponseTime)
+		f := (threshold - q.CriticalUtilization) / (p.CriticalUtilization - q.CriticalUtilization)
+		return i, prev + f*(jobs-prev), true
+	}
+	return 0, 0, false
+}
+
+func peakIndex(points []ScanPoint) int {
+	best := 0
+	for i, p := range points {
+		if p.Throughput > points[best].Throughput {
+			best = i
+		}
+	}
+	return best
+}
+
+// TierSize is one tier's pool sizes from CalculateMinAllocation.
+type TierSize struct {
+	Name     string `json:"name"`
+	Replicas int    `json:"replicas"`
+	// Jobs is the tier's mean concurrent jobs L (all servers).
+	Jobs             float64 `json:"jobs"`
+	TotalThreads     int     `json:"totalThreads"`
+	ThreadsPerServer int     `json:"threadsPerServer"`
+	// Connections are set for tiers with a connection pool only.
+	HasConnections       bool `json:"-"`
+	TotalConnections     int  `json:"totalConnections"`
+	ConnectionsPerServer int  `json:"connectionsPerServer"`
+	// ReqRatio (critical tier requests per request of this tier) and
+	// RTTRatio (this tier's RTT over the critical tier's) for front tiers.
+	ReqRatio float64 `json:"reqRatio,omitempty"`
+	RTTRatio float64 `json:"rttRatio,omitempty"`
+	Position string  `json:"position"` // "front", "critical" or "behind"
+}
+
+// Sizing is the result of CalculateMinAllocation.
+type Sizing struct {
+	Critical string     `json:"critical"`
+	MinJobs  float64    `json:"minJobs"`
+	Tiers    []TierSize `json:"tiers"`
+}
+
+// CalculateMinAllocation is Algorithm 1's third procedure. The critical tier
+// and the tiers behind it get minJobs; a tier in front gets, by Little's law
+// and the forced flow law (Formula 3), L = minJobs * RTTratio / Reqratio,
+// which equals its own TP * RTT. Totals are rounded to the nearest integer
+// (at least 1) and split across replicas rounding up: these are lower bounds.
+// minJobs <= 0 means: take it from the critical tier's measurement.
+func CalculateMinAllocation(d Deployment, critical string, minJobs float64, measured []TierMeasurement) (Sizing, error) {
+	ci := d.TierIndex(critical)
+	if ci < 0 {
+		return Sizing{}, fmt.Errorf("critical tier %q is not in the deployment (tiers: %s)", critical, tierNames(d))
+	}
+	byTier := map[string]TierMeasurement{}
+	for _, m := range measured {
+		if d.TierIndex(m.Tier) < 0 {
+			return Sizing{}, fmt.Errorf("measured tier %q is not in the deployment (tiers: %s)", m.Tier, tierNames(d))
+		}
+		if !(m.Throughput > 0) || !(m.ResponseTime > 0) {
+			return Sizing{}, fmt.Errorf("tier %q: want throughput > 0 and responseTime > 0, got %g and %g", m.Tier, m.Throughput, m.ResponseTime)
+		}
+		byTier[m.Tier] = m
+	}
+	crit, haveCrit := byTier[critical]
+	if minJobs <= 0 {
+		if !haveCrit {
+			return Sizing{}, fmt.Errorf("critical tier %q: no throughput and response time measured, and no minJobs given", critical)
+		}
+		minJobs = LittlesLaw(crit.Throughput, crit.ResponseTime)
+	}
+	out := Sizing{Critical: critical, MinJobs: minJobs}
+	for i, t := range d.Tiers {
+		ts := TierSize{Name: t.Name, Replicas: t.Replicas, HasConnections: t.HasPool(PoolConnections)}
+		switch {
+		case i < ci:
+			m, ok := byTier[t.Name]
+			if !ok {
+				return Sizing{}, fmt.Errorf("front tier %q: throughput and response time are needed to size it", t.Name)
+			}
+			if !haveCrit {
+				return Sizing{}, fmt.Errorf("critical tier %q: throughput and response time are needed to size the front tiers", critical)
+			}
+			ts.Position = "front"
+			ts.ReqRatio = crit.Throughput / m.Throughput
+			ts.RTTRatio = m.ResponseTime / crit.ResponseTime
+			ts.Jobs = minJobs * ts.RTTRatio / ts.ReqRatio
+		case i == ci:
+			ts.Position, ts.Jobs = "critical", minJobs
+		default:
+			ts.Position, ts.Jobs = "behind", minJobs
+		}
+		ts.TotalThreads = max(1, int(math.Round(ts.Jobs)))
+		ts.ThreadsPerServer = ceilDiv(ts.TotalThreads, max(1, t.Replicas))
+		if ts.HasConnections {
+			ts.TotalConnections, ts.ConnectionsPerServer = ts.TotalThreads, ts.ThreadsPerServer
+		}
+		out.Tiers = append(out.Tiers, ts)
+	}
+	return out, nil
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+func tierNames(d Deployment) string {
+	names := make([]string, len(d.Tiers))
+	for i, t := range d.Tiers {
+		names[i] = t.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// TierRecommendation is recommend's answer for one tier: pool sizes per
+// server, and the formula's minimum where a larger buffer was kept.
+type TierRecommendation struct {
+	Name                 string `json:"name"`
+	Replicas             int    `json:"replicas"`
+	ThreadsPerServer     int    `json:"threadsPerServer"`
+	ConnectionsPerServer *int   `json:"connectionsPerServer"`
+	TotalThreads         int    `json:"totalThreads"`
+	TotalConnections     *int   `json:"totalConnections"`
+	// Minimum is Formula 3's value where recommend kept a larger buffer.
+	Minimum *TierMinimum `json:"minimum,omitempty"`
+}
+
+// TierMinimum is the formula's per-server sizes.
+type TierMinimum struct {
+	ThreadsPerServer     int  `json:"threadsPerServer"`
+	ConnectionsPerServer *int `json:"connectionsPerServer"`
+}
+
+// BoundingTier is the tier whose pools bound the critical tier's concurrent
+// jobs: the critical tier if it has a pool of its own, else the nearest tier
+// in front of it that has one (C-JDBC and MySQL threads follow the app
+// tier's DB connections).
+func BoundingTier(d Deployment, critical string) int {
+	for i := d.TierIndex(critical); i >= 0; i-- {
+		if len(d.Tiers[i].Pools) > 0 {
+			return i
+		}
+	}
+	return d.TierIndex(critical)
+}
+
+// RecommendAllocation turns the sizing into an allocation; a nil reserve
+// gives the formula alone (what `softalloc size` prints). Formula 3 is a
+// lower bound, and Sec. III-C shows a front tier must also buffer: every pool
+// in front of the bounding tier keeps at least its reserved size, with the
+// formula's value shown beside it. The bounding tier and those behind take
+// the formula.
+func RecommendAllocation(d Deployment, sizing Sizing, reserve Allocation) (Allocation, []TierRecommendation) {
+	bound := BoundingTier(d, sizing.Critical)
+	alloc := Allocation{}
+	recs := make([]TierRecommendation, 0, len(sizing.Tiers))
+	for i, ts := range sizing.Tiers {
+		t := d.Tiers[i]
+		threads, conns := ts.ThreadsPerServer, ts.ConnectionsPerServer
+		if i < bound {
+			threads = max(threads, reserve[t.Name].Threads)
+			conns = max(conns, reserve[t.Name].Connections)
+		}
+		rec := TierRecommendation{Name: t.Name, Replicas: t.Replicas, ThreadsPerServer: threads, TotalThreads: ts.TotalThreads}
+		buffered := threads != ts.ThreadsPerServer || (ts.HasConnections && conns != ts.ConnectionsPerServer)
+		// A recommendation configures per-server pools, so its totals are
+		// what those add up to; the formula's totals stay for pool-less tiers
+		// (C-JDBC, MySQL) and for `size`.
+		configured := buffered || (reserve != nil && len(t.Pools) > 0)
+		if configured {
+			rec.TotalThreads = threads * t.Replicas
+		}
+		if ts.HasConnections {
+			c, total := conns, ts.TotalConnections
+			if configured {
+				total = conns * t.Replicas
+			}
+			rec.ConnectionsPerServer, rec.TotalConnections = &c, &total
+		}
+		if buffered {
+			m := &TierMinimum{ThreadsPerServer: ts.ThreadsPerServer}
+			if ts.HasConnections {
+				c := ts.ConnectionsPerServer
+				m.ConnectionsPerServer = &c
+			}
+			rec.Minimum = m
+		}
+		if len(t.Pools) > 0 {
+			p := TierPools{}
+			if t.HasPool(PoolThreads) {
+				p.Threads = threads
+			}
+			if t.HasPool(PoolConnections) {
+				p.Connections = conns
+			}
+			alloc[t.Name] = p
+		}
+		recs = append(recs, rec)
+	}
+	return alloc, recs
+}
+
+// Recommendation is the whole of Algorithm 1 on one deployment.
+type Recommendation struct {
+	Critical    Critical             `json:"critical"`
+	MinJobs     MinJobs              `json:"minJobs"`
+	Sizing      Sizing               `json:"sizing"`
+	Allocation  Allocation           `json:"allocation"`
+	Tiers       []TierRecommendation `json:"tiers"`
+	Experiments int                  `json:"experiments"`
+}
+
+// Recommend runs the three procedures from the initial allocation s0.
+func Recommend(ctx context.Context, x Experimenter, d Deployment, s0 Allocation, opts Options) (Recommendation, error) {
+	var rec Recommendation
+	c, err := FindCriticalResource(ctx, x, d, s0, opts)
+	rec.Critical, rec.Experiments = c, c.Experiments
+	if err != nil {
+		return rec, err
+	}
+	m, err := InferMinConcurrentJobs(ctx, x, d, c, opts)
+	rec.MinJobs, rec.Experiments = m, rec.Experiments+m.Experiments
+	if err != nil {
+		return rec, err
+	}
+	sz, err := CalculateMinAllocation(d, c.Tier, m.MinJobs, m.Measurements)
+	if err != nil {
+		return rec, fmt.Errorf("calculate-min-allocation: %w", err)
+	}
+	rec.Sizing = sz
+	rec.Allocation, rec.Tiers = RecommendAllocation(d, sz, c.Reserve)
+	return rec, nil
+}

@@ -1,0 +1,282 @@
+package algorithms_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/topology"
+)
+
+func deployment(t *testing.T, s string) algorithms.Deployment {
+	t.Helper()
+	d, err := topology.ParseTopology(s)
+	require.NoError(t, err)
+	return d
+}
+
+func allocation(t *testing.T, s string) algorithms.Allocation {
+	t.Helper()
+	a, err := topology.ParseAllocation(s)
+	require.NoError(t, err)
+	return a
+}
+
+// Table I of the paper: measured rows at saturation -> pool sizes.
+func TestCalculateMinAllocationTableI(t *testing.T) {
+	cases := []struct {
+		topology, critical string
+		measured           []algorithms.TierMeasurement
+		threadsPerServer   map[string]int
+		totalThreads       map[string]int
+		appConnections     int
+	}{
+		{
+			topology: "1/2/1/2", critical: "app",
+			measured: []algorithms.TierMeasurement{
+				{Tier: "web", Throughput: 740, ResponseTime: 0.137},
+				{Tier: "app", Throughput: 740, ResponseTime: 0.0351},
+			},
+			threadsPerServer: map[string]int{"web": 101, "app": 13, "cluster": 26, "db": 13},
+			totalThreads:     map[string]int{"web": 101, "app": 26, "cluster": 26, "db": 26},
+			appConnections:   13,
+		},
+		{
+			topology: "1/4/1/4", critical: "cluster",
+			measured: []algorithms.TierMeasurement{
+				{Tier: "web", Throughput: 847, ResponseTime: 0.147},
+				{Tier: "app", Throughput: 847, ResponseTime: 0.0378},
+				{Tier: "cluster", Throughput: 2728, ResponseTime: 0.0082},
+			},
+			threadsPerServer: map[string]int{"web": 125, "app": 8, "cluster": 22, "db": 6},
+			totalThreads:     map[string]int{"web": 125, "app": 32, "cluster": 22, "db": 22},
+			appConnections:   8,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.topology, func(t *testing.T) {
+			d := deployment(t, tc.topology)
+			sz, err := algorithms.CalculateMinAllocation(d, tc.critical, 0, tc.measured)
+			require.NoError(t, err)
+			_, tiers := algorithms.RecommendAllocation(d, sz, nil)
+			for _, tr := range tiers {
+				assert.Equal(t, tc.threadsPerServer[tr.Name], tr.ThreadsPerServer, "threads per server of %s", tr.Name)
+				assert.Equal(t, tc.totalThreads[tr.Name], tr.TotalThreads, "total threads of %s", tr.Name)
+				assert.Nil(t, tr.Minimum, "size prints the formula alone")
+				if tr.Name == "app" {
+					require.NotNil(t, tr.ConnectionsPerServer)
+					assert.Equal(t, tc.appConnections, *tr.ConnectionsPerServer)
+				} else {
+					assert.Nil(t, tr.ConnectionsPerServer, "%s has no connection pool", tr.Name)
+				}
+			}
+			// Formula 3's ratios, as Table I prints them.
+			assert.InDelta(t, 1, sz.Tiers[0].RTTRatio*0+sz.Tiers[0].ReqRatio/(sz.Tiers[0].ReqRatio), 1e-12)
+		})
+	}
+}
+
+func TestCalculateMinAllocationFormula3(t *testing.T) {
+	d := deployment(t, "1/4/1/4")
+	sz, err := algorithms.CalculateMinAllocation(d, "cluster", 0, []algorithms.TierMeasurement{
+		{Tier: "web", Throughput: 847, ResponseTime: 0.147},
+		{Tier: "app", Throughput: 847, ResponseTime: 0.0378},
+		{Tier: "cluster", Throughput: 2728, ResponseTime: 0.0082},
+	})
+	require.NoError(t, err)
+	app := sz.Tiers[1]
+	assert.InDelta(t, 2728.0/847, app.ReqRatio, 1e-9, "Reqratio is the forced-flow ratio")
+	assert.InDelta(t, 0.0378/0.0082, app.RTTRatio, 1e-9)
+	// L_tomcat = L_cjdbc * RTTratio / Reqratio = TP_tomcat * RTT_tomcat.
+	assert.InDelta(t, 847*0.0378, app.Jobs, 1e-9)
+	assert.InDelta(t, 2728*0.0082, sz.MinJobs, 1e-9)
+	assert.Equal(t, "front", sz.Tiers[0].Position)
+	assert.Equal(t, "critical", sz.Tiers[2].Position)
+	assert.Equal(t, "behind", sz.Tiers[3].Position)
+}
+
+func TestCalculateMinAllocationErrors(t *testing.T) {
+	d := deployment(t, "1/4/1/4")
+	_, err := algorithms.CalculateMinAllocation(d, "cache", 0, nil)
+	assert.ErrorContains(t, err, `critical tier "cache" is not in the deployment (tiers: web, app, cluster, db)`)
+	_, err = algorithms.CalculateMinAllocation(d, "cluster", 0, []algorithms.TierMeasurement{{Tier: "cluster", Throughput: 2728, ResponseTime: 0.0082}})
+	assert.ErrorContains(t, err, `front tier "web": throughput and response time are needed`)
+	_, err = algorithms.CalculateMinAllocation(d, "cluster", 0, nil)
+	assert.ErrorContains(t, err, "no throughput and response time measured, and no minJobs given")
+	_, err = algorithms.CalculateMinAllocation(d, "db", 0, []algorithms.TierMeasurement{{Tier: "db", Throughput: -1, ResponseTime: 1}})
+	assert.ErrorContains(t, err, `tier "db": want throughput > 0`)
+	// Behind tiers need nothing measured when minJobs is given.
+	sz, err := algorithms.CalculateMinAllocation(d, "web", 40, nil)
+	require.NoError(t, err)
+	for _, ts := range sz.Tiers {
+		assert.Equal(t, 40, ts.TotalThreads)
+	}
+}
+
+func TestRecommendAllocationKeepsTheFrontBuffer(t *testing.T) {
+	d := deployment(t, "1/4/1/4")
+	sz, err := algorithms.CalculateMinAllocation(d, "cluster", 0, []algorithms.TierMeasurement{
+		{Tier: "web", Throughput: 847, ResponseTime: 0.147},
+		{Tier: "app", Throughput: 847, ResponseTime: 0.0378},
+		{Tier: "cluster", Throughput: 2728, ResponseTime: 0.0082},
+	})
+	require.NoError(t, err)
+	alloc, tiers := algorithms.RecommendAllocation(d, sz, allocation(t, "400-150-60"))
+	got, err := topology.FormatAllocation(alloc)
+	require.NoError(t, err)
+	// C-JDBC's jobs are bounded by the app tier's connections: the web pool
+	// in front keeps its 400 (formula: 125); the app tier takes the formula.
+	assert.Equal(t, "400-8-8", got)
+	require.NotNil(t, tiers[0].Minimum)
+	assert.Equal(t, 125, tiers[0].Minimum.ThreadsPerServer)
+	assert.Equal(t, 400, tiers[0].TotalThreads)
+	assert.Nil(t, tiers[1].Minimum)
+
+	assert.Equal(t, 1, algorithms.BoundingTier(d, "cluster"))
+	assert.Equal(t, 1, algorithms.BoundingTier(d, "app"))
+	assert.Equal(t, 0, algorithms.BoundingTier(d, "web"))
+}
+
+func shortOptions() algorithms.Options {
+	o := algorithms.DefaultOptions()
+	o.Timing = algorithms.Timing{Runtime: 10 * time.Minute}
+	return o
+}
+
+func TestFindCriticalResourceOnAnalyticModel(t *testing.T) {
+	for _, tc := range []struct{ topology, tier string }{{"1/2/1/2", "app"}, {"1/4/1/4", "cluster"}} {
+		t.Run(tc.topology, func(t *testing.T) {
+			d := deployment(t, tc.topology)
+			x := rubbosFake()
+			c, err := algorithms.FindCriticalResource(context.Background(), x, d, allocation(t, "400-150-60"), shortOptions())
+			require.NoError(t, err)
+			assert.Equal(t, tc.tier, c.Tier)
+			assert.Equal(t, "cpu", c.Resource)
+			assert.GreaterOrEqual(t, c.Utilization, 0.95)
+			assert.Equal(t, x.calls, c.Experiments, "every experiment is counted")
+			assert.Len(t, c.Trials, c.Experiments)
+			// The bound from MVA: the first step at or past saturation.
+			users, _ := algorithms.MVASaturation(x.stations(d, 0), x.think)
+			assert.InDelta(t, users, float64(c.SaturationWorkload), 1000)
+		})
+	}
+}
+
+func TestFindCriticalResourceDoublesAScarcePool(t *testing.T) {
+	d := deployment(t, "1/2/1/2")
+	start := allocation(t, "400-2-2")
+	efficient, err := algorithms.FindCriticalResource(context.Background(), rubbosFake(), d, start, shortOptions())
+	require.NoError(t, err)
+	assert.Equal(t, "app", efficient.Tier)
+	assert.Greater(t, efficient.Reserve["app"].Threads, 2, "the scarce pool was doubled")
+	assert.Equal(t, 0, efficient.Reserve["app"].Threads%2)
+
+	paper := shortOptions()
+	paper.Mode = algorithms.ModePaper
+	exact, err := algorithms.FindCriticalResource(context.Background(), rubbosFake(), d, start, paper)
+	require.NoError(t, err)
+	assert.Equal(t, exact.Tier, efficient.Tier)
+	assert.Equal(t, exact.Reserve, efficient.Reserve, "same answer")
+	assert.Less(t, efficient.Experiments, exact.Experiments, "fewer experiments without restarting from the first step")
+}
+
+func TestFindCriticalResourceWithoutASaturatedResource(t *testing.T) {
+	d := deployment(t, "1/2/1/2")
+	x := rubbosFake()
+	x.hidden = 0.004 // an unmonitored bottleneck
+	_, err := algorithms.FindCriticalResource(context.Background(), x, d, allocation(t, "400-150-60"), shortOptions())
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, algorithms.ErrNoCriticalResource))
+	assert.Contains(t, err.Error(), "throughput did not grow")
+
+	// With pools that never fill, throughput simply stops growing.
+	_, err = algorithms.FindCriticalResource(context.Background(), x, d, allocation(t, "100000-100000-100000"), shortOptions())
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, algorithms.ErrNoCriticalResource))
+	assert.Contains(t, err.Error(), "throughput stopped growing")
+}
+
+func TestFindCriticalResourceStopsOnCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	x := &cancelling{}
+	_, err := algorithms.FindCriticalResource(ctx, x, deployment(t, "1/2/1/2"), allocation(t, "400-150-60"), shortOptions())
+	assert.ErrorIs(t, err, context.Canceled)
+}
+
+type cancelling struct{}
+
+func (cancelling) RunExperiment(ctx context.Context, _ algorithms.Experiment) (algorithms.Observation, error) {
+	return algorithms.Observation{}, ctx.Err()
+}
+
+func TestInferMinConcurrentJobsOnAnalyticModel(t *testing.T) {
+	for _, tc := range []struct {
+		topology string
+		reading  algorithms.MinJobsReading
+	}{{"1/2/1/2", algorithms.ReadAtKnee}, {"1/4/1/4", algorithms.ReadAtKnee}, {"1/2/1/2", algorithms.ReadAtSaturation}} {
+		t.Run(tc.topology+"/"+string(tc.reading), func(t *testing.T) {
+			d := deployment(t, tc.topology)
+			x := rubbosFake()
+			opts := shortOptions()
+			opts.MinJobsAt = tc.reading
+			c, err := algorithms.FindCriticalResource(context.Background(), x, d, allocation(t, "400-150-60"), opts)
+			require.NoError(t, err)
+			m, err := algorithms.InferMinConcurrentJobs(context.Background(), x, d, c, opts)
+			require.NoError(t, err)
+			assert.Equal(t, string(tc.reading), m.Reading)
+			users, _ := algorithms.MVASaturation(x.stations(d, 0), x.think)
+			// The knee lies near the MVA saturation point N*, not deep in overload.
+			// (MVA's curve bends smoothly, so the knee comes somewhat before N*.)
+			assert.GreaterOrEqual(t, float64(m.WLmin), 0.7*users, "WLmin")
+			assert.LessOrEqual(t, float64(m.WLmin), 1.15*users, "WLmin")
+			var crit algorithms.TierMeasurement
+			for _, mm := range m.Measurements {
+				if mm.Tier == c.Tier {
+					crit = mm
+				}
+			}
+			if tc.reading == algorithms.ReadAtKnee {
+				assert.InDelta(t, crit.Throughput*crit.ResponseTime, m.MinJobs, 1e-9, "minJobs = TP x RTT at WLmin")
+			}
+			// Jobs in the critical tier at the knee: more than one per server,
+			// far fewer than the 150-thread pools.
+			assert.Greater(t, m.MinJobs, 2.0)
+			assert.Less(t, m.MinJobs, 100.0)
+			assert.Equal(t, m.Experiments, len(m.Trials))
+			assert.Greater(t, m.KneeThreshold, 0.0)
+		})
+	}
+}
+
+func TestInferMinConcurrentJobsPaperModeStartsAtOneSmallStep(t *testing.T) {
+	d := deployment(t, "1/4/1/4")
+	x := rubbosFake()
+	opts := shortOptions()
+	opts.Mode = algorithms.ModePaper
+	opts.SmallStep = 250
+	c, err := algorithms.FindCriticalResource(context.Background(), x, d, allocation(t, "400-150-60"), opts)
+	require.NoError(t, err)
+	m, err := algorithms.InferMinConcurrentJobs(context.Background(), x, d, c, opts)
+	require.NoError(t, err)
+	assert.Equal(t, 250, m.Points[0].Workload)
+	assert.InDelta(t, opts.SLA, m.KneeThreshold, 1e-12, "paper mode measures SLO satisfaction at the SLA")
+}
+
+func TestRecommendOnAnalyticModel(t *testing.T) {
+	d := deployment(t, "1/4/1/4")
+	x := rubbosFake()
+	rec, err := algorithms.Recommend(context.Background(), x, d, allocation(t, "400-150-60"), shortOptions())
+	require.NoError(t, err)
+	assert.Equal(t, "cluster", rec.Critical.Tier)
+	assert.Equal(t, x.calls, rec.Experiments)
+	assert.Equal(t, 400, rec.Allocation["web"].Threads, "the front buffer is kept")
+	app := rec.Allocation["app"]
+	assert.Equal(t, app.Threads, app.Connections)
+	assert.Less(t, app.Threads, 150)
+}

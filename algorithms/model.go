@@ -1,0 +1,199 @@
+// Package algorithms is the soft-resource allocation method of Wang et al.,
+// "The Impact of Soft Resource Allocation on n-Tier Application Scalability"
+// (IPDPS 2011), as a pure library: the operational laws, mean value analysis,
+// intervention analysis, and Algorithm 1 (FindCriticalResource,
+// InferMinConcurrentJobs, CalculateMinAllocation) driving any Experimenter.
+//
+// It knows nothing of files, commands or concrete runners; it defines the
+// Experimenter interface it consumes and the observation every runner returns.
+package algorithms
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Tier roles of the RUBBoS chain. A deployment file may name tiers freely,
+// but the role says how a tier behaves (which pools it has, what it calls).
+const (
+	RoleWeb     = "web"
+	RoleApp     = "app"
+	RoleCluster = "cluster"
+	RoleDB      = "db"
+)
+
+// Pool names. Every tier has at most a thread pool and a connection pool
+// (connections to the next tier down).
+const (
+	PoolThreads     = "threads"
+	PoolConnections = "connections"
+)
+
+// Tier is one tier of an n-tier chain: a set of identical replicated servers.
+type Tier struct {
+	Name     string   `json:"name"`
+	Role     string   `json:"role"`
+	Replicas int      `json:"replicas"`
+	Cores    int      `json:"cores"`
+	Pools    []string `json:"pools,omitempty"` // the pools an allocation sets, in order
+}
+
+// HasPool reports whether the tier's allocation sets the named pool.
+func (t Tier) HasPool(pool string) bool {
+	for _, p := range t.Pools {
+		if p == pool {
+			return true
+		}
+	}
+	return false
+}
+
+// ServerName names the i-th server (0-based) of the tier: "app-1", "app-2", ...
+func (t Tier) ServerName(i int) string { return fmt.Sprintf("%s-%d", t.Name, i+1) }
+
+// Deployment is the hardware side of an experiment: a chain of tiers, front first.
+type Deployment struct {
+	// Topology is the short notation ("1/2/1/2") when the deployment came from
+	// one, or the deployment's own name.
+	Topology string `json:"topology"`
+	Tiers    []Tier `json:"tiers"`
+}
+
+// Tier returns the tier with the given name.
+func (d Deployment) Tier(name string) (Tier, bool) {
+	for _, t := range d.Tiers {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return Tier{}, false
+}
+
+// TierIndex returns the position of the named tier in the chain, or -1.
+func (d Deployment) TierIndex(name string) int {
+	for i, t := range d.Tiers {
+		if t.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// TierPools holds the pool sizes of one tier, per server. Zero means the tier
+// has no such pool of its own (a C-JDBC or MySQL thread exists per upstream
+// DB connection, so those tiers take their concurrency from the app tier).
+type TierPools struct {
+	Threads     int `json:"threads,omitempty"`
+	Connections int `json:"connections,omitempty"`
+}
+
+// Size returns the size of the named pool.
+func (p TierPools) Size(pool string) int {
+	switch pool {
+	case PoolThreads:
+		return p.Threads
+	case PoolConnections:
+		return p.Connections
+	}
+	return 0
+}
+
+// Allocation sets the size of every soft-resource pool, per server, keyed by
+// tier name. The paper's 400-150-60 is {web: {400}, app: {150, 60}}.
+type Allocation map[string]TierPools
+
+// Clone returns an independent copy.
+func (a Allocation) Clone() Allocation {
+	c := make(Allocation, len(a))
+	for k, v := range a {
+		c[k] = v
+	}
+	return c
+}
+
+// Scaled multiplies every pool by f, as Algorithm 1's S = 2S does.
+func (a Allocation) Scaled(f int) Allocation {
+	c := make(Allocation, len(a))
+	for k, v := range a {
+		c[k] = TierPools{Threads: v.Threads * f, Connections: v.Connections * f}
+	}
+	return c
+}
+
+// Key is a canonical, order-independent text of the allocation, for journals
+// and maps: "app:threads=150,connections=60;web:threads=400".
+func (a Allocation) Key() string {
+	names := make([]string, 0, len(a))
+	for k := range a {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for i, n := range names {
+		if i > 0 {
+			b.WriteByte(';')
+		}
+		p := a[n]
+		fmt.Fprintf(&b, "%s:threads=%d,connections=%d", n, p.Threads, p.Connections)
+	}
+	return b.String()
+}
+
+// Workload is the offered load of an experiment: emulated users of a closed
+// system (each thinks, sends a page request, waits for it, repeats).
+type Workload struct {
+	Users int `json:"users"`
+}
+
+// Timing is a trial's schedule. Measurements are taken during Runtime only.
+type Timing struct {
+	RampUp   time.Duration
+	Runtime  time.Duration
+	RampDown time.Duration
+}
+
+// PaperTiming is the paper's trial: 8 min ramp-up, 12 min runtime, 30 s ramp-down.
+var PaperTiming = Timing{RampUp: 8 * time.Minute, Runtime: 12 * time.Minute, RampDown: 30 * time.Second}
+
+// Total is the whole length of a trial.
+func (t Timing) Total() time.Duration { return t.RampUp + t.Runtime + t.RampDown }
+
+type timingJSON struct {
+	RampUp   float64 `json:"rampUpSeconds"`
+	Runtime  float64 `json:"runtimeSeconds"`
+	RampDown float64 `json:"rampDownSeconds"`
+}
+
+// MarshalJSON writes seconds, which scripts read more easily than nanoseconds.
+func (t Timing) MarshalJSON() ([]byte, error) {
+	return json.Marshal(timingJSON{t.RampUp.Seconds(), t.Runtime.Seconds(), t.RampDown.Seconds()})
+}
+
+// UnmarshalJSON reads the form MarshalJSON writes.
+func (t *Timing) UnmarshalJSON(b []byte) error {
+	var j timingJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	if j.RampUp < 0 || j.Runtime <= 0 || j.RampDown < 0 {
+		return fmt.Errorf("timing: want rampUpSeconds >= 0, runtimeSeconds > 0, rampDownSeconds >= 0, got %g, %g, %g",
+			j.RampUp, j.Runtime, j.RampDown)
+	}
+	*t = Timing{
+		RampUp:   time.Duration(j.RampUp * float64(time.Second)),
+		Runtime:  time.Duration(j.Runtime * float64(time.Second)),
+		RampDown: time.Duration(j.RampDown * float64(time.Second)),
+	}
+	return nil
+}
+
+// Experiment is one trial: hardware, soft-resource allocation, load and schedule.
+type Experiment struct {
+	Deployment Deployment `json:"deployment"`
+	Allocation Allocation `json:"allocation"`
+	Workload   Workload   `json:"workload"`
+	Timing     Timing     `json:"timing"`
+}

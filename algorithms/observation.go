@@ -1,0 +1,344 @@
+package algorithms
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Experimenter runs one experiment and returns what was measured. Runners
+// (the simulator, a replayed recording, a user's program, a live deployment)
+// implement it; every procedure of Algorithm 1 drives one.
+type Experimenter interface {
+	RunExperiment(ctx context.Context, e Experiment) (Observation, error)
+}
+
+// Observation is what SysStat, server logs and pool monitors gave the paper
+// for one trial, measured over the runtime window only.
+type Observation struct {
+	// RuntimeSeconds is the length of the measured window.
+	RuntimeSeconds float64 `json:"runtimeSeconds"`
+	// Throughput is completed pages per second, end to end.
+	Throughput float64 `json:"throughput"`
+	// ResponseTimes is the distribution of page response times (seconds),
+	// from which goodput and badput at any SLA threshold follow.
+	ResponseTimes Histogram `json:"responseTimes"`
+	// Servers holds one entry per server, in chain order.
+	Servers []ServerObservation `json:"servers"`
+	// Drops counts connection attempts refused by a full accept queue;
+	// Retries counts the client or upstream retransmissions they caused.
+	Drops   int64 `json:"drops"`
+	Retries int64 `json:"retries"`
+	// Errors counts pages that failed (refused, timed out, 5xx) and are not
+	// in ResponseTimes.
+	Errors int64 `json:"errors"`
+}
+
+// ServerObservation is one server's share of an observation.
+//
+// ResponseTime is what the server's own log would show: from the moment one
+// of its threads takes the request to the moment it answers, downstream calls
+// included; the wait in front of its pool (accept queue) and, for a web
+// server, the wait for the client's FIN after the response are excluded.
+type ServerObservation struct {
+	Name string `json:"name"` // "app-1"
+	Tier string `json:"tier"` // "app"
+	// CPU is the mean CPU utilisation over the runtime, in [0,1], all cores.
+	CPU float64 `json:"cpu"`
+	// Resources holds other hardware utilisations in [0,1] (disk, network), if measured.
+	Resources map[string]float64 `json:"resources,omitempty"`
+	// Pools holds the soft resources of this server.
+	Pools []PoolObservation `json:"pools,omitempty"`
+	// Throughput is requests per second this server completed.
+	Throughput float64 `json:"throughput"`
+	// ResponseTime is the mean per-request residence in seconds (see above).
+	ResponseTime float64 `json:"responseTime"`
+	// GCShare is the share of the runtime the server spent in stop-the-world
+	// garbage collection (a JVM's GC time / wall time), if measured.
+	GCShare float64 `json:"gcShare,omitempty"`
+}
+
+// PoolObservation is one soft-resource pool of a server.
+type PoolObservation struct {
+	Name string  `json:"name"` // "threads", "connections"
+	Size int     `json:"size"`
+	Busy float64 `json:"busy"` // mean busy units over the runtime
+	// FullShare is the share of the runtime in which every unit was busy, in
+	// [0,1]; negative when the runner could not measure it.
+	FullShare float64 `json:"fullShare"`
+}
+
+// Utilization is the mean share of the pool's units that were busy.
+func (p PoolObservation) Utilization() float64 {
+	if p.Size <= 0 {
+		return 0
+	}
+	return p.Busy / float64(p.Size)
+}
+
+// Server returns the observation of the named server.
+func (o Observation) Server(name string) (ServerObservation, bool) {
+	for _, s := range o.Servers {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return ServerObservation{}, false
+}
+
+// Goodput is the rate of pages with response time at or under threshold seconds.
+func (o Observation) Goodput(threshold float64) float64 {
+	if o.RuntimeSeconds <= 0 {
+		return 0
+	}
+	return o.ResponseTimes.CountWithin(threshold) / o.RuntimeSeconds
+}
+
+// Badput is the rate of pages slower than threshold seconds.
+func (o Observation) Badput(threshold float64) float64 {
+	if o.RuntimeSeconds <= 0 {
+		return 0
+	}
+	return (float64(o.ResponseTimes.Count()) - o.ResponseTimes.CountWithin(threshold)) / o.RuntimeSeconds
+}
+
+// SLOSatisfaction is the share of pages within threshold seconds (1 when none finished).
+func (o Observation) SLOSatisfaction(threshold float64) float64 {
+	n := o.ResponseTimes.Count()
+	if n == 0 {
+		return 1
+	}
+	return o.ResponseTimes.CountWithin(threshold) / float64(n)
+}
+
+// TierTotals sums a tier's servers: throughput adds up, response time is the
+// throughput-weighted mean, so L = X * R stays Little's law for the tier.
+func (o Observation) TierTotals(tier string) (throughput, responseTime float64, servers int) {
+	var weighted float64
+	for _, s := range o.Servers {
+		if s.Tier != tier {
+			continue
+		}
+		servers++
+		throughput += s.Throughput
+		weighted += s.Throughput * s.ResponseTime
+	}
+	if throughput > 0 {
+		responseTime = weighted / throughput
+	}
+	return throughput, responseTime, servers
+}
+
+// Validate reports the first field that is missing or out of range, by name
+// ("observation.servers[2].cpu: want a number in [0,1], got 1.7").
+func (o Observation) Validate() error {
+	bad := func(field, want string, got any) error {
+		return fmt.Errorf("observation.%s: want %s, got %v", field, want, got)
+	}
+	if !(o.RuntimeSeconds > 0) || math.IsInf(o.RuntimeSeconds, 0) {
+		return bad("runtimeSeconds", "a positive number", o.RuntimeSeconds)
+	}
+	if !(o.Throughput >= 0) || math.IsInf(o.Throughput, 0) {
+		return bad("throughput", "a number >= 0", o.Throughput)
+	}
+	if err := o.ResponseTimes.Validate(); err != nil {
+		return fmt.Errorf("observation.responseTimes.%w", err)
+	}
+	if len(o.Servers) == 0 {
+		return bad("servers", "at least one server", "none")
+	}
+	for i, s := range o.Servers {
+		f := fmt.Sprintf("servers[%d]", i)
+		switch {
+		case s.Name == "":
+			return bad(f+".name", "a server name", `""`)
+		case s.Tier == "":
+			return bad(f+".tier", "a tier name", `""`)
+		case !(s.CPU >= 0 && s.CPU <= 1):
+			return bad(f+".cpu", "a number in [0,1]", s.CPU)
+		case !(s.Throughput >= 0) || math.IsInf(s.Throughput, 0):
+			return bad(f+".throughput", "a number >= 0", s.Throughput)
+		case !(s.ResponseTime >= 0) || math.IsInf(s.ResponseTime, 0):
+			return bad(f+".responseTime", "a number of seconds >= 0", s.ResponseTime)
+		}
+		for r, u := range s.Resources {
+			if !(u >= 0 && u <= 1) {
+				return bad(fmt.Sprintf("%s.resources.%s", f, r), "a number in [0,1]", u)
+			}
+		}
+		for j, p := range s.Pools {
+			pf := fmt.Sprintf("%s.pools[%d]", f, j)
+			switch {
+			case p.Name == "":
+				return bad(pf+".name", "a pool name", `""`)
+			case p.Size < 0:
+				return bad(pf+".size", "an integer >= 0", p.Size)
+			case !(p.Busy >= 0) || (p.Size > 0 && p.Busy > float64(p.Size)*1.0001):
+				return bad(pf+".busy", fmt.Sprintf("a number in [0,%d]", p.Size), p.Busy)
+			case !(p.FullShare <= 1) || math.IsNaN(p.FullShare):
+				return bad(pf+".fullShare", "a number in [0,1], or negative for unknown", p.FullShare)
+			}
+		}
+	}
+	return nil
+}
+
+// Bucket counts the values in (previous bucket's LE, LE].
+type Bucket struct {
+	LE    float64 `json:"le"`
+	Count int64   `json:"count"`
+}
+
+// Histogram is a response-time distribution as sparse buckets in ascending
+// order of upper bound, the shape any latency recorder can export.
+type Histogram struct {
+	Buckets []Bucket `json:"buckets"`
+	Sum     float64  `json:"sum"` // sum of all values, for the mean
+}
+
+// Count is the number of values recorded.
+func (h Histogram) Count() int64 {
+	var n int64
+	for _, b := range h.Buckets {
+		n += b.Count
+	}
+	return n
+}
+
+// Mean is the mean value (0 when empty).
+func (h Histogram) Mean() float64 {
+	n := h.Count()
+	if n == 0 {
+		return 0
+	}
+	return h.Sum / float64(n)
+}
+
+// CountWithin estimates how many values are <= t. A bucket that straddles t
+// contributes the share of its width below t (values spread evenly inside it).
+func (h Histogram) CountWithin(t float64) float64 {
+	var n float64
+	lo := 0.0
+	for _, b := range h.Buckets {
+		if b.LE <= t {
+			n += float64(b.Count)
+			lo = b.LE
+			continue
+		}
+		if t > lo && b.LE > lo {
+			n += float64(b.Count) * (t - lo) / (b.LE - lo)
+		}
+		break
+	}
+	return n
+}
+
+// Quantile estimates the q-quantile (q in [0,1]) by interpolating inside buckets.
+func (h Histogram) Quantile(q float64) float64 {
+	n := h.Count()
+	if n == 0 {
+		return math.NaN()
+	}
+	target := q * float64(n)
+	var seen float64
+	lo := 0.0
+	for _, b := range h.Buckets {
+		c := float64(b.Count)
+		if c > 0 && seen+c >= target {
+			return lo + (b.LE-lo)*(target-seen)/c
+		}
+		seen += c
+		lo = b.LE
+	}
+	return lo
+}
+
+// Validate checks that bounds ascend and counts are non-negative.
+func (h Histogram) Validate() error {
+	prev := 0.0
+	for i, b := range h.Buckets {
+		if !(b.LE > prev) || math.IsInf(b.LE, 0) {
+			return fmt.Errorf("buckets[%d].le: want a finite number above the previous bound %g, got %g", i, prev, b.LE)
+		}
+		if b.Count < 0 {
+			return fmt.Errorf("buckets[%d].count: want an integer >= 0, got %d", i, b.Count)
+		}
+		prev = b.LE
+	}
+	if !(h.Sum >= 0) {
+		return fmt.Errorf("sum: want a number >= 0, got %g", h.Sum)
+	}
+	return nil
+}
+
+// Merge adds another histogram's counts (bounds are united).
+func (h Histogram) Merge(o Histogram) Histogram {
+	m := map[float64]int64{}
+	for _, b := range h.Buckets {
+		m[b.LE] += b.Count
+	}
+	for _, b := range o.Buckets {
+		m[b.LE] += b.Count
+	}
+	out := Histogram{Sum: h.Sum + o.Sum, Buckets: make([]Bucket, 0, len(m))}
+	for le, c := range m {
+		out.Buckets = append(out.Buckets, Bucket{LE: le, Count: c})
+	}
+	sort.Slice(out.Buckets, func(i, j int) bool { return out.Buckets[i].LE < out.Buckets[j].LE })
+	return out
+}
+
+// Recorder is a streaming response-time histogram of fixed memory: log-spaced
+// buckets, 200 per decade (about 1.2% wide) from 10 us to 100,000 s. Recording
+// is one logarithm and an increment; memory does not depend on the count.
+type Recorder struct {
+	counts [recorderBuckets]int64
+	sum    float64
+}
+
+const (
+	recorderPerDecade = 200
+	recorderMinExp    = -5 // 10 us
+	recorderDecades   = 10
+	recorderBuckets   = recorderPerDecade*recorderDecades + 2
+)
+
+// Add records one value in seconds.
+func (r *Recorder) Add(v float64) {
+	r.counts[recorderIndex(v)]++
+	r.sum += v
+}
+
+// Reset forgets everything recorded.
+func (r *Recorder) Reset() { *r = Recorder{} }
+
+func recorderIndex(v float64) int {
+	if v <= math.Pow(10, recorderMinExp) {
+		return 0
+	}
+	i := int(math.Ceil((math.Log10(v) - recorderMinExp) * recorderPerDecade))
+	if i >= recorderBuckets {
+		return recorderBuckets - 1
+	}
+	return i
+}
+
+// recorderBound is the upper bound of bucket i.
+func recorderBound(i int) float64 {
+	if i == recorderBuckets-1 {
+		return math.MaxFloat64
+	}
+	return math.Pow(10, recorderMinExp+float64(i)/recorderPerDecade)
+}
+
+// Histogram exports the non-empty buckets.
+func (r *Recorder) Histogram() Histogram {
+	h := Histogram{Sum: r.sum}
+	for i, c := range r.counts {
+		if c > 0 {
+			h.Buckets = append(h.Buckets, Bucket{LE: recorderBound(i), Count: c})
+		}
+	}
+	return h
+}
