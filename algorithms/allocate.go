@@ -54,6 +54,9 @@ type Options struct {
 	MaxWorkload int
 	// MaxDoublings bounds how often a saturated allocation is doubled.
 	MaxDoublings int
+	// NoWarmStart turns off the efficient mode's warm start (MVA's
+	// prediction of the saturation workload from one low-load trial).
+	NoWarmStart bool
 	// ScanSpan: in efficient mode the small-step scan starts this many users
 	// below the saturation workload of FindCriticalResource.
 	ScanSpan int
@@ -66,7 +69,9 @@ type Options struct {
 	KneeFactor    float64
 	MinJobsAt     MinJobsReading
 	Intervention  InterventionOptions
-	// OnTrial, when set, is called after every experiment (progress, journals).
+	// OnStart and OnTrial, when set, are called before and after every
+	// experiment (progress display).
+	OnStart func(procedure string, e Experiment)
 	OnTrial func(Trial)
 }
 
@@ -219,6 +224,8 @@ type Critical struct {
 	SaturationWorkload int `json:"saturationWorkload"`
 	// MaxThroughput is the highest throughput (pages/s) seen.
 	MaxThroughput float64 `json:"maxThroughput"`
+	// PredictedSaturation is the warm start's MVA prediction (users), 0 when none.
+	PredictedSaturation int `json:"predictedSaturation,omitempty"`
 	// Reserve is the allocation the procedure ended with (S_reserve).
 	Reserve Allocation `json:"reserve"`
 	// Saturated lists every saturated hardware resource at that workload.
@@ -238,6 +245,9 @@ type runner struct {
 
 func (r *runner) run(ctx context.Context, a Allocation, users int) (Observation, []Saturation, []Saturation, error) {
 	e := Experiment{Deployment: r.d, Allocation: a.Clone(), Workload: Workload{Users: users}, Timing: r.opts.Timing}
+	if r.opts.OnStart != nil {
+		r.opts.OnStart(r.procedure, e)
+	}
 	o, err := r.x.RunExperiment(ctx, e)
 	if err != nil {
 		return Observation{}, nil, nil, fmt.Errorf("%s: experiment at %d users: %w", r.procedure, users, err)
@@ -268,6 +278,7 @@ func FindCriticalResource(ctx context.Context, x Experimenter, d Deployment, s0 
 	s := s0.Clone()
 	workload, tpCurr, tpMax := opts.Step, 0.0, -1.0
 	doublings := 0
+	warmed, jumpedTo := false, -1
 	var last Observation
 	var lastSoft []Saturation
 	var lastSoftThroughput float64
@@ -288,6 +299,22 @@ func FindCriticalResource(ctx context.Context, x Experimenter, d Deployment, s0 
 		res.MaxThroughput = math.Max(res.MaxThroughput, o.Throughput)
 		switch {
 		case len(hw) > 0:
+			if workload == jumpedTo {
+				// The prediction may overshoot: walk back to the first
+				// saturating step, the answer the plain scan gives.
+				for w := workload - opts.Step; w > opts.Step; w -= opts.Step {
+					o2, hw2, _, err := r.run(ctx, s, w)
+					if err != nil {
+						res.Trials, res.Experiments = r.trials, len(r.trials)
+						return res, err
+					}
+					if len(hw2) == 0 {
+						break
+					}
+					workload, hw = w, hw2
+					res.MaxThroughput = math.Max(res.MaxThroughput, o2.Throughput)
+				}
+			}
 			c := hw[0]
 			res.Tier, res.Server, res.Resource, res.Utilization = c.Tier, c.Server, c.Resource, c.Utilization
 			res.SaturationWorkload, res.Saturated, res.Reserve = workload, hw, s
@@ -322,6 +349,22 @@ func FindCriticalResource(ctx context.Context, x Experimenter, d Deployment, s0 
 			}
 		default:
 			workload += opts.Step
+			if opts.Mode == ModeEfficient && !opts.NoWarmStart && !warmed {
+				warmed = true
+				// Warm start: the utilisation law turns this low-load trial
+				// into per-server demands; exact MVA predicts where the
+				// busiest resource reaches the threshold. Jump to the step
+				// below the prediction.
+				pred, err := PredictSaturation(d, o, workload-opts.Step, opts.HardwareThreshold, opts.MaxWorkload)
+				if err != nil {
+					res.Warnings = append(res.Warnings, fmt.Sprintf("warm start skipped: %v", err))
+					break
+				}
+				res.PredictedSaturation = pred
+				if jump := (pred/opts.Step - 1) * opts.Step; jump > workload {
+					workload, jumpedTo = jump, jump
+				}
+			}
 		}
 	}
 	res.Trials, res.Experiments, res.Reserve = r.trials, len(r.trials), s
@@ -337,6 +380,49 @@ func FindCriticalResource(ctx context.Context, x Experimenter, d Deployment, s0 
 	}
 	return res, fmt.Errorf("find-critical: throughput stopped growing at %d users (%.1f pages/s) with no hardware resource at or above %.2f (busiest: %s): %w",
 		workload-opts.Step, tpMax, opts.HardwareThreshold, top, ErrNoCriticalResource)
+}
+
+// PredictSaturation predicts the workload (users) at which the busiest
+// server's CPU reaches threshold, from one trial at a low workload: the
+// utilisation law gives each server's demand per page (D = U x cores / X),
+// the response time law the think time (Z = N/X - R), and exact MVA of that
+// closed network the utilisation at every population.
+func PredictSaturation(d Deployment, o Observation, users int, threshold float64, bound int) (int, error) {
+	if o.Throughput <= 0 || users <= 0 {
+		return 0, fmt.Errorf("no throughput at %d users to predict from", users)
+	}
+	think := ResponseTimeLaw(float64(users), o.Throughput, 0) - o.ResponseTimes.Mean()
+	if think < 0 {
+		think = 0
+	}
+	var st []Station
+	for _, s := range o.Servers {
+		cores := 1
+		if t, ok := d.Tier(s.Tier); ok && t.Cores > 0 {
+			cores = t.Cores
+		}
+		if s.CPU > 0 {
+			st = append(st, Station{Name: s.Name, Demand: ServiceDemand(s.CPU*float64(cores), o.Throughput), Servers: cores})
+		}
+	}
+	if len(st) == 0 {
+		return 0, fmt.Errorf("no server reported CPU use at %d users", users)
+	}
+	// Beyond twice the asymptotic bound N* the utilisation is ~1 everywhere.
+	nStar, _ := MVASaturation(st, think)
+	limit := min(bound, max(users+1, int(2*nStar)+1))
+	pts, err := MVA(st, think, limit)
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range pts {
+		for _, u := range p.Utilization {
+			if u >= threshold {
+				return p.Users, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("no server reaches %.2f below %d users", threshold, limit)
 }
 
 // ScanPoint is one workload of InferMinConcurrentJobs's scan.
@@ -750,15 +836,18 @@ type Recommendation struct {
 }
 
 // Recommend runs the three procedures from the initial allocation s0.
+// Experiments counts distinct experiments: one the second procedure repeats
+// from the first is answered from memory, as a lab notebook would.
 func Recommend(ctx context.Context, x Experimenter, d Deployment, s0 Allocation, opts Options) (Recommendation, error) {
 	var rec Recommendation
-	c, err := FindCriticalResource(ctx, x, d, s0, opts)
-	rec.Critical, rec.Experiments = c, c.Experiments
+	memo := &memoExperimenter{x: x, seen: map[string]Observation{}}
+	c, err := FindCriticalResource(ctx, memo, d, s0, opts)
+	rec.Critical, rec.Experiments = c, len(memo.seen)
 	if err != nil {
 		return rec, err
 	}
-	m, err := InferMinConcurrentJobs(ctx, x, d, c, opts)
-	rec.MinJobs, rec.Experiments = m, rec.Experiments+m.Experiments
+	m, err := InferMinConcurrentJobs(ctx, memo, d, c, opts)
+	rec.MinJobs, rec.Experiments = m, len(memo.seen)
 	if err != nil {
 		return rec, err
 	}
@@ -769,4 +858,22 @@ func Recommend(ctx context.Context, x Experimenter, d Deployment, s0 Allocation,
 	rec.Sizing = sz
 	rec.Allocation, rec.Tiers = RecommendAllocation(d, sz, c.Reserve)
 	return rec, nil
+}
+
+// memoExperimenter answers a repeated experiment from memory.
+type memoExperimenter struct {
+	x    Experimenter
+	seen map[string]Observation
+}
+
+func (m *memoExperimenter) RunExperiment(ctx context.Context, e Experiment) (Observation, error) {
+	k := fmt.Sprintf("%s|%s|%d|%v", e.Deployment.Topology, e.Allocation.Key(), e.Workload.Users, e.Timing)
+	if o, ok := m.seen[k]; ok {
+		return o, nil
+	}
+	o, err := m.x.RunExperiment(ctx, e)
+	if err == nil {
+		m.seen[k] = o
+	}
+	return o, err
 }

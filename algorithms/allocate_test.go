@@ -274,9 +274,60 @@ func TestRecommendOnAnalyticModel(t *testing.T) {
 	rec, err := algorithms.Recommend(context.Background(), x, d, allocation(t, "400-150-60"), shortOptions())
 	require.NoError(t, err)
 	assert.Equal(t, "cluster", rec.Critical.Tier)
-	assert.Equal(t, x.calls, rec.Experiments)
+	assert.Equal(t, x.calls, rec.Experiments, "distinct experiments, repeats answered from memory")
+	assert.Less(t, rec.Experiments, rec.Critical.Experiments+rec.MinJobs.Experiments)
 	assert.Equal(t, 400, rec.Allocation["web"].Threads, "the front buffer is kept")
 	app := rec.Allocation["app"]
 	assert.Equal(t, app.Threads, app.Connections)
 	assert.Less(t, app.Threads, 150)
+}
+
+// The warm start predicts the saturation workload from one low-load trial
+// and skips the steps below it, with the same answer as the plain scan.
+func TestWarmStartSavesExperimentsForTheSameAnswer(t *testing.T) {
+	for _, topo := range []string{"1/2/1/2", "1/4/1/4", "1/1/1/1", "2/8/1/8"} {
+		t.Run(topo, func(t *testing.T) {
+			d := deployment(t, topo)
+			cold := shortOptions()
+			cold.NoWarmStart = true
+			plain, err := algorithms.FindCriticalResource(context.Background(), rubbosFake(), d, allocation(t, "400-150-60"), cold)
+			require.NoError(t, err)
+			warm, err := algorithms.FindCriticalResource(context.Background(), rubbosFake(), d, allocation(t, "400-150-60"), shortOptions())
+			require.NoError(t, err)
+			assert.Equal(t, plain.Tier, warm.Tier)
+			assert.Equal(t, plain.SaturationWorkload, warm.SaturationWorkload)
+			assert.Less(t, warm.Experiments, plain.Experiments)
+			assert.LessOrEqual(t, warm.Experiments, 4)
+			// On the analytic model the prediction is close to exact.
+			assert.InDelta(t, float64(plain.SaturationWorkload), float64(warm.PredictedSaturation), float64(shortOptions().Step)*1.01)
+		})
+	}
+}
+
+// A prediction that overshoots walks back to the first saturating step.
+func TestWarmStartOvershootWalksBack(t *testing.T) {
+	d := deployment(t, "1/2/1/2")
+	x := &overshooting{mvaExperimenter: rubbosFake()}
+	cold := shortOptions()
+	cold.NoWarmStart = true
+	plain, err := algorithms.FindCriticalResource(context.Background(), &overshooting{mvaExperimenter: rubbosFake()}, d, allocation(t, "400-150-60"), cold)
+	require.NoError(t, err)
+	warm, err := algorithms.FindCriticalResource(context.Background(), x, d, allocation(t, "400-150-60"), shortOptions())
+	require.NoError(t, err)
+	assert.Greater(t, warm.PredictedSaturation, plain.SaturationWorkload+1000, "the low-load trial misleads the prediction")
+	assert.Equal(t, plain.SaturationWorkload, warm.SaturationWorkload)
+}
+
+// overshooting under-reports CPU at low load (a cache warming up, say), so
+// the prediction lands far beyond the true saturation.
+type overshooting struct{ *mvaExperimenter }
+
+func (o *overshooting) RunExperiment(ctx context.Context, e algorithms.Experiment) (algorithms.Observation, error) {
+	ob, err := o.mvaExperimenter.RunExperiment(ctx, e)
+	if e.Workload.Users <= 500 {
+		for i := range ob.Servers {
+			ob.Servers[i].CPU *= 0.6
+		}
+	}
+	return ob, err
 }
