@@ -1,0 +1,296 @@
+// Package journal keeps an append-only record of finished experiments, so
+// that a campaign of hours on a real deployment survives a crash or Ctrl-C:
+// every finished experiment is on disk (fsynced) before the next starts, and
+// running the same command again reuses what was recorded.
+//
+// A journal is JSON Lines, one record a line; each line is also a replay
+// campaign record ({"experiment": ..., "observation": ...}), so
+// `--runner replay --campaign .softalloc/journal.jsonl` answers from it.
+package journal
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/runner/replay"
+)
+
+// DefaultPath is where a journal lives when the user names none.
+const DefaultPath = ".softalloc/journal.jsonl"
+
+// Record is one finished experiment.
+type Record struct {
+	// Key identifies everything that determines the experiment: the runner
+	// and its settings, topology and tiers, allocation, workload, timing.
+	Key      string            `json:"key"`
+	Runner   string            `json:"runner"`
+	Settings map[string]string `json:"settings"`
+	// Finished is when the experiment ended; Seconds how long it ran.
+	Finished    time.Time              `json:"finished"`
+	Seconds     float64                `json:"seconds"`
+	Experiment  algorithms.Experiment  `json:"experiment"`
+	Observation algorithms.Observation `json:"observation"`
+}
+
+// Identity is the runner a journal belongs to.
+type Identity struct {
+	Runner   string
+	Settings map[string]string
+}
+
+func (id Identity) String() string {
+	keys := make([]string, 0, len(id.Settings))
+	for k := range id.Settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + id.Settings[k]
+	}
+	return fmt.Sprintf("runner %s (%s)", id.Runner, strings.Join(parts, ", "))
+}
+
+func (id Identity) same(r Record) bool {
+	if r.Runner != id.Runner || len(r.Settings) != len(id.Settings) {
+		return false
+	}
+	for k, v := range id.Settings {
+		if r.Settings[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Key derives a record key from the runner and the experiment.
+func Key(id Identity, e algorithms.Experiment) string {
+	// json.Marshal sorts map keys, so equal inputs give equal bytes.
+	b, err := json.Marshal(struct {
+		Runner     string
+		Settings   map[string]string
+		Deployment algorithms.Deployment
+		Allocation string
+		Users      int
+		Timing     algorithms.Timing
+	}{id.Runner, id.Settings, e.Deployment, e.Allocation.Key(), e.Workload.Users, e.Timing})
+	if err != nil {
+		panic(fmt.Sprintf("journal key: %v", err)) // plain data: cannot fail
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12])
+}
+
+// ErrOtherRunner: the journal holds experiments of another runner or settings.
+var ErrOtherRunner = errors.New("journal belongs to another runner")
+
+// Journal is an open journal file.
+type Journal struct {
+	path     string
+	id       Identity
+	f        *os.File
+	mu       sync.Mutex
+	records  map[string]Record
+	Warnings []string
+	// Reused and Ran count this process's experiments.
+	Reused, Ran int
+}
+
+// Options for Open.
+type Options struct {
+	// Fresh sets an existing journal aside (renamed with a timestamp, never
+	// deleted) and starts an empty one.
+	Fresh bool
+	// Now is the clock (tests).
+	Now func() time.Time
+}
+
+// Open opens (creating it and its directory if needed) the journal at path
+// for the given runner. A torn last line, left by a process killed mid-write,
+// is cut off with a warning; everything before it is kept. Records of another
+// runner or settings are an error wrapping ErrOtherRunner: they are never
+// mixed in silently.
+func Open(path string, id Identity, opts Options) (*Journal, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("journal %q: %w", path, err)
+	}
+	j := &Journal{path: path, id: id, records: map[string]Record{}}
+	if opts.Fresh {
+		if _, err := os.Stat(path); err == nil {
+			aside := fmt.Sprintf("%s.%s.bak", path, opts.Now().UTC().Format("20060102T150405Z"))
+			if err := os.Rename(path, aside); err != nil {
+				return nil, fmt.Errorf("journal %q: set aside: %w", path, err)
+			}
+			j.Warnings = append(j.Warnings, fmt.Sprintf("--fresh: the previous journal is kept as %s", aside))
+		}
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("journal %q: %w", path, err)
+	}
+	if err := j.load(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	j.f = f
+	return j, nil
+}
+
+func (j *Journal) load(f *os.File) error {
+	data, err := os.ReadFile(j.path)
+	if err != nil {
+		return fmt.Errorf("journal %q: %w", j.path, err)
+	}
+	lines, torn := replay.SplitLines(data)
+	if torn != "" {
+		// Cut the torn tail so the next append starts on a line of its own.
+		keep := int64(len(data) - len(torn))
+		if err := f.Truncate(keep); err != nil {
+			return fmt.Errorf("journal %q: cut torn last line: %w", j.path, err)
+		}
+		j.Warnings = append(j.Warnings, fmt.Sprintf(
+			"journal %q: its last line was torn (%d bytes, a run killed mid-write) and was dropped; the %d records before it are kept",
+			j.path, len(torn), len(lines)))
+	}
+	if torn == "" && len(data) > 0 && data[len(data)-1] != '\n' {
+		// A whole last record without its newline: end the line before appending.
+		if _, err := f.WriteAt([]byte{'\n'}, int64(len(data))); err != nil {
+			return fmt.Errorf("journal %q: %w", j.path, err)
+		}
+	}
+	others := map[string]int{}
+	for i, line := range lines {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var r Record
+		if err := json.Unmarshal(line, &r); err != nil {
+			return fmt.Errorf("journal %q: line %d: %w", j.path, i+1, err)
+		}
+		if !j.id.same(r) {
+			others[Identity{r.Runner, r.Settings}.String()]++
+			continue
+		}
+		j.records[r.Key] = r
+	}
+	if len(others) > 0 {
+		var list []string
+		for k, n := range others {
+			list = append(list, fmt.Sprintf("%d of %s", n, k))
+		}
+		sort.Strings(list)
+		return fmt.Errorf("journal %q holds experiments of another runner or settings (%s), and this campaign uses %s: pass --journal PATH to keep a separate journal, or --fresh to set this one aside: %w",
+			j.path, strings.Join(list, "; "), j.id, ErrOtherRunner)
+	}
+	if _, err := f.Seek(0, 2); err != nil {
+		return fmt.Errorf("journal %q: %w", j.path, err)
+	}
+	return nil
+}
+
+// Path is the journal's file.
+func (j *Journal) Path() string { return j.path }
+
+// Len is the number of records of this runner.
+func (j *Journal) Len() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.records)
+}
+
+// Topologies lists the topologies recorded, for a note when a journal serves
+// several.
+func (j *Journal) Topologies() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	seen := map[string]bool{}
+	for _, r := range j.records {
+		seen[r.Experiment.Deployment.Topology] = true
+	}
+	out := make([]string, 0, len(seen))
+	for t := range seen {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Lookup returns the recorded observation of an experiment.
+func (j *Journal) Lookup(e algorithms.Experiment) (algorithms.Observation, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	r, ok := j.records[Key(j.id, e)]
+	return r.Observation, ok
+}
+
+// Append writes a finished experiment and syncs it to disk before returning.
+func (j *Journal) Append(e algorithms.Experiment, o algorithms.Observation, took time.Duration, finished time.Time) error {
+	r := Record{Key: Key(j.id, e), Runner: j.id.Runner, Settings: j.id.Settings, Finished: finished.UTC(),
+		Seconds: took.Seconds(), Experiment: e, Observation: o}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("journal %q: %w", j.path, err)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	// One write per record: a crash leaves at most a torn last line.
+	if _, err := j.f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("journal %q: append: %w", j.path, err)
+	}
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("journal %q: sync: %w", j.path, err)
+	}
+	j.records[r.Key] = r
+	return nil
+}
+
+// Close closes the file.
+func (j *Journal) Close() error { return j.f.Close() }
+
+// Wrap returns an Experimenter that answers recorded experiments from the
+// journal and records every experiment x finishes before returning it.
+// It is safe for concurrent use when x is.
+func (j *Journal) Wrap(x algorithms.Experimenter) algorithms.Experimenter {
+	return &journaled{j: j, x: x}
+}
+
+type journaled struct {
+	j *Journal
+	x algorithms.Experimenter
+}
+
+func (w *journaled) RunExperiment(ctx context.Context, e algorithms.Experiment) (algorithms.Observation, error) {
+	if o, ok := w.j.Lookup(e); ok {
+		w.j.mu.Lock()
+		w.j.Reused++
+		w.j.mu.Unlock()
+		return o, nil
+	}
+	start := time.Now()
+	o, err := w.x.RunExperiment(ctx, e)
+	if err != nil {
+		return o, err
+	}
+	if err := w.j.Append(e, o, time.Since(start), time.Now()); err != nil {
+		return o, err
+	}
+	w.j.mu.Lock()
+	w.j.Ran++
+	w.j.mu.Unlock()
+	return o, nil
+}

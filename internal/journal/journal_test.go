@@ -1,0 +1,188 @@
+package journal_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/journal"
+	"github.com/softalloc/softalloc/internal/runner/replay"
+	"github.com/softalloc/softalloc/internal/topology"
+)
+
+var simID = journal.Identity{Runner: "sim", Settings: map[string]string{"seed": "1"}}
+
+func experiment(t *testing.T, users int) algorithms.Experiment {
+	t.Helper()
+	d, err := topology.ParseTopology("1/2/1/2")
+	require.NoError(t, err)
+	a, err := topology.ParseAllocation("400-150-60")
+	require.NoError(t, err)
+	return algorithms.Experiment{Deployment: d, Allocation: a, Workload: algorithms.Workload{Users: users},
+		Timing: algorithms.Timing{RampUp: time.Minute, Runtime: 2 * time.Minute}}
+}
+
+// counting answers with the workload as throughput and counts its calls.
+type counting struct {
+	mu    sync.Mutex
+	calls int
+}
+
+func (c *counting) RunExperiment(ctx context.Context, e algorithms.Experiment) (algorithms.Observation, error) {
+	c.mu.Lock()
+	c.calls++
+	c.mu.Unlock()
+	return algorithms.Observation{RuntimeSeconds: 120, Throughput: float64(e.Workload.Users) / 7,
+		Servers: []algorithms.ServerObservation{{Name: "app-1", Tier: "app", CPU: 0.5}}}, ctx.Err()
+}
+
+func TestJournalRecordsAndReuses(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "journal.jsonl")
+	j, err := journal.Open(path, simID, journal.Options{})
+	require.NoError(t, err)
+	x := &counting{}
+	w := j.Wrap(x)
+	for _, u := range []int{100, 200, 100} {
+		_, err := w.RunExperiment(context.Background(), experiment(t, u))
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 2, x.calls, "the repeated experiment was answered from the journal")
+	assert.Equal(t, 2, j.Ran)
+	assert.Equal(t, 1, j.Reused)
+	require.NoError(t, j.Close())
+
+	// A new process reuses everything recorded.
+	j2, err := journal.Open(path, simID, journal.Options{})
+	require.NoError(t, err)
+	o, ok := j2.Lookup(experiment(t, 200))
+	require.True(t, ok)
+	assert.InDelta(t, 200.0/7, o.Throughput, 1e-12)
+	_, ok = j2.Lookup(experiment(t, 300))
+	assert.False(t, ok)
+	e := experiment(t, 200)
+	e.Timing.Runtime = time.Hour
+	_, ok = j2.Lookup(e)
+	assert.False(t, ok, "the trial timing is part of the key")
+	require.NoError(t, j2.Close())
+
+	// The journal is a replay campaign.
+	r, err := replay.Load(path)
+	require.NoError(t, err)
+	o, err = r.RunExperiment(context.Background(), experiment(t, 100))
+	require.NoError(t, err)
+	assert.InDelta(t, 100.0/7, o.Throughput, 1e-12)
+}
+
+func TestJournalTornLastLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	j, err := journal.Open(path, simID, journal.Options{})
+	require.NoError(t, err)
+	w := j.Wrap(&counting{})
+	for _, u := range []int{100, 200} {
+		_, err := w.RunExperiment(context.Background(), experiment(t, u))
+		require.NoError(t, err)
+	}
+	require.NoError(t, j.Close())
+	// A process killed mid-write leaves half a record.
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(`{"key":"abc","runner":"sim","experiment":{"deploy`)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	j, err = journal.Open(path, simID, journal.Options{})
+	require.NoError(t, err, "a torn line is a warning, never an error")
+	require.Len(t, j.Warnings, 1)
+	assert.Contains(t, j.Warnings[0], "last line was torn")
+	assert.Contains(t, j.Warnings[0], "the 2 records before it are kept")
+	assert.Equal(t, 2, j.Len())
+	_, err = j.Wrap(&counting{}).RunExperiment(context.Background(), experiment(t, 300))
+	require.NoError(t, err)
+	require.NoError(t, j.Close())
+
+	// What follows is whole again.
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	assert.Len(t, lines, 3)
+	j, err = journal.Open(path, simID, journal.Options{})
+	require.NoError(t, err)
+	assert.Empty(t, j.Warnings)
+	assert.Equal(t, 3, j.Len())
+}
+
+func TestJournalOfAnotherRunnerIsNotMixedIn(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	j, err := journal.Open(path, simID, journal.Options{})
+	require.NoError(t, err)
+	_, err = j.Wrap(&counting{}).RunExperiment(context.Background(), experiment(t, 100))
+	require.NoError(t, err)
+	require.NoError(t, j.Close())
+
+	for _, other := range []journal.Identity{
+		{Runner: "exec", Settings: map[string]string{"command": "./trial.sh"}},
+		{Runner: "sim", Settings: map[string]string{"seed": "2"}},
+	} {
+		_, err = journal.Open(path, other, journal.Options{})
+		require.Error(t, err)
+		assert.True(t, errors.Is(err, journal.ErrOtherRunner))
+		assert.Contains(t, err.Error(), "1 of runner sim (seed=1)")
+		assert.Contains(t, err.Error(), "--fresh")
+	}
+
+	// --fresh sets the old journal aside, it never deletes it.
+	now := func() time.Time { return time.Date(2026, 11, 23, 5, 0, 0, 0, time.UTC) }
+	j, err = journal.Open(path, journal.Identity{Runner: "exec"}, journal.Options{Fresh: true, Now: now})
+	require.NoError(t, err)
+	assert.Equal(t, 0, j.Len())
+	require.NoError(t, j.Close())
+	aside := path + ".20261123T050000Z.bak"
+	_, err = os.Stat(aside)
+	require.NoError(t, err)
+	old, err := journal.Open(aside, simID, journal.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, 1, old.Len())
+}
+
+func TestJournalFailedExperimentIsNotRecorded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	j, err := journal.Open(path, simID, journal.Options{})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = j.Wrap(&counting{}).RunExperiment(ctx, experiment(t, 100))
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, 0, j.Len())
+	assert.Equal(t, 0, j.Ran)
+}
+
+func TestJournalConcurrentAppends(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	j, err := journal.Open(path, simID, journal.Options{})
+	require.NoError(t, err)
+	w := j.Wrap(&counting{})
+	var wg sync.WaitGroup
+	for i := 1; i <= 40; i++ {
+		wg.Add(1)
+		go func(u int) {
+			defer wg.Done()
+			_, err := w.RunExperiment(context.Background(), experiment(t, u*10))
+			assert.NoError(t, err)
+		}(i)
+	}
+	wg.Wait()
+	require.NoError(t, j.Close())
+	j, err = journal.Open(path, simID, journal.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, 40, j.Len())
+	assert.Empty(t, j.Warnings)
+}
