@@ -1,0 +1,98 @@
+package metrics_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/metrics"
+)
+
+func sampleSet() *metrics.Set {
+	c := 8
+	set := metrics.New("1/4/1/4", "sim")
+	set.Recommendation(algorithms.Recommendation{
+		Critical: algorithms.Critical{Tier: "cluster", Resource: "cpu", Utilization: 0.97, SaturationWorkload: 6500, MaxThroughput: 921.9},
+		MinJobs:  algorithms.MinJobs{MinJobs: 22.4, WLmin: 6200},
+		Tiers: []algorithms.TierRecommendation{
+			{Name: "web", ThreadsPerServer: 400}, {Name: "app", ThreadsPerServer: 8, ConnectionsPerServer: &c},
+		},
+	})
+	set.Experiments(33)
+	set.Duration(1500 * time.Millisecond)
+	set.Goodput("400-150-60", 2, 910.5)
+	return set
+}
+
+func TestMetricsFileParsesAndFollowsConventions(t *testing.T) {
+	set := sampleSet()
+	problems, err := testutil.GatherAndLint(set.Registry)
+	require.NoError(t, err)
+	assert.Empty(t, problems, "client_golang's linter")
+
+	path := filepath.Join(t.TempDir(), "capacity.prom")
+	require.NoError(t, set.WriteFile(path))
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(f)
+	require.NoError(t, err)
+
+	pool := families["softalloc_recommended_pool_size"]
+	require.NotNil(t, pool)
+	found := map[string]float64{}
+	for _, m := range pool.Metric {
+		labels := map[string]string{}
+		for _, l := range m.Label {
+			labels[l.GetName()] = l.GetValue()
+		}
+		assert.Equal(t, "1/4/1/4", labels["topology"])
+		assert.Equal(t, "sim", labels["runner"])
+		found[labels["tier"]+"/"+labels["pool"]] = m.GetGauge().GetValue()
+	}
+	assert.Equal(t, map[string]float64{"web/threads": 400, "app/threads": 8, "app/connections": 8}, found)
+	assert.Equal(t, 33.0, families["softalloc_experiments_total"].Metric[0].GetCounter().GetValue())
+	assert.Equal(t, 1.0, families["softalloc_critical_resource_info"].Metric[0].GetGauge().GetValue())
+	assert.Equal(t, 6500.0, families["softalloc_saturation_workload_users"].Metric[0].GetGauge().GetValue())
+	assert.Equal(t, 1.5, families["softalloc_campaign_duration_seconds"].Metric[0].GetGauge().GetValue())
+	for _, name := range []string{"softalloc_max_throughput_requests_per_second", "softalloc_goodput_requests_per_second", "softalloc_min_jobs"} {
+		assert.Contains(t, families, name)
+	}
+	// No temporary file is left beside it (written by rename).
+	entries, err := os.ReadDir(filepath.Dir(path))
+	require.NoError(t, err)
+	assert.Len(t, entries, 1)
+
+	if promtool, err := exec.LookPath("promtool"); err == nil {
+		cmd := exec.Command(promtool, "check", "metrics")
+		cmd.Stdin, _ = os.Open(path)
+		out, err := cmd.CombinedOutput()
+		assert.NoError(t, err, "promtool check metrics: %s", out)
+	} else if os.Getenv("CI") != "" {
+		t.Fatal("promtool is not installed in CI: .ci/run installs Debian's prometheus package")
+	} else {
+		t.Log("promtool not installed: skipped `promtool check metrics`")
+	}
+}
+
+func TestParseGrouping(t *testing.T) {
+	g, err := metrics.ParseGrouping([]string{"branch=main", "env=ci"})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"branch": "main", "env": "ci"}, g)
+	_, err = metrics.ParseGrouping([]string{"branch"})
+	assert.EqualError(t, err, `--grouping "branch": want LABEL=VALUE`)
+	assert.True(t, strings.HasPrefix(mustErr(metrics.ParseGrouping([]string{"=x"})).Error(), "--grouping"))
+}
+
+func mustErr(_ map[string]string, err error) error { return err }
