@@ -1,0 +1,142 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/softalloc/softalloc/internal/cli"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// run executes a command line in-process.
+func run(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = cli.Run(context.Background(), args, cli.Streams{In: strings.NewReader(stdin), Out: &out, Err: &errb})
+	return out.String(), errb.String(), code
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("..", "..", "testdata", "golden", name)
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test ./internal/cli -update to create it")
+	assert.Equal(t, string(want), got)
+}
+
+func table1(name string) string { return filepath.Join("..", "..", "testdata", "table1", name) }
+
+// `softalloc size` reproduces both halves of Table I from outside.
+func TestSizeReproducesTableI(t *testing.T) {
+	want := map[string]map[string]int{
+		"1212.yaml": {"web": 101, "app": 13, "cluster": 26, "db": 13},
+		"1414.yaml": {"web": 125, "app": 8, "cluster": 22, "db": 6},
+		"1414.json": {"web": 125, "app": 8, "cluster": 22, "db": 6},
+	}
+	for file, sizes := range want {
+		t.Run(file, func(t *testing.T) {
+			stdout, stderr, code := run(t, "", "size", "-f", table1(file), "--output", "json")
+			require.Equal(t, 0, code, stderr)
+			var doc struct {
+				Topology string
+				Tiers    []struct {
+					Name                 string
+					ThreadsPerServer     int
+					ConnectionsPerServer *int
+				}
+			}
+			require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+			require.Len(t, doc.Tiers, 4)
+			for _, tr := range doc.Tiers {
+				assert.Equal(t, sizes[tr.Name], tr.ThreadsPerServer, tr.Name)
+				if tr.Name == "app" {
+					require.NotNil(t, tr.ConnectionsPerServer)
+					assert.Equal(t, sizes["app"], *tr.ConnectionsPerServer)
+				} else {
+					assert.Nil(t, tr.ConnectionsPerServer)
+				}
+			}
+			if file != "1414.json" {
+				golden(t, "size-"+strings.TrimSuffix(file, ".yaml")+".json", stdout)
+				table, _, code := run(t, "", "size", "-f", table1(file))
+				require.Equal(t, 0, code)
+				golden(t, "size-"+strings.TrimSuffix(file, ".yaml")+".txt", table)
+			}
+		})
+	}
+}
+
+func TestSizeReadsStdin(t *testing.T) {
+	data, err := os.ReadFile(table1("1212.yaml"))
+	require.NoError(t, err)
+	stdout, stderr, code := run(t, string(data), "size", "-f", "-", "-o", "json")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, `"threadsPerServer": 101`)
+}
+
+func TestSizeErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+		return p
+	}
+	cases := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no file", []string{"size"}, 2, "size: want -f FILE"},
+		{"missing file", []string{"size", "-f", filepath.Join(dir, "nope.yaml")}, 1, "no such file"},
+		{"bad topology", []string{"size", "-f", write("a.yaml", "topology: 1/x/1/4\ncritical: app\n")}, 1, `replica count "x" is not a positive integer`},
+		{"unknown key", []string{"size", "-f", write("b.yaml", "topology: 1/2/1/2\ncritical: app\nthroughput: 3\n")}, 1, "field throughput not found"},
+		{"no critical", []string{"size", "-f", write("c.yaml", "topology: 1/2/1/2\n")}, 1, "critical: want the critical tier's name"},
+		{"unknown tier", []string{"size", "-f", write("d.yaml", "topology: 1/2/1/2\ncritical: app\ntiers: [{name: cache, throughput: 1, responseTime: 1}]\n")}, 1, `measured tier "cache" is not in the deployment`},
+		{"empty", []string{"size", "-f", write("e.yaml", "")}, 1, "the file is empty"},
+		{"bad output", []string{"size", "-f", table1("1212.yaml"), "-o", "xml"}, 2, `--output "xml": want table or json`},
+		{"unknown flag", []string{"size", "--frobnicate"}, 2, "unknown flag"},
+		{"unknown command", []string{"sizes"}, 2, "unknown command"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			stdout, stderr, code := run(t, "", tc.args...)
+			assert.Empty(t, stdout)
+			assert.Equal(t, tc.code, code)
+			assert.Contains(t, stderr, tc.msg)
+			assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line on stderr: %q", stderr)
+			assert.True(t, strings.HasPrefix(stderr, "softalloc: "), stderr)
+		})
+	}
+}
+
+func TestBadTopologyIsAUsageError(t *testing.T) {
+	_, stderr, code := run(t, "", "find-critical", "--topology", "1/x/1/4")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, `topology "1/x/1/4": replica count "x" is not a positive integer`)
+
+	_, stderr, code = run(t, "", "recommend")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "want --topology")
+
+	_, stderr, code = run(t, "", "recommend", "--topology", "1/2/1/2", "--alloc", "400-0-6")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, `allocation "400-0-6"`)
+
+	_, stderr, code = run(t, "", "recommend", "--topology", "1/2/1/2", "--runner", "nosuch")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, `runner "nosuch": want one of`)
+}

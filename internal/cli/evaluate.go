@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/softalloc/softalloc/internal/evaluate"
+	"github.com/softalloc/softalloc/internal/sim"
+)
+
+type evaluateOptions struct {
+	out        string
+	topologies string
+	seeds      string
+	runtime    time.Duration
+	rampUp     time.Duration
+	parallel   int
+	model      string
+	quiet      bool
+}
+
+// NewEvaluateCmd is `softalloc evaluate`: the figures we compete on.
+func NewEvaluateCmd(s Streams) *cobra.Command {
+	o := &evaluateOptions{}
+	def := evaluate.DefaultConfig()
+	cmd := &cobra.Command{
+		Use:   "evaluate",
+		Short: "Measure simulator speed, experiments needed and recommendation quality; write docs/evaluation.md",
+		Long: `evaluate measures, in one run on this machine:
+  1. simulator speed: events/s, events/page and wall time of default trials,
+     growth with users and replicas, and whether it is linear in events;
+  2. experiments needed by find-critical + recommend in the efficient and the
+     paper mode, beside an exhaustive grid and a random search of the
+     efficient mode's budget;
+  3. quality: the recommendation's maximum goodput over the grid's best at
+     SLA thresholds of 0.2, 0.5 and 2 s, beside 400-150-60, Tomcat's defaults
+     and the HikariCP rule of thumb, on several seeds;
+  4. the wall time of whole recommend campaigns.
+It writes evaluation.md, evaluation.json and SVG plots to --out.`,
+		Example: `  softalloc evaluate --out docs
+  softalloc evaluate --topologies 1/2/1/2,1/4/1/4 --seeds 1 --runtime 3m --out /tmp/eval`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg := evaluate.DefaultConfig()
+			if o.topologies != "" {
+				cfg.Topologies = strings.Split(o.topologies, ",")
+			}
+			for _, t := range cfg.Topologies {
+				if _, err := parseTopologyArg(t); err != nil {
+					return err
+				}
+			}
+			rf := runnerFlags{name: "sim"}
+			seeds, err := parseSeeds(o.seeds, rf)
+			if err != nil {
+				return err
+			}
+			if o.seeds != "" {
+				cfg.Seeds = seeds
+			}
+			if cmd.Flags().Changed("runtime") {
+				cfg.Timing.Runtime = o.runtime
+			}
+			if cmd.Flags().Changed("ramp-up") {
+				cfg.Timing.RampUp = o.rampUp
+			}
+			if cfg.Timing.Runtime <= 0 || cfg.Timing.RampUp < 0 {
+				return usagef("--runtime must be > 0 and --ramp-up >= 0")
+			}
+			if o.parallel > 0 {
+				cfg.Parallel = o.parallel
+			}
+			if o.model != "" {
+				if cfg.Model, err = sim.LoadModel(o.model); err != nil {
+					return err
+				}
+			}
+			if !o.quiet {
+				cfg.Log = func(format string, a ...any) { fmt.Fprintf(s.Err, "evaluate: "+format+"\n", a...) }
+			}
+			rep, err := evaluate.Run(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			if err := evaluate.Write(o.out, rep); err != nil {
+				return err
+			}
+			fmt.Fprintf(s.Out, "wrote %s/evaluation.md, evaluation.json and plots in %.0f s\n", o.out, rep.WallTotal)
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.out, "out", "docs", "directory for evaluation.md, evaluation.json and the plots")
+	fs.StringVar(&o.topologies, "topologies", "", "comma-separated topologies (default "+strings.Join(def.Topologies, ",")+")")
+	fs.StringVar(&o.seeds, "seeds", "", "comma-separated simulator seeds (default 1,2)")
+	fs.DurationVar(&o.runtime, "runtime", def.Timing.Runtime, "measured runtime of campaign and grid trials")
+	fs.DurationVar(&o.rampUp, "ramp-up", def.Timing.RampUp, "warm-up of campaign and grid trials")
+	fs.IntVar(&o.parallel, "parallel", 0, "grid trials at once (default GOMAXPROCS)")
+	fs.StringVar(&o.model, "model", "", "simulator parameter file (default: the embedded RUBBoS testbed)")
+	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines on stderr")
+	return cmd
+}

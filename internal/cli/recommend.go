@@ -1,0 +1,205 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/journal"
+	"github.com/softalloc/softalloc/internal/metrics"
+	"github.com/softalloc/softalloc/internal/report"
+	"github.com/softalloc/softalloc/internal/runner"
+)
+
+type campaignOptions struct {
+	deployment deploymentFlags
+	runner     runnerFlags
+	journal    journalFlags
+	algorithm  algorithmFlags
+	metrics    metricsFlags
+	output     string
+	quiet      bool
+	started    time.Time
+}
+
+func (o *campaignOptions) register(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	o.deployment.register(fs)
+	o.runner.register(fs)
+	o.journal.register(fs)
+	o.algorithm.register(fs)
+	o.metrics.register(fs)
+	fs.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines on stderr")
+}
+
+// campaign is everything a campaign command runs on.
+type campaign struct {
+	deployment algorithms.Deployment
+	start      algorithms.Allocation
+	runner     runner.Runner
+	x          algorithms.Experimenter
+	journal    *journal.Journal
+	opts       algorithms.Options
+	progress   *progressUI
+}
+
+// setup resolves everything a campaign needs from the flags.
+func (o *campaignOptions) setup(cmd *cobra.Command, s Streams) (campaign, error) {
+	var c campaign
+	o.started = time.Now()
+	if err := checkOutput(o.output); err != nil {
+		return c, err
+	}
+	if err := o.metrics.check(); err != nil {
+		return c, err
+	}
+	var err error
+	if c.deployment, c.start, err = o.deployment.resolve(); err != nil {
+		return c, err
+	}
+	var t algorithms.Timing
+	if c.runner, t, err = o.runner.build(cmd, &o.deployment); err != nil {
+		return c, err
+	}
+	for _, w := range c.runner.Warnings {
+		fmt.Fprintf(s.Err, "softalloc: warning: %s\n", w)
+	}
+	if c.opts, err = o.algorithm.options(t); err != nil {
+		return c, err
+	}
+	if c.x, c.journal, err = o.journal.open(s, c.runner); err != nil {
+		return c, err
+	}
+	c.progress = newProgress(cmd.Context(), s, o.quiet)
+	c.progress.options(&c.opts)
+	return c, nil
+}
+
+// finish stops the progress display and closes the journal.
+func (c campaign) finish(ctx context.Context, s Streams, quiet bool, err error) error {
+	c.progress.close()
+	return finishJournal(ctx, s, c.journal, quiet, err)
+}
+
+// metricSet starts the command's metrics with its duration.
+func (o *campaignOptions) metricSet(c campaign) *metrics.Set {
+	set := metrics.New(c.deployment.Topology, c.runner.Name)
+	set.Duration(time.Since(o.started))
+	return set
+}
+
+// NewFindCriticalCmd is `softalloc find-critical`.
+func NewFindCriticalCmd(s Streams) *cobra.Command {
+	o := &campaignOptions{}
+	cmd := &cobra.Command{
+		Use:   "find-critical",
+		Short: "Find the hardware resource that saturates first, and at what workload",
+		Long: `find-critical runs Algorithm 1's FindCriticalResource: it raises the workload
+step by step from the initial allocation until throughput stops growing. A
+saturated hardware resource is the answer; a saturated pool first means the
+allocation is too small, so it is doubled and the search goes on.`,
+		Example: `  softalloc find-critical --topology 1/2/1/2
+  softalloc find-critical --topology 1/4/1/4 --step 250 --output json
+  softalloc find-critical -f deployment.yaml --runner replay --campaign .softalloc/journal.jsonl`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cp, err := o.setup(cmd, s)
+			if err != nil {
+				return err
+			}
+			d := cp.deployment
+			c, err := algorithms.FindCriticalResource(cmd.Context(), cp.x, d, cp.start, cp.opts)
+			if err = cp.finish(cmd.Context(), s, o.quiet, err); err != nil {
+				return err
+			}
+			set := o.metricSet(cp)
+			set.Critical(c)
+			set.Experiments(c.Experiments)
+			set.TrialsGoodput(c.Trials, cp.opts.SLA, formatAllocation)
+			// The answer is printed first, so a failed push never hides it.
+			if o.output == "json" {
+				err = report.WriteJSON(s.Out, report.FindCriticalJSON{Topology: d.Topology, Critical: report.NewCriticalJSON(c),
+					Reserve: formatAllocation(c.Reserve), Experiments: c.Experiments, Warnings: nonNilStrings(c.Warnings)})
+			} else {
+				err = report.WriteCriticalTable(s.Out, d.Topology, c, formatAllocation(c.Reserve))
+			}
+			if err != nil {
+				return err
+			}
+			return o.metrics.emit(cmd.Context(), set)
+		},
+	}
+	o.register(cmd)
+	return cmd
+}
+
+// NewRecommendCmd is `softalloc recommend`.
+func NewRecommendCmd(s Streams) *cobra.Command {
+	o := &campaignOptions{}
+	var format string
+	cmd := &cobra.Command{
+		Use:   "recommend",
+		Short: "Recommend thread- and connection-pool sizes for every tier",
+		Long: `recommend runs the whole of Algorithm 1: FindCriticalResource, then
+InferMinConcurrentJobs (small workload steps; intervention analysis of SLO
+satisfaction finds the minimum saturating workload; minJobs = TP x RTT of the
+critical tier there), then CalculateMinAllocation (Little's law and the forced
+flow law size the other tiers).
+
+The critical tier and the tiers behind it get the formula's sizes. Formula 3 is
+a lower bound and a front tier must also buffer (the paper's Sec. III-C), so
+pools in front of the tier that bounds the critical server's jobs keep at
+least their reserved size; the table shows the formula's minimum beside them.`,
+		Example: `  softalloc recommend --topology 1/2/1/2
+  softalloc recommend --topology 1/4/1/4 --output json
+  softalloc recommend --topology 1/4/1/4 --mode paper --seed 7
+  softalloc recommend --topology 1/4/1/4 --format apache,tomcat
+  softalloc recommend --topology 1/2/1/2 --format all --output json
+  softalloc recommend -f deployment.yaml --runner replay --campaign recorded.jsonl`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			formats, err := report.ParseFormats(format)
+			if err != nil {
+				return usageError{err}
+			}
+			cp, err := o.setup(cmd, s)
+			if err != nil {
+				return err
+			}
+			d := cp.deployment
+			rec, err := algorithms.Recommend(cmd.Context(), cp.x, d, cp.start, cp.opts)
+			if err = cp.finish(cmd.Context(), s, o.quiet, err); err != nil {
+				return err
+			}
+			doc := report.NewRecommendJSON(d, rec, formatAllocation(rec.Allocation))
+			doc.Snippets = report.Snippets(d, rec.Tiers, formats)
+			set := o.metricSet(cp)
+			set.Recommendation(rec)
+			set.Experiments(rec.Experiments)
+			set.TrialsGoodput(append(rec.Critical.Trials, rec.MinJobs.Trials...), cp.opts.SLA, formatAllocation)
+			if o.output == "json" {
+				err = report.WriteJSON(s.Out, doc)
+			} else {
+				err = report.WriteRecommendTable(s.Out, doc)
+			}
+			if err != nil {
+				return err
+			}
+			return o.metrics.emit(cmd.Context(), set)
+		},
+	}
+	o.register(cmd)
+	cmd.Flags().StringVar(&format, "format", "", "config snippets for the recommended sizes: apache, tomcat, hikari, mysql (comma-separated) or all")
+	return cmd
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,89 @@
+package cli_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// journalKeys reads the keys of a journal's records, in order.
+func journalKeys(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var keys []string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if line == "" {
+			continue
+		}
+		var r struct{ Key string }
+		require.NoError(t, json.Unmarshal([]byte(line), &r), "every line is a whole record")
+		keys = append(keys, r.Key)
+	}
+	return keys
+}
+
+// A real SIGINT to a real process mid-campaign keeps every finished
+// experiment; running the command again runs none of them twice and gives
+// the same answer as an uninterrupted run.
+func TestInterruptedCampaignResumes(t *testing.T) {
+	bin := softallocBinary(t)
+	args := []string{"recommend", "--topology", "1/2/1/2", "--runtime", "1m", "--output", "json", "--quiet"}
+
+	whole := t.TempDir()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = whole
+	want, err := cmd.Output()
+	require.NoError(t, err)
+	wantKeys := journalKeys(t, filepath.Join(whole, ".softalloc", "journal.jsonl"))
+
+	dir := t.TempDir()
+	journalPath := filepath.Join(dir, ".softalloc", "journal.jsonl")
+	var stderr bytes.Buffer
+	cmd = exec.Command(bin, args...)
+	cmd.Dir, cmd.Stderr = dir, &stderr
+	require.NoError(t, cmd.Start())
+	// Interrupt once a few experiments are on disk.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		data, _ := os.ReadFile(journalPath)
+		if bytes.Count(data, []byte("\n")) >= 5 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "no experiment finished within a minute")
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	require.True(t, errors.As(err, &exit), "the interrupted run fails: %v", err)
+	assert.Equal(t, 130, exit.ExitCode())
+	assert.Contains(t, stderr.String(), "run the same command again to resume")
+	before := journalKeys(t, journalPath)
+	require.Less(t, len(before), len(wantKeys), "interrupted before the end")
+
+	cmd = exec.Command(bin, args...)
+	cmd.Dir = dir
+	got, err := cmd.Output()
+	require.NoError(t, err)
+	assert.JSONEq(t, string(want), string(got), "the resumed campaign gives the uninterrupted answer")
+
+	after := journalKeys(t, journalPath)
+	seen := map[string]bool{}
+	for _, k := range after {
+		assert.False(t, seen[k], "experiment %s ran twice", k)
+		seen[k] = true
+	}
+	assert.Equal(t, before, after[:len(before)], "finished experiments are kept as they were")
+	assert.ElementsMatch(t, wantKeys, after, "the same experiments as the uninterrupted run")
+}

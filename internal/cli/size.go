@@ -1,0 +1,140 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/report"
+	"github.com/softalloc/softalloc/internal/topology"
+)
+
+// measuredFile is the input of `softalloc size`: per-tier throughput and
+// response time at saturation, as a user read them from logs or an APM.
+type measuredFile struct {
+	Topology   string                       `yaml:"topology"`
+	Deployment string                       `yaml:"deployment"`
+	Critical   string                       `yaml:"critical"`
+	MinJobs    float64                      `yaml:"minJobs"`
+	Tiers      []algorithms.TierMeasurement `yaml:"tiers"`
+}
+
+type sizeOptions struct {
+	file   string
+	output string
+}
+
+// NewSizeCmd is `softalloc size`: CalculateMinAllocation alone.
+func NewSizeCmd(s Streams) *cobra.Command {
+	o := sizeOptions{}
+	cmd := &cobra.Command{
+		Use:   "size -f measured.yaml",
+		Short: "Pool sizes from measured per-tier throughput and response time (Formula 3)",
+		Long: `size applies the paper's CalculateMinAllocation to measurements you already
+have: each tier's throughput (requests/s, all servers) and mean response time
+(seconds) at the minimum saturating workload, and which tier is critical.
+The critical tier and those behind it get minJobs = TP x RTT of the critical
+tier; a tier in front gets minJobs x RTTratio / Reqratio. Totals are rounded
+and split across replicas rounding up. These are lower bounds.
+
+The file is YAML (or JSON with the same keys):
+
+  topology: 1/4/1/4        # or deployment: file.yaml
+  critical: cluster
+  tiers:
+    - {name: web, throughput: 847, responseTime: 0.147}
+    - {name: app, throughput: 847, responseTime: 0.0378}
+    - {name: cluster, throughput: 2728, responseTime: 0.0082}
+
+minJobs: N may be given instead of the critical tier's measurement.
+Use - to read the file from standard input.`,
+		Example: `  softalloc size -f measured.yaml
+  softalloc size -f measured.yaml --output json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSize(s, o)
+		},
+	}
+	cmd.Flags().StringVarP(&o.file, "file", "f", "", "measurements file (YAML or JSON; - for stdin)")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	return cmd
+}
+
+func runSize(s Streams, o sizeOptions) error {
+	if o.file == "" {
+		return usagef("size: want -f FILE with per-tier measurements (see softalloc size --help)")
+	}
+	if err := checkOutput(o.output); err != nil {
+		return err
+	}
+	var data []byte
+	var err error
+	if o.file == "-" {
+		data, err = io.ReadAll(s.In)
+	} else {
+		data, err = os.ReadFile(o.file)
+	}
+	if err != nil {
+		return fmt.Errorf("size: %w", err)
+	}
+	d, m, err := parseMeasured(data, o.file)
+	if err != nil {
+		return err
+	}
+	sz, err := algorithms.CalculateMinAllocation(d, m.Critical, m.MinJobs, m.Tiers)
+	if err != nil {
+		return fmt.Errorf("size %q: %w", o.file, err)
+	}
+	_, tiers := algorithms.RecommendAllocation(d, sz, nil)
+	if o.output == "json" {
+		return report.WriteJSON(s.Out, report.SizeJSON{Topology: d.Topology, Critical: sz.Critical, MinJobs: sz.MinJobs, Tiers: tiers})
+	}
+	return report.WriteSizeTable(s.Out, d, sz, tiers)
+}
+
+func parseMeasured(data []byte, name string) (algorithms.Deployment, measuredFile, error) {
+	var m measuredFile
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&m); err != nil {
+		if errors.Is(err, io.EOF) {
+			return algorithms.Deployment{}, m, fmt.Errorf("measurements %q: the file is empty", name)
+		}
+		return algorithms.Deployment{}, m, fmt.Errorf("measurements %q: %w", name, err)
+	}
+	var d algorithms.Deployment
+	switch {
+	case m.Topology != "" && m.Deployment != "":
+		return d, m, fmt.Errorf("measurements %q: give topology or deployment, not both", name)
+	case m.Topology != "":
+		var err error
+		if d, err = topology.ParseTopology(m.Topology); err != nil {
+			return d, m, fmt.Errorf("measurements %q: %w", name, err)
+		}
+	case m.Deployment != "":
+		f, err := topology.LoadDeployment(m.Deployment)
+		if err != nil {
+			return d, m, fmt.Errorf("measurements %q: %w", name, err)
+		}
+		d = f.Deployment
+	default:
+		return d, m, fmt.Errorf("measurements %q: topology: want a topology such as 1/4/1/4 (or deployment: FILE)", name)
+	}
+	if m.Critical == "" {
+		return d, m, fmt.Errorf("measurements %q: critical: want the critical tier's name (one of the topology's tiers)", name)
+	}
+	return d, m, nil
+}
+
+func checkOutput(format string) error {
+	if format != "table" && format != "json" {
+		return usagef("--output %q: want table or json", format)
+	}
+	return nil
+}

@@ -1,0 +1,357 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/evaluate"
+	"github.com/softalloc/softalloc/internal/journal"
+	"github.com/softalloc/softalloc/internal/report"
+	"github.com/softalloc/softalloc/internal/runner"
+	"github.com/softalloc/softalloc/internal/topology"
+)
+
+type validateOptions struct {
+	campaign    campaignOptions
+	recommended string
+	users       string
+	seeds       string
+	threads     string
+	connections string
+	plot        string
+	parallel    int
+}
+
+// NewValidateCmd is `softalloc validate`: the recommendation against a grid.
+func NewValidateCmd(s Streams) *cobra.Command {
+	o := &validateOptions{}
+	cmd := &cobra.Command{
+		Use:   "validate",
+		Short: "Compare the recommendation with a grid of allocations, the practitioners' and rules of thumb",
+		Long: `validate runs recommend (or takes --recommended), then a grid of allocations
+around it at a range of workloads on the same runner, and prints the best
+allocation of the grid, its maximum goodput at the SLA, the recommendation's,
+their ratio, and the experiments each approach needed. The grid also holds
+the practitioners' 400-150-60, Tomcat's defaults (200 threads, 8 connections)
+and the HikariCP rule of thumb (connections = 2 x DB cores + 1).
+
+The grid keeps the recommendation's web pool and varies the app tier's thread
+and connection pools (--grid-threads, --grid-connections; a connection beyond
+the thread count is never opened, so pairs with more connections than threads
+are left out). Workloads default to six steps of 500 users around the
+saturation workload. --seeds averages the simulator over several seeds.
+Trials run in parallel (--parallel) with results identical to a serial run.`,
+		Example: `  softalloc validate --topology 1/2/1/2
+  softalloc validate --topology 1/4/1/4 --seeds 1,2 --plot goodput.svg
+  softalloc validate --topology 1/4/1/4 --recommended 400-8-8 --users 6000:8000:500 --output json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runValidate(cmd, s, o) },
+	}
+	o.campaign.register(cmd)
+	fs := cmd.Flags()
+	fs.StringVar(&o.recommended, "recommended", "", "the allocation to validate (default: run recommend first)")
+	fs.StringVar(&o.users, "users", "", "workloads: N1,N2,... or START:END:STEP (default: around the saturation workload)")
+	fs.StringVar(&o.seeds, "seeds", "", "simulator seeds to average, e.g. 1,2 (default: --seed)")
+	fs.StringVar(&o.threads, "grid-threads", "", "app thread pools of the grid (default: around the recommendation, plus 6,10,20,50,100,200)")
+	fs.StringVar(&o.connections, "grid-connections", "", "app connection pools of the grid (default: around the recommendation, plus 6,10,20,60,100,200)")
+	fs.StringVar(&o.plot, "plot", "", "draw goodput against workload for the compared allocations (.svg, .png or .pdf)")
+	fs.IntVar(&o.parallel, "parallel", 0, "trials run at once (default GOMAXPROCS)")
+	return cmd
+}
+
+// ValidateAllocation is one allocation's showing in the grid.
+type ValidateAllocation struct {
+	Allocation string `json:"allocation"`
+	// Role: "recommended", "practitioners", "tomcat-defaults", "hikari", or "grid".
+	Role string `json:"role"`
+	// MaxGoodput is the highest goodput at the SLA over the workloads (pages/s),
+	// the mean over seeds; Goodput is the curve, one value per workload.
+	MaxGoodput float64   `json:"maxGoodput"`
+	AtUsers    int       `json:"atUsers"`
+	Goodput    []float64 `json:"goodput"`
+	// Ratio is MaxGoodput over the grid's best.
+	Ratio float64 `json:"ratio"`
+}
+
+// ValidateJSON is `softalloc validate --output json`.
+type ValidateJSON struct {
+	Topology    string               `json:"topology"`
+	SLA         float64              `json:"slaSeconds"`
+	Seeds       []uint64             `json:"seeds"`
+	Workloads   []int                `json:"workloads"`
+	Recommended ValidateAllocation   `json:"recommended"`
+	Best        ValidateAllocation   `json:"best"`
+	Compared    []ValidateAllocation `json:"compared"`
+	Grid        []ValidateAllocation `json:"grid"`
+	// RecommendExperiments is what the recommendation cost (0 when given);
+	// GridExperiments what the grid cost, per seed.
+	RecommendExperiments int `json:"recommendExperiments"`
+	GridExperiments      int `json:"gridExperiments"`
+}
+
+func runValidate(cmd *cobra.Command, s Streams, o *validateOptions) error {
+	ctx := cmd.Context()
+	cp, err := o.campaign.setup(cmd, s)
+	if err != nil {
+		return err
+	}
+	d := cp.deployment
+	if d.TierIndex("web") < 0 || d.TierIndex("app") < 0 {
+		cp.progress.close()
+		return usagef("validate: the grid varies the web and app tiers' pools; deployment %q has no tiers named web and app", d.Topology)
+	}
+	doc := ValidateJSON{Topology: d.Topology, SLA: cp.opts.SLA}
+	var rec algorithms.Allocation
+	saturation := 0
+	if o.recommended != "" {
+		if rec, err = o.campaign.deployment.parseAllocation(d, o.recommended); err != nil {
+			cp.progress.close()
+			return err
+		}
+	} else {
+		r, err := algorithms.Recommend(ctx, cp.x, d, cp.start, cp.opts)
+		if err != nil {
+			return cp.finish(ctx, s, o.campaign.quiet, err)
+		}
+		rec, saturation, doc.RecommendExperiments = r.Allocation, r.Critical.SaturationWorkload, r.Experiments
+	}
+	cp.progress.close()
+	cp.progress = nil
+	if doc.Workloads, err = validateWorkloads(o.users, saturation); err != nil {
+		return cp.finish(ctx, s, o.campaign.quiet, err)
+	}
+	seeds, err := parseSeeds(o.seeds, o.campaign.runner)
+	if err != nil {
+		return cp.finish(ctx, s, o.campaign.quiet, err)
+	}
+	doc.Seeds = seeds
+	threads, err := parseSizes("--grid-threads", o.threads)
+	if err != nil {
+		return cp.finish(ctx, s, o.campaign.quiet, err)
+	}
+	conns, err := parseSizes("--grid-connections", o.connections)
+	if err != nil {
+		return cp.finish(ctx, s, o.campaign.quiet, err)
+	}
+	grid := evaluate.Grid(d, rec, threads, conns)
+	allocs := make([]algorithms.Allocation, len(grid))
+	roles := make([]string, len(grid))
+	for i, g := range grid {
+		allocs[i], roles[i] = g.Allocation, g.Role
+	}
+	doc.GridExperiments = len(allocs) * len(doc.Workloads)
+	var exps []algorithms.Experiment
+	for _, a := range allocs {
+		for _, u := range doc.Workloads {
+			exps = append(exps, algorithms.Experiment{Deployment: d, Allocation: a, Workload: algorithms.Workload{Users: u}, Timing: cp.opts.Timing})
+		}
+	}
+	parallel := o.parallel
+	if parallel <= 0 {
+		parallel = defaultParallel()
+	}
+	curves := make([][]float64, len(allocs))
+	for i := range curves {
+		curves[i] = make([]float64, len(doc.Workloads))
+	}
+	for si, seed := range seeds {
+		x := cp.x
+		var j *journal.Journal
+		if si > 0 || (len(seeds) > 0 && seed != o.campaign.runner.seed) {
+			// Each seed is its own runner, journaled beside the main journal.
+			r, err := runner.New(runner.Config{Name: "sim", Seed: seed, ModelPath: o.campaign.runner.model})
+			if err != nil {
+				return cp.finish(ctx, s, o.campaign.quiet, err)
+			}
+			jf := o.campaign.journal
+			if !jf.off {
+				jf.path = fmt.Sprintf("%s.seed-%d", jf.path, seed)
+			}
+			if x, j, err = jf.open(s, r); err != nil {
+				return cp.finish(ctx, s, o.campaign.quiet, err)
+			}
+		}
+		obs, err := runner.RunParallel(ctx, x, exps, parallel)
+		if j != nil {
+			err = finishJournal(ctx, s, j, true, err)
+		}
+		if err != nil {
+			return cp.finish(ctx, s, o.campaign.quiet, err)
+		}
+		for i, ob := range obs {
+			curves[i/len(doc.Workloads)][i%len(doc.Workloads)] += ob.Goodput(cp.opts.SLA) / float64(len(seeds))
+		}
+	}
+	if err := cp.finish(ctx, s, o.campaign.quiet, nil); err != nil {
+		return err
+	}
+	results := make([]ValidateAllocation, len(allocs))
+	best := 0
+	for i, a := range allocs {
+		v := ValidateAllocation{Allocation: formatAllocation(a), Role: roles[i], Goodput: curves[i]}
+		for k, g := range curves[i] {
+			if g > v.MaxGoodput {
+				v.MaxGoodput, v.AtUsers = g, doc.Workloads[k]
+			}
+		}
+		results[i] = v
+		if v.MaxGoodput > results[best].MaxGoodput {
+			best = i
+		}
+	}
+	for i := range results {
+		if results[best].MaxGoodput > 0 {
+			results[i].Ratio = results[i].MaxGoodput / results[best].MaxGoodput
+		}
+	}
+	doc.Best = results[best]
+	doc.Grid = results
+	for _, v := range results {
+		switch v.Role {
+		case "recommended":
+			doc.Recommended = v
+		case "grid":
+		default:
+			doc.Compared = append(doc.Compared, v)
+		}
+	}
+	if o.plot != "" {
+		if err := plotValidation(o.plot, doc); err != nil {
+			return err
+		}
+	}
+	set := o.campaign.metricSet(cp)
+	set.Experiments(doc.RecommendExperiments + doc.GridExperiments*len(seeds))
+	for _, v := range results {
+		set.Goodput(v.Allocation, doc.SLA, v.MaxGoodput)
+		if v.Role != "grid" || v.Allocation == doc.Best.Allocation {
+			role := v.Role
+			if v.Allocation == doc.Best.Allocation {
+				role = "best"
+			}
+			set.Set("softalloc_goodput_vs_best_ratio", "Maximum goodput of an allocation over the best of the grid.",
+				v.Ratio, "allocation", v.Allocation, "role", role)
+		}
+	}
+	if o.campaign.output == "json" {
+		err = report.WriteJSON(s.Out, doc)
+	} else {
+		err = writeValidateTable(s.Out, doc)
+	}
+	if err != nil {
+		return err
+	}
+	return o.campaign.metrics.emit(ctx, set)
+}
+
+func parseSeeds(s string, rf runnerFlags) ([]uint64, error) {
+	if s == "" {
+		return []uint64{rf.seed}, nil
+	}
+	if rf.name != "sim" {
+		return nil, usagef("--seeds: only the sim runner has seeds (runner %q)", rf.name)
+	}
+	var out []uint64
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+		if err != nil {
+			return nil, usagef("--seeds %q: %q is not a seed (a non-negative integer)", s, f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// validateWorkloads: the user's, or six steps of 500 users from 1,000 below
+// the saturation workload.
+func validateWorkloads(users string, saturation int) ([]int, error) {
+	if users != "" {
+		return parseUsers(users)
+	}
+	if saturation <= 0 {
+		return nil, usagef("validate: want --users when --recommended is given (e.g. --users 5000:7500:500)")
+	}
+	return evaluate.Workloads(saturation), nil
+}
+
+func parseSizes(flag, s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 1 || v > topology.MaxPoolSize {
+			return nil, usagef("%s %q: %q is not a pool size in 1..%d", flag, s, f, topology.MaxPoolSize)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func writeValidateTable(w io.Writer, doc ValidateJSON) error {
+	fmt.Fprintf(w, "topology %s, goodput at %.3g s, %d allocations x %d workloads (%s users), seeds %v\n\n",
+		doc.Topology, doc.SLA, len(doc.Grid), len(doc.Workloads), workloadRange(doc.Workloads), doc.Seeds)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\tALLOCATION\tMAX GOODPUT (PAGES/S)\tAT USERS\tVS BEST\tEXPERIMENTS")
+	row := func(label string, v ValidateAllocation, exps string) {
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%d\t%.3f\t%s\n", label, v.Allocation, v.MaxGoodput, v.AtUsers, v.Ratio, exps)
+	}
+	recExps := "given"
+	if doc.RecommendExperiments > 0 {
+		recExps = strconv.Itoa(doc.RecommendExperiments)
+	}
+	row("grid best", doc.Best, fmt.Sprintf("%d per seed", doc.GridExperiments))
+	row("recommended", doc.Recommended, recExps)
+	for _, v := range doc.Compared {
+		row(v.Role, v, "")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	top := append([]ValidateAllocation(nil), doc.Grid...)
+	sort.SliceStable(top, func(i, j int) bool { return top[i].MaxGoodput > top[j].MaxGoodput })
+	fmt.Fprintf(w, "\ntop of the grid:")
+	for i := 0; i < min(8, len(top)); i++ {
+		fmt.Fprintf(w, " %s (%.3f)", top[i].Allocation, top[i].Ratio)
+	}
+	fmt.Fprintln(w)
+	return nil
+}
+
+func workloadRange(ws []int) string {
+	if len(ws) == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%d..%d", ws[0], ws[len(ws)-1])
+}
+
+func plotValidation(path string, doc ValidateJSON) error {
+	x := make([]float64, len(doc.Workloads))
+	for i, u := range doc.Workloads {
+		x[i] = float64(u)
+	}
+	var curves []report.Curve
+	seen := map[string]bool{}
+	add := func(label string, v ValidateAllocation) {
+		if seen[v.Allocation] {
+			return
+		}
+		seen[v.Allocation] = true
+		curves = append(curves, report.Curve{Label: label + " " + v.Allocation, X: x, Y: v.Goodput})
+	}
+	add("recommended", doc.Recommended)
+	add("grid best", doc.Best)
+	for _, v := range doc.Compared {
+		add(v.Role, v)
+	}
+	title := fmt.Sprintf("%s: goodput at %.3g s, mean of seeds %v", doc.Topology, doc.SLA, doc.Seeds)
+	return report.SavePlot(path, title, "workload [users]", "goodput [pages/s]", curves)
+}

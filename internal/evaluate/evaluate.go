@@ -1,0 +1,346 @@
+package evaluate
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/runner"
+	"github.com/softalloc/softalloc/internal/sim"
+	"github.com/softalloc/softalloc/internal/topology"
+)
+
+// Config says what to measure.
+type Config struct {
+	// Topologies for the experiment and quality sections.
+	Topologies []string
+	Seeds      []uint64
+	// Timing of every campaign and grid trial (the speed section always
+	// uses the simulator's default trial).
+	Timing algorithms.Timing
+	SLAs   []float64
+	// Parallel trials of a grid at once.
+	Parallel int
+	Model    *sim.Model
+	// SpeedUsers and SpeedReplicas size the speed section; nil: defaults.
+	SpeedUsers []int
+	// Log receives one line per finished piece of work (nil: silent).
+	Log func(format string, a ...any)
+}
+
+// DefaultConfig measures six topologies on two seeds.
+func DefaultConfig() Config {
+	return Config{
+		Topologies: []string{"1/1/1/1", "1/2/1/2", "1/4/1/4", "1/2/1", "2/4/1/4", "1/6/2/6"},
+		Seeds:      []uint64{1, 2},
+		Timing:     sim.DefaultTiming(),
+		SLAs:       []float64{0.2, 0.5, 2},
+		Parallel:   runtime.GOMAXPROCS(0),
+		SpeedUsers: []int{1000, 10000, 100000},
+	}
+}
+
+// Machine describes where the figures were measured.
+type Machine struct {
+	CPU       string `json:"cpu"`
+	Cores     int    `json:"cores"`
+	GoVersion string `json:"goVersion"`
+	OS        string `json:"os"`
+	Date      string `json:"date"`
+}
+
+func describeMachine() Machine {
+	m := Machine{Cores: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH,
+		Date: time.Now().UTC().Format("2006-01-02 15:04 UTC"), CPU: "unknown"}
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}
+
+// SpeedTrial is one timed trial of the simulator, on one core.
+type SpeedTrial struct {
+	Label           string  `json:"label"`
+	Topology        string  `json:"topology"`
+	Users           int     `json:"users"`
+	WallSeconds     float64 `json:"wallSeconds"`
+	Events          int64   `json:"events"`
+	Pages           int64   `json:"pages"`
+	EventsPerSecond float64 `json:"eventsPerSecond"`
+	EventsPerPage   float64 `json:"eventsPerPage"`
+	NsPerEvent      float64 `json:"nsPerEvent"`
+}
+
+// Speed is the simulator-speed section.
+type Speed struct {
+	Trials []SpeedTrial `json:"trials"`
+	// Fit of wall time against events over the trials: wall = a + b x events.
+	InterceptSeconds float64 `json:"interceptSeconds"`
+	NsPerEvent       float64 `json:"nsPerEvent"`
+	R2               float64 `json:"r2"`
+	// Linear says whether growth is linear in simulated events: R2 >= 0.98
+	// and every trial's ns/event within 35% of the fit's.
+	Linear bool `json:"linear"`
+}
+
+// Campaign is one recommend campaign.
+type Campaign struct {
+	Mode        string  `json:"mode"`
+	Seed        uint64  `json:"seed"`
+	Allocation  string  `json:"allocation"`
+	Critical    string  `json:"critical"`
+	Saturation  int     `json:"saturationWorkload"`
+	Predicted   int     `json:"predictedSaturation,omitempty"`
+	MinJobs     float64 `json:"minJobs"`
+	Reading     string  `json:"reading"`
+	Experiments int     `json:"experiments"`
+	WallSeconds float64 `json:"wallSeconds"`
+	Error       string  `json:"error,omitempty"`
+}
+
+// Quality is one allocation's maximum goodput over the grid's best, per SLA.
+type Quality struct {
+	Role       string             `json:"role"`
+	Allocation string             `json:"allocation"`
+	Ratio      map[string]float64 `json:"ratio"` // keyed by SLA threshold as written
+}
+
+// TopologyResult is everything measured on one topology with one seed.
+type TopologyResult struct {
+	Topology  string     `json:"topology"`
+	Seed      uint64     `json:"seed"`
+	Campaigns []Campaign `json:"campaigns"`
+	// GridAllocations x GridWorkloads is the exhaustive grid's cost.
+	GridAllocations int       `json:"gridAllocations"`
+	GridWorkloads   []int     `json:"gridWorkloads"`
+	GridBest        Quality   `json:"gridBest"`
+	Compared        []Quality `json:"compared"`
+	// RandomBudget is the efficient mode's experiment count, spent on
+	// random (allocation, workload) picks from the grid.
+	RandomBudget int `json:"randomBudget"`
+}
+
+// Report is the whole evaluation.
+type Report struct {
+	Machine   Machine          `json:"machine"`
+	Config    ReportConfig     `json:"config"`
+	Speed     Speed            `json:"speed"`
+	Results   []TopologyResult `json:"results"`
+	WallTotal float64          `json:"wallSeconds"`
+}
+
+// ReportConfig records the settings of the run.
+type ReportConfig struct {
+	Topologies     []string  `json:"topologies"`
+	Seeds          []uint64  `json:"seeds"`
+	RuntimeSeconds float64   `json:"runtimeSeconds"`
+	WarmUpSeconds  float64   `json:"warmUpSeconds"`
+	SLAs           []float64 `json:"slas"`
+}
+
+// Run measures everything.
+func Run(ctx context.Context, cfg Config) (Report, error) {
+	start := time.Now()
+	logf := cfg.Log
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	rep := Report{Machine: describeMachine(), Config: ReportConfig{Topologies: cfg.Topologies, Seeds: cfg.Seeds,
+		RuntimeSeconds: cfg.Timing.Runtime.Seconds(), WarmUpSeconds: cfg.Timing.RampUp.Seconds(), SLAs: cfg.SLAs}}
+	var err error
+	if rep.Speed, err = measureSpeed(ctx, cfg, logf); err != nil {
+		return rep, err
+	}
+	for _, topo := range cfg.Topologies {
+		for _, seed := range cfg.Seeds {
+			r, err := evaluateTopology(ctx, cfg, topo, seed, logf)
+			if err != nil {
+				return rep, fmt.Errorf("evaluate %s seed %d: %w", topo, seed, err)
+			}
+			rep.Results = append(rep.Results, r)
+		}
+	}
+	rep.WallTotal = time.Since(start).Seconds()
+	return rep, nil
+}
+
+func parse(topo string) (algorithms.Deployment, error) { return topology.ParseTopology(topo) }
+
+func measureSpeed(ctx context.Context, cfg Config, logf func(string, ...any)) (Speed, error) {
+	type job struct {
+		label, topo string
+		users       int
+	}
+	jobs := []job{{"default trial", "1/2/1/2", 7000}, {"default trial", "1/4/1/4", 7000}}
+	for _, u := range cfg.SpeedUsers {
+		jobs = append(jobs, job{"users", "1/4/1/4", u})
+	}
+	// Four times the replicas take four times the users to load alike.
+	jobs = append(jobs, job{"replicas", "1/16/4/16", 28000})
+	var sp Speed
+	practitioners, _ := topology.ParseAllocation("400-150-60")
+	for _, j := range jobs {
+		d, err := parse(j.topo)
+		if err != nil {
+			return sp, err
+		}
+		e := algorithms.Experiment{Deployment: d, Allocation: practitioners, Workload: algorithms.Workload{Users: j.users}, Timing: sim.DefaultTiming()}
+		t0 := time.Now()
+		_, st, err := sim.Simulate(ctx, cfg.Model, e, 1)
+		if err != nil {
+			return sp, fmt.Errorf("speed %s at %d users: %w", j.topo, j.users, err)
+		}
+		wall := time.Since(t0).Seconds()
+		tr := SpeedTrial{Label: j.label, Topology: j.topo, Users: j.users, WallSeconds: wall, Events: st.Events,
+			Pages: st.Pages + st.WarmUpPages, EventsPerSecond: float64(st.Events) / wall, EventsPerPage: st.EventsPerPage(),
+			NsPerEvent: wall * 1e9 / float64(st.Events)}
+		sp.Trials = append(sp.Trials, tr)
+		logf("speed: %s %s at %d users: %.2f s, %d events, %.1f events/page", j.label, j.topo, j.users, wall, st.Events, tr.EventsPerPage)
+	}
+	x := make([]float64, len(sp.Trials))
+	y := make([]float64, len(sp.Trials))
+	for i, t := range sp.Trials {
+		x[i], y[i] = float64(t.Events), t.WallSeconds
+	}
+	a, b := stat.LinearRegression(x, y, nil, false)
+	sp.InterceptSeconds, sp.NsPerEvent, sp.R2 = a, b*1e9, stat.RSquared(x, y, nil, a, b)
+	sp.Linear = sp.R2 >= 0.98
+	for _, t := range sp.Trials {
+		if math.Abs(t.NsPerEvent/sp.NsPerEvent-1) > 0.35 {
+			sp.Linear = false
+		}
+	}
+	return sp, nil
+}
+
+// runCampaign runs one recommend campaign on the simulator.
+func runCampaign(ctx context.Context, cfg Config, d algorithms.Deployment, seed uint64, mode algorithms.Mode) (algorithms.Recommendation, Campaign, error) {
+	opts := algorithms.DefaultOptions()
+	opts.Mode, opts.Timing = mode, cfg.Timing
+	start, _ := topology.ParseAllocation("400-150-60")
+	t0 := time.Now()
+	rec, err := algorithms.Recommend(ctx, &sim.Runner{Model: cfg.Model, Seed: seed}, d, start, opts)
+	c := Campaign{Mode: string(mode), Seed: seed, Experiments: rec.Experiments, WallSeconds: time.Since(t0).Seconds(),
+		Critical: rec.Critical.Tier + "/" + rec.Critical.Resource, Saturation: rec.Critical.SaturationWorkload,
+		Predicted: rec.Critical.PredictedSaturation, MinJobs: rec.MinJobs.MinJobs, Reading: rec.MinJobs.Reading}
+	if err != nil {
+		if ctx.Err() != nil {
+			return rec, c, err
+		}
+		c.Error = err.Error()
+		return rec, c, nil
+	}
+	if s, ferr := topology.FormatAllocation(rec.Allocation); ferr == nil {
+		c.Allocation = s
+	}
+	return rec, c, nil
+}
+
+func evaluateTopology(ctx context.Context, cfg Config, topo string, seed uint64, logf func(string, ...any)) (TopologyResult, error) {
+	res := TopologyResult{Topology: topo, Seed: seed}
+	d, err := parse(topo)
+	if err != nil {
+		return res, err
+	}
+	recE, cE, err := runCampaign(ctx, cfg, d, seed, algorithms.ModeEfficient)
+	if err != nil {
+		return res, err
+	}
+	logf("%s seed %d: efficient recommend %s in %d experiments (%.1f s)", topo, seed, cE.Allocation, cE.Experiments, cE.WallSeconds)
+	recP, cP, err := runCampaign(ctx, cfg, d, seed, algorithms.ModePaper)
+	if err != nil {
+		return res, err
+	}
+	logf("%s seed %d: paper recommend %s in %d experiments (%.1f s)", topo, seed, cP.Allocation, cP.Experiments, cP.WallSeconds)
+	res.Campaigns = []Campaign{cE, cP}
+	if cE.Error != "" {
+		return res, nil
+	}
+	grid := Grid(d, recE.Allocation, nil, nil)
+	if cP.Error == "" {
+		grid = append(grid, GridEntry{recP.Allocation, "recommended-paper"})
+	}
+	res.GridWorkloads = Workloads(recE.Critical.SaturationWorkload)
+	res.GridAllocations = len(grid)
+	var exps []algorithms.Experiment
+	for _, g := range grid {
+		for _, u := range res.GridWorkloads {
+			exps = append(exps, algorithms.Experiment{Deployment: d, Allocation: g.Allocation, Workload: algorithms.Workload{Users: u}, Timing: cfg.Timing})
+		}
+	}
+	obs, err := runner.RunParallel(ctx, &sim.Runner{Model: cfg.Model, Seed: seed}, exps, cfg.Parallel)
+	if err != nil {
+		return res, err
+	}
+	nw := len(res.GridWorkloads)
+	key := func(t float64) string { return fmt.Sprintf("%g", t) }
+	// maxGoodput[i][sla]: allocation i's highest goodput over the workloads.
+	maxGoodput := make([]map[string]float64, len(grid))
+	best := map[string]float64{}
+	bestAt := map[string]int{}
+	for i := range grid {
+		maxGoodput[i] = map[string]float64{}
+		for _, t := range cfg.SLAs {
+			for k := 0; k < nw; k++ {
+				maxGoodput[i][key(t)] = max(maxGoodput[i][key(t)], obs[i*nw+k].Goodput(t))
+			}
+			if maxGoodput[i][key(t)] > best[key(t)] {
+				best[key(t)], bestAt[key(t)] = maxGoodput[i][key(t)], i
+			}
+		}
+	}
+	ratio := func(i int) map[string]float64 {
+		r := map[string]float64{}
+		for _, t := range cfg.SLAs {
+			if best[key(t)] > 0 {
+				r[key(t)] = maxGoodput[i][key(t)] / best[key(t)]
+			}
+		}
+		return r
+	}
+	slaTop := key(cfg.SLAs[len(cfg.SLAs)-1])
+	res.GridBest = Quality{Role: "grid best at " + slaTop + " s", Allocation: format(grid[bestAt[slaTop]].Allocation), Ratio: ratio(bestAt[slaTop])}
+	for i, g := range grid {
+		if g.Role != RoleGrid {
+			res.Compared = append(res.Compared, Quality{Role: g.Role, Allocation: format(g.Allocation), Ratio: ratio(i)})
+		}
+	}
+	// Random search: the efficient mode's budget of random (allocation,
+	// workload) picks; it recommends the allocation with the best goodput it
+	// saw, judged by that allocation's true maximum.
+	res.RandomBudget = cE.Experiments
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	picks := rng.Perm(len(exps))[:min(res.RandomBudget, len(exps))]
+	for _, t := range cfg.SLAs {
+		chosen, seen := -1, -1.0
+		for _, p := range picks {
+			if g := obs[p].Goodput(t); g > seen {
+				chosen, seen = p/nw, g
+			}
+		}
+		q := Quality{Role: "random search", Allocation: format(grid[chosen].Allocation), Ratio: map[string]float64{key(t): maxGoodput[chosen][key(t)] / best[key(t)]}}
+		res.Compared = append(res.Compared, q)
+	}
+	logf("%s seed %d: grid of %d allocations x %d workloads; recommended at %s s: %.3f", topo, seed, len(grid), nw, slaTop, ratio(0)[slaTop])
+	return res, nil
+}
+
+func format(a algorithms.Allocation) string {
+	if s, err := topology.FormatAllocation(a); err == nil {
+		return s
+	}
+	return a.Key()
+}

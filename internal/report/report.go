@@ -1,0 +1,214 @@
+// Package report writes softalloc's results: readable tables and the stable
+// JSON documents scripts rely on (documented in the README).
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/softalloc/softalloc/algorithms"
+)
+
+// WriteJSON writes v as indented JSON and a newline.
+func WriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("write json: %w", err)
+	}
+	return nil
+}
+
+// SizeJSON is `softalloc size --output json`.
+type SizeJSON struct {
+	Topology string                          `json:"topology"`
+	Critical string                          `json:"critical"`
+	MinJobs  float64                         `json:"minJobs"`
+	Tiers    []algorithms.TierRecommendation `json:"tiers"`
+}
+
+// CriticalJSON is the critical resource as find-critical and recommend print it.
+type CriticalJSON struct {
+	Tier               string  `json:"tier"`
+	Server             string  `json:"server"`
+	Resource           string  `json:"resource"`
+	Utilization        float64 `json:"utilization"`
+	SaturationWorkload int     `json:"saturationWorkload"`
+	MaxThroughput      float64 `json:"maxThroughput"`
+}
+
+// FindCriticalJSON is `softalloc find-critical --output json`.
+type FindCriticalJSON struct {
+	Topology    string       `json:"topology"`
+	Critical    CriticalJSON `json:"critical"`
+	Reserve     string       `json:"reserve"`
+	Experiments int          `json:"experiments"`
+	Warnings    []string     `json:"warnings"`
+}
+
+// EvidenceJSON is what the recommendation was computed from.
+type EvidenceJSON struct {
+	WLmin         int     `json:"wlMin"`
+	Reading       string  `json:"reading"`
+	Knee          bool    `json:"knee"`
+	KneeThreshold float64 `json:"kneeThreshold"`
+	// CriticalThroughput (requests/s) and CriticalResponseTime (s) of the
+	// critical tier at WLmin: minJobs = their product.
+	CriticalThroughput   float64                `json:"criticalThroughput"`
+	CriticalResponseTime float64                `json:"criticalResponseTime"`
+	Tiers                []TierEvidenceJSON     `json:"tiers"`
+	Scan                 []algorithms.ScanPoint `json:"scan"`
+}
+
+// TierEvidenceJSON is one tier's measurement at WLmin with Formula 3's ratios.
+type TierEvidenceJSON struct {
+	Name         string  `json:"name"`
+	Throughput   float64 `json:"throughput"`
+	ResponseTime float64 `json:"responseTime"`
+	Jobs         float64 `json:"jobs"`
+	ReqRatio     float64 `json:"reqRatio,omitempty"`
+	RTTRatio     float64 `json:"rttRatio,omitempty"`
+	Position     string  `json:"position"`
+}
+
+// RecommendJSON is `softalloc recommend --output json`.
+type RecommendJSON struct {
+	Topology    string                          `json:"topology"`
+	Critical    CriticalJSON                    `json:"critical"`
+	MinJobs     float64                         `json:"minJobs"`
+	Experiments int                             `json:"experiments"`
+	Allocation  string                          `json:"allocation"`
+	Tiers       []algorithms.TierRecommendation `json:"tiers"`
+	Evidence    EvidenceJSON                    `json:"evidence"`
+	Warnings    []string                        `json:"warnings"`
+	// Snippets are present with --format.
+	Snippets []Snippet `json:"snippets,omitempty"`
+}
+
+// NewCriticalJSON converts the algorithm's result.
+func NewCriticalJSON(c algorithms.Critical) CriticalJSON {
+	return CriticalJSON{Tier: c.Tier, Server: c.Server, Resource: c.Resource, Utilization: c.Utilization,
+		SaturationWorkload: c.SaturationWorkload, MaxThroughput: c.MaxThroughput}
+}
+
+// NewRecommendJSON assembles recommend's document; alloc is the allocation's notation.
+func NewRecommendJSON(d algorithms.Deployment, r algorithms.Recommendation, alloc string) RecommendJSON {
+	ev := EvidenceJSON{WLmin: r.MinJobs.WLmin, Reading: r.MinJobs.Reading, Knee: r.MinJobs.Knee,
+		KneeThreshold: r.MinJobs.KneeThreshold, Scan: r.MinJobs.Points, Tiers: []TierEvidenceJSON{}}
+	meas := map[string]algorithms.TierMeasurement{}
+	for _, m := range r.MinJobs.Measurements {
+		meas[m.Tier] = m
+	}
+	if m, ok := meas[r.Critical.Tier]; ok {
+		ev.CriticalThroughput, ev.CriticalResponseTime = m.Throughput, m.ResponseTime
+	}
+	for _, ts := range r.Sizing.Tiers {
+		m := meas[ts.Name]
+		ev.Tiers = append(ev.Tiers, TierEvidenceJSON{Name: ts.Name, Throughput: m.Throughput, ResponseTime: m.ResponseTime,
+			Jobs: ts.Jobs, ReqRatio: ts.ReqRatio, RTTRatio: ts.RTTRatio, Position: ts.Position})
+	}
+	warnings := append(append([]string{}, r.Critical.Warnings...), r.MinJobs.Warnings...)
+	return RecommendJSON{Topology: d.Topology, Critical: NewCriticalJSON(r.Critical), MinJobs: r.MinJobs.MinJobs,
+		Experiments: r.Experiments, Allocation: alloc, Tiers: r.Tiers, Evidence: ev, Warnings: nonNil(warnings)}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func intOrDash(p *int) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.Itoa(*p)
+}
+
+// WriteTiersTable writes the per-tier pool sizes, with the formula's minimum
+// beside any pool recommend kept larger.
+func WriteTiersTable(w io.Writer, tiers []algorithms.TierRecommendation) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIER\tREPLICAS\tTHREADS/SERVER\tCONNECTIONS/SERVER\tTOTAL THREADS\tTOTAL CONNECTIONS\tFORMULA MINIMUM (PER SERVER)")
+	for _, t := range tiers {
+		minimum := ""
+		if t.Minimum != nil {
+			minimum = fmt.Sprintf("threads %d", t.Minimum.ThreadsPerServer)
+			if t.Minimum.ConnectionsPerServer != nil {
+				minimum += fmt.Sprintf(", connections %d", *t.Minimum.ConnectionsPerServer)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%s\t%s\n", t.Name, t.Replicas, t.ThreadsPerServer,
+			intOrDash(t.ConnectionsPerServer), t.TotalThreads, intOrDash(t.TotalConnections), minimum)
+	}
+	return tw.Flush()
+}
+
+// WriteSizeTable is `softalloc size`'s readable output.
+func WriteSizeTable(w io.Writer, d algorithms.Deployment, sz algorithms.Sizing, tiers []algorithms.TierRecommendation) error {
+	fmt.Fprintf(w, "topology %s, critical tier %s, minJobs %.1f\n\n", d.Topology, sz.Critical, sz.MinJobs)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIER\tPOSITION\tJOBS (L)\tREQRATIO\tRTTRATIO\tTOTAL THREADS\tTHREADS/SERVER\tCONNECTIONS/SERVER")
+	for i, ts := range sz.Tiers {
+		ratio := func(v float64) string {
+			if v == 0 {
+				return "-"
+			}
+			return strconv.FormatFloat(v, 'f', 3, 64)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t%d\t%d\t%s\n", ts.Name, ts.Position, ts.Jobs, ratio(ts.ReqRatio),
+			ratio(ts.RTTRatio), tiers[i].TotalThreads, tiers[i].ThreadsPerServer, intOrDash(tiers[i].ConnectionsPerServer))
+	}
+	return tw.Flush()
+}
+
+// WriteCriticalTable is find-critical's readable output.
+func WriteCriticalTable(w io.Writer, topology string, c algorithms.Critical, reserve string) error {
+	fmt.Fprintf(w, "topology:            %s\n", topology)
+	fmt.Fprintf(w, "critical resource:   %s %s (%s at %.1f%%)\n", c.Tier, c.Resource, c.Server, 100*c.Utilization)
+	fmt.Fprintf(w, "saturation workload: %d users\n", c.SaturationWorkload)
+	fmt.Fprintf(w, "max throughput:      %.1f pages/s\n", c.MaxThroughput)
+	fmt.Fprintf(w, "reserved allocation: %s\n", reserve)
+	fmt.Fprintf(w, "experiments:         %d\n", c.Experiments)
+	writeWarnings(w, c.Warnings)
+	return nil
+}
+
+// WriteRecommendTable is recommend's readable output.
+func WriteRecommendTable(w io.Writer, r RecommendJSON) error {
+	c := r.Critical
+	fmt.Fprintf(w, "topology %s: critical resource %s %s (%s at %.1f%%), saturated at %d users, max %.1f pages/s\n",
+		r.Topology, c.Tier, c.Resource, c.Server, 100*c.Utilization, c.SaturationWorkload, c.MaxThroughput)
+	ev := r.Evidence
+	how := "knee of SLO satisfaction"
+	switch ev.Reading {
+	case string(algorithms.ReadAtSaturation):
+		how = "where the critical resource crossed its saturation threshold"
+	case "throughput-peak":
+		how = "throughput peak (no knee found)"
+	}
+	fmt.Fprintf(w, "minJobs %.1f = %.1f req/s x %.4f s in the %s tier at %d users (%s; SLO at %.3g s)\n",
+		r.MinJobs, ev.CriticalThroughput, ev.CriticalResponseTime, c.Tier, ev.WLmin, how, ev.KneeThreshold)
+	fmt.Fprintf(w, "experiments: %d\n\n", r.Experiments)
+	if err := WriteTiersTable(w, r.Tiers); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nrecommended allocation: %s\n", r.Allocation)
+	writeWarnings(w, r.Warnings)
+	return WriteSnippets(w, r.Snippets)
+}
+
+func writeWarnings(w io.Writer, warnings []string) {
+	if len(warnings) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nnotes:")
+	for _, s := range warnings {
+		fmt.Fprintf(w, "  - %s\n", strings.TrimSpace(s))
+	}
+}

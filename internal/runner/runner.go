@@ -1,0 +1,124 @@
+// Package runner turns a runner name and its settings into an
+// algorithms.Experimenter: the registry behind --runner.
+package runner
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/runner/replay"
+	"github.com/softalloc/softalloc/internal/sim"
+	"github.com/softalloc/softalloc/internal/topology"
+)
+
+// Config holds every runner's settings; each runner reads its own.
+type Config struct {
+	Name string
+	// Seed and ModelPath are the simulator's.
+	Seed      uint64
+	ModelPath string
+	// Campaign is the replay runner's recorded campaign (JSON Lines).
+	Campaign string
+	// Command (argv), Retries and Timeout are the exec runner's; Log
+	// receives its program's stderr.
+	Command []string
+	Retries int
+	Timeout time.Duration
+	Log     io.Writer
+	// DeploymentFile is the deployment file the campaign runs on, when one
+	// was given; DeploymentPath is where it was read from. Its runner section
+	// carries settings of runners such as live.
+	DeploymentFile *topology.DeploymentFile
+	DeploymentPath string
+}
+
+// Runner is an Experimenter with what the CLI needs to know of it.
+type Runner struct {
+	algorithms.Experimenter
+	Name string
+	// DefaultTiming is the trial schedule used when the user names none.
+	DefaultTiming algorithms.Timing
+	// Settings identify the runner's configuration (journal keys, metrics labels).
+	Settings map[string]string
+	// Warnings are things the user should know (a torn campaign line).
+	Warnings []string
+}
+
+type factory func(Config) (Runner, error)
+
+func factories() map[string]factory {
+	return map[string]factory{
+		"sim":    newSim,
+		"replay": newReplay,
+		"exec":   newExec,
+		"live":   newLive,
+	}
+}
+
+// Names lists the registered runners.
+func Names() []string {
+	var names []string
+	for n := range factories() {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// New builds the named runner.
+func New(cfg Config) (Runner, error) {
+	f, ok := factories()[cfg.Name]
+	if !ok {
+		return Runner{}, fmt.Errorf("runner %q: want one of %s", cfg.Name, strings.Join(Names(), ", "))
+	}
+	return f(cfg)
+}
+
+func newSim(cfg Config) (Runner, error) {
+	m := sim.DefaultModel()
+	model := "default"
+	if cfg.ModelPath != "" {
+		var err error
+		if m, err = sim.LoadModel(cfg.ModelPath); err != nil {
+			return Runner{}, fmt.Errorf("runner sim: %w", err)
+		}
+		model = cfg.ModelPath
+	}
+	// The model's parameters are part of the runner's identity: a journal
+	// recorded with other demands or bounds must not be reused.
+	params, err := json.Marshal(m)
+	if err != nil {
+		return Runner{}, fmt.Errorf("runner sim: %w", err)
+	}
+	sum := sha256.Sum256(params)
+	return Runner{
+		Experimenter:  &sim.Runner{Model: m, Seed: cfg.Seed},
+		Name:          "sim",
+		DefaultTiming: sim.DefaultTiming(),
+		Settings:      map[string]string{"seed": fmt.Sprint(cfg.Seed), "model": model + "@" + hex.EncodeToString(sum[:6])},
+	}, nil
+}
+
+func newReplay(cfg Config) (Runner, error) {
+	if cfg.Campaign == "" {
+		return Runner{}, fmt.Errorf("runner replay: want --campaign FILE (a recorded campaign, JSON Lines)")
+	}
+	r, err := replay.Load(cfg.Campaign)
+	if err != nil {
+		return Runner{}, err
+	}
+	return Runner{
+		Experimenter:  r,
+		Name:          "replay",
+		DefaultTiming: algorithms.PaperTiming,
+		Settings:      map[string]string{"campaign": cfg.Campaign},
+		Warnings:      r.Warnings,
+	}, nil
+}
