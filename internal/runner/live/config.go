@@ -1,0 +1,376 @@
+package live
+
+import (
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is the live runner's part of a deployment file's runner section.
+// The keys name, command, retries and timeout belong to the CLI and are
+// ignored here; every other key is checked, so a misspelt one is an error.
+type Config struct {
+	// Target is the base URL the workload's paths are joined to.
+	Target string `yaml:"target"`
+	// Workload is the workload file (relative paths are relative to the
+	// deployment file).
+	Workload string `yaml:"workload"`
+	// Prometheus is the base URL of the Prometheus server to query.
+	Prometheus string `yaml:"prometheus"`
+	// Health is polled until it answers 2xx before each trial's ramp-up.
+	Health string `yaml:"health"`
+	// Hook is the argv run to apply an allocation, with {tier.pool}
+	// placeholders ({web.threads}, {app.threads}, {app.connections}); run
+	// from the deployment file's directory, without a shell. Empty: the
+	// allocation is not applied (the runner warns once).
+	Hook []string `yaml:"hook"`
+	// HookTimeout bounds one run of the hook (default 5m).
+	HookTimeout Duration `yaml:"hookTimeout"`
+	// HealthTimeout bounds the wait for Health (default 2m).
+	HealthTimeout Duration `yaml:"healthTimeout"`
+	// ScrapeTimeout bounds the wait, after a trial, for Prometheus to have
+	// scraped every target past the runtime window (default 1m).
+	ScrapeTimeout Duration `yaml:"scrapeTimeout"`
+	// AllowedHosts lists hosts other than loopback that the runner may send
+	// requests to (host names, IP addresses or CIDR prefixes). Empty: loopback only.
+	AllowedHosts []string `yaml:"allowedHosts"`
+	// RequestTimeout bounds each HTTP request of the load (default 30s).
+	RequestTimeout Duration `yaml:"requestTimeout"`
+	// KeepAlive reuses each user's connection between requests (default
+	// true); false opens one connection per request, as the RUBBoS client.
+	KeepAlive *bool `yaml:"keepAlive"`
+	// MaxUsers and MaxRequests bound one trial (defaults 20,000 users and
+	// 10,000,000 requests): a typo in a workload must not become a flood.
+	MaxUsers    int   `yaml:"maxUsers"`
+	MaxRequests int64 `yaml:"maxRequests"`
+	// ThinkTime overrides the workload file's mean think time.
+	ThinkTime Duration `yaml:"thinkTime"`
+	// RampUp, Runtime and RampDown are the trial schedule used when the
+	// command line names none (default 1m, 5m, 10s).
+	RampUp   Duration `yaml:"rampUp"`
+	Runtime  Duration `yaml:"runtime"`
+	RampDown Duration `yaml:"rampDown"`
+	// Seed makes the users' random choices repeatable (default 1).
+	Seed uint64 `yaml:"seed"`
+	// Label is free text naming the deployment's state (a CPU cap, a
+	// version) so that a journal never mixes experiments of different states.
+	Label string `yaml:"label"`
+	// Tiers say how each tier's servers are observed, by tier name.
+	Tiers map[string]TierConfig `yaml:"tiers"`
+
+	// dir is the deployment file's directory.
+	dir string
+}
+
+// TierConfig is how one tier is observed.
+type TierConfig struct {
+	// Presets name query sets to start from, applied in order (later ones
+	// win): node, cgroup, apache, tomcat, hikari, mysql, bboard. See Presets.
+	Presets []string `yaml:"presets"`
+	// Servers holds per-replica placeholder values, in replica order:
+	// {instance: "10.0.0.5:9117", node: "10.0.0.5:9100"} makes {instance}
+	// and {node} in this tier's queries. Absent: one server, no values.
+	Servers []map[string]string `yaml:"servers"`
+	// Queries override the presets' queries.
+	Queries Queries `yaml:"queries"`
+}
+
+// Queries are the PromQL expressions of one server's observation. Each
+// must evaluate to a scalar or a one-element vector at the end of the
+// runtime window. Placeholders: {window} (the runtime, e.g. 300000ms),
+// {tier}, {server} (web-1), {cores} (the tier's cores), and each key of the
+// tier's servers entry.
+type Queries struct {
+	// CPU is the utilisation in [0,1] of all the server's cores.
+	CPU string `yaml:"cpu"`
+	// Throughput is requests per second the server completed.
+	Throughput string `yaml:"throughput"`
+	// ResponseTime is the mean residence per request, seconds.
+	ResponseTime string `yaml:"responseTime"`
+	// Pools hold busy, size and fullShare queries by pool name (threads,
+	// connections).
+	Pools map[string]PoolQueries `yaml:"pools"`
+	// Resources are other hardware utilisations in [0,1] (disk, network).
+	Resources map[string]string `yaml:"resources"`
+}
+
+// PoolQueries observe one pool.
+type PoolQueries struct {
+	// Busy is the mean busy units over the window.
+	Busy string `yaml:"busy"`
+	// Size is the pool's size; absent, the allocation's size is used.
+	Size string `yaml:"size"`
+	// FullShare is the share of the window with every unit busy; absent,
+	// unknown (the algorithm then uses busy/size).
+	FullShare string `yaml:"fullShare"`
+}
+
+// Duration reads "30s", "1m30s" or a number of seconds.
+type Duration time.Duration
+
+// UnmarshalYAML reads a Go duration text or plain seconds.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: want a duration such as 30s", n.Line)
+	}
+	if v, err := time.ParseDuration(n.Value); err == nil && v >= 0 {
+		*d = Duration(v)
+		return nil
+	}
+	var secs float64
+	if err := n.Decode(&secs); err == nil && secs >= 0 {
+		*d = Duration(secs * float64(time.Second))
+		return nil
+	}
+	return fmt.Errorf("line %d: want a duration such as 30s, got %q", n.Line, n.Value)
+}
+
+// Defaults of the zero fields.
+const (
+	DefaultHookTimeout    = 5 * time.Minute
+	DefaultHealthTimeout  = 2 * time.Minute
+	DefaultScrapeTimeout  = time.Minute
+	DefaultRequestTimeout = 30 * time.Second
+	DefaultMaxUsers       = 20000
+	DefaultMaxRequests    = 10_000_000
+	DefaultRampUp         = time.Minute
+	DefaultRuntime        = 5 * time.Minute
+	DefaultRampDown       = 10 * time.Second
+)
+
+// cliKeys are read by the CLI, not by this runner.
+var cliKeys = map[string]bool{"name": true, "command": true, "retries": true, "timeout": true}
+
+// ParseConfig reads the runner section of the deployment file at path.
+func ParseConfig(section map[string]any, path string) (Config, error) {
+	var c Config
+	rest := map[string]any{}
+	for k, v := range section {
+		if !cliKeys[k] {
+			rest[k] = v
+		}
+	}
+	// Through YAML again, so that the struct's KnownFields check names a
+	// misspelt key and the Duration type reads durations.
+	b, err := yaml.Marshal(rest)
+	if err != nil {
+		return c, fmt.Errorf("runner section: %w", err)
+	}
+	dec := yaml.NewDecoder(strings.NewReader(string(b)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && len(rest) > 0 {
+		return c, fmt.Errorf("runner section: %s", strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "yaml: ", "")), " "))
+	}
+	c.dir = filepath.Dir(path)
+	if path == "" {
+		c.dir = "."
+	}
+	return c, c.check()
+}
+
+func (c *Config) check() error {
+	fail := func(format string, a ...any) error { return fmt.Errorf("runner section: "+format, a...) }
+	for _, u := range []struct{ key, val string }{{"target", c.Target}, {"prometheus", c.Prometheus}} {
+		if u.val == "" {
+			return fail("%s: missing; want a URL such as http://127.0.0.1:8080", u.key)
+		}
+	}
+	for _, u := range []struct{ key, val string }{{"target", c.Target}, {"prometheus", c.Prometheus}, {"health", c.Health}} {
+		if u.val == "" {
+			continue
+		}
+		p, err := url.Parse(u.val)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return fail("%s: want an http:// or https:// URL, got %q", u.key, u.val)
+		}
+	}
+	if c.Workload == "" {
+		return fail("workload: missing; want a workload file (see testbed/workload.yaml)")
+	}
+	if c.MaxUsers < 0 || c.MaxRequests < 0 {
+		return fail("maxUsers and maxRequests: want positive numbers")
+	}
+	for name, t := range c.Tiers {
+		for _, p := range t.Presets {
+			if _, ok := Presets[p]; !ok {
+				return fail("tiers.%s.presets: unknown preset %q; want one of %s", name, p, strings.Join(PresetNames(), ", "))
+			}
+		}
+	}
+	return nil
+}
+
+// withDefaults fills the zero fields.
+func (c Config) withDefaults() Config {
+	def := func(d *Duration, v time.Duration) {
+		if *d == 0 {
+			*d = Duration(v)
+		}
+	}
+	def(&c.HookTimeout, DefaultHookTimeout)
+	def(&c.HealthTimeout, DefaultHealthTimeout)
+	def(&c.ScrapeTimeout, DefaultScrapeTimeout)
+	def(&c.RequestTimeout, DefaultRequestTimeout)
+	def(&c.RampUp, DefaultRampUp)
+	def(&c.Runtime, DefaultRuntime)
+	def(&c.RampDown, DefaultRampDown)
+	if c.MaxUsers == 0 {
+		c.MaxUsers = DefaultMaxUsers
+	}
+	if c.MaxRequests == 0 {
+		c.MaxRequests = DefaultMaxRequests
+	}
+	if c.KeepAlive == nil {
+		t := true
+		c.KeepAlive = &t
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	return c
+}
+
+// path resolves a file name of the section against the deployment file's directory.
+func (c Config) path(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(c.dir, p)
+}
+
+// Presets are documented default queries for common exporters. Each is a
+// starting point: a deployment file overrides any query it needs to.
+//
+//   - node: node_exporter on each server ({node}: its instance).
+//   - cgroup: testbed/cgexporter, per-tier CPU over the tier's cgroup quota.
+//   - apache: apache_exporter (mod_status with ExtendedStatus On) ({instance}).
+//   - tomcat: the JMX exporter with its example tomcat.yml rules ({instance}).
+//   - hikari: HikariCP's Micrometer metrics ({instance}).
+//   - mysql: mysqld_exporter for MySQL or MariaDB ({instance}). It has no
+//     per-query latency without performance_schema; with
+//     --collect.perf_schema.eventsstatements, set responseTime to
+//     sum(rate(mysql_perf_schema_events_statements_seconds_total{instance="{instance}"}[{window}]))
+//     / sum(rate(mysql_perf_schema_events_statements_total{instance="{instance}"}[{window}])).
+//   - bboard: the testbed's app (testbed/app), a client_golang service.
+var Presets = map[string]Queries{
+	"node": {
+		CPU: `1 - avg(rate(node_cpu_seconds_total{mode="idle",instance="{node}"}[{window}]))`,
+	},
+	"cgroup": {
+		CPU: `sum(rate(softalloc_testbed_cpu_usage_seconds_total{tier="{tier}"}[{window}])) / sum(softalloc_testbed_cpu_limit_cores{tier="{tier}"})`,
+	},
+	"apache": {
+		Throughput:   `sum(rate(apache_accesses_total{instance="{instance}"}[{window}]))`,
+		ResponseTime: `sum(rate(apache_duration_ms_total{instance="{instance}"}[{window}])) / sum(rate(apache_accesses_total{instance="{instance}"}[{window}])) / 1000`,
+		Pools: map[string]PoolQueries{"threads": {
+			Busy: `avg_over_time(apache_workers{state="busy",instance="{instance}"}[{window}])`,
+			Size: `sum(last_over_time(apache_workers{instance="{instance}"}[{window}]))`,
+		}},
+	},
+	"tomcat": {
+		Throughput:   `sum(rate(tomcat_requestcount_total{instance="{instance}"}[{window}]))`,
+		ResponseTime: `sum(rate(tomcat_processingtime_total{instance="{instance}"}[{window}])) / sum(rate(tomcat_requestcount_total{instance="{instance}"}[{window}])) / 1000`,
+		Pools: map[string]PoolQueries{"threads": {
+			Busy: `avg_over_time(sum(tomcat_threadpool_currentthreadsbusy{instance="{instance}"})[{window}:])`,
+			Size: `sum(tomcat_threadpool_maxthreads{instance="{instance}"})`,
+		}},
+	},
+	"hikari": {
+		Pools: map[string]PoolQueries{"connections": {
+			Busy: `avg_over_time(sum(hikaricp_connections_active{instance="{instance}"})[{window}:])`,
+			Size: `sum(hikaricp_connections_max{instance="{instance}"})`,
+		}},
+	},
+	"mysql": {
+		Throughput: `rate(mysql_global_status_questions{instance="{instance}"}[{window}])`,
+		Pools: map[string]PoolQueries{"threads": {
+			// The exporter's own query is running at every scrape.
+			Busy: `clamp_min(avg_over_time(mysql_global_status_threads_running{instance="{instance}"}[{window}]) - 1, 0)`,
+			Size: `mysql_global_variables_max_connections{instance="{instance}"}`,
+		}},
+	},
+	"bboard": {
+		Throughput:   `sum(rate(bboard_requests_total{instance="{instance}"}[{window}]))`,
+		ResponseTime: `sum(rate(bboard_request_duration_seconds_sum{instance="{instance}"}[{window}])) / sum(rate(bboard_request_duration_seconds_count{instance="{instance}"}[{window}]))`,
+		Pools: map[string]PoolQueries{
+			"threads": {
+				Busy:      `rate(bboard_pool_busy_seconds_total{pool="threads",instance="{instance}"}[{window}])`,
+				Size:      `bboard_pool_size{pool="threads",instance="{instance}"}`,
+				FullShare: `rate(bboard_pool_full_seconds_total{pool="threads",instance="{instance}"}[{window}])`,
+			},
+			"connections": {
+				Busy:      `rate(bboard_pool_busy_seconds_total{pool="connections",instance="{instance}"}[{window}])`,
+				Size:      `bboard_pool_size{pool="connections",instance="{instance}"}`,
+				FullShare: `rate(bboard_pool_full_seconds_total{pool="connections",instance="{instance}"}[{window}])`,
+			},
+		},
+	},
+}
+
+// PresetNames lists the presets.
+func PresetNames() []string {
+	names := make([]string, 0, len(Presets))
+	for n := range Presets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// merge lays b over a: b's non-empty queries win.
+func merge(a, b Queries) Queries {
+	out := Queries{CPU: a.CPU, Throughput: a.Throughput, ResponseTime: a.ResponseTime,
+		Pools: map[string]PoolQueries{}, Resources: map[string]string{}}
+	pick := func(x, y string) string {
+		if y != "" {
+			return y
+		}
+		return x
+	}
+	out.CPU, out.Throughput, out.ResponseTime = pick(a.CPU, b.CPU), pick(a.Throughput, b.Throughput), pick(a.ResponseTime, b.ResponseTime)
+	for _, q := range []Queries{a, b} {
+		for name, p := range q.Pools {
+			o := out.Pools[name]
+			out.Pools[name] = PoolQueries{Busy: pick(o.Busy, p.Busy), Size: pick(o.Size, p.Size), FullShare: pick(o.FullShare, p.FullShare)}
+		}
+		for name, r := range q.Resources {
+			out.Resources[name] = pick(out.Resources[name], r)
+		}
+	}
+	return out
+}
+
+// tierQueries resolves a tier's presets and overrides.
+func (t TierConfig) queries() Queries {
+	var q Queries
+	for _, p := range t.Presets {
+		q = merge(q, Presets[p])
+	}
+	return merge(q, t.Queries)
+}
+
+var placeholder = regexp.MustCompile(`\{([A-Za-z][A-Za-z0-9_]*)\}`)
+
+// expand substitutes {name} placeholders; an unknown one is an error, since
+// PromQL never uses braces around a bare identifier.
+func expand(q string, vars map[string]string) (string, error) {
+	var missing []string
+	out := placeholder.ReplaceAllStringFunc(q, func(m string) string {
+		name := m[1 : len(m)-1]
+		if v, ok := vars[name]; ok {
+			return v
+		}
+		missing = append(missing, m)
+		return m
+	})
+	if len(missing) > 0 {
+		return "", fmt.Errorf("placeholder %s has no value (set it in the tier's servers entries)", missing[0])
+	}
+	return out, nil
+}

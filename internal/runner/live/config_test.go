@@ -1,0 +1,81 @@
+package live
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func section(extra map[string]any) map[string]any {
+	s := map[string]any{"name": "live", "target": "http://127.0.0.1:1", "prometheus": "http://127.0.0.1:2", "workload": "w.yaml"}
+	for k, v := range extra {
+		s[k] = v
+	}
+	return s
+}
+
+func TestParseConfig(t *testing.T) {
+	c, err := ParseConfig(section(map[string]any{"rampUp": "2s", "runtime": 30, "retries": 3}), "/x/deployment.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, Duration(2e9), c.RampUp)
+	assert.Equal(t, Duration(30e9), c.Runtime, "plain numbers are seconds")
+	assert.Equal(t, "/x/w.yaml", c.path(c.Workload))
+	d := c.withDefaults()
+	assert.Equal(t, Duration(DefaultRampDown), d.RampDown)
+	assert.True(t, *d.KeepAlive)
+
+	for _, tc := range []struct {
+		name string
+		sec  map[string]any
+		want string
+	}{
+		{"misspelt key", section(map[string]any{"promethus": "x"}), "field promethus not found"},
+		{"no target", map[string]any{"prometheus": "http://127.0.0.1:2", "workload": "w"}, "target: missing"},
+		{"bad url", section(map[string]any{"target": "ftp://h"}), "want an http:// or https:// URL"},
+		{"unknown preset", section(map[string]any{"tiers": map[string]any{"web": map[string]any{"presets": []any{"nginx"}}}}), `unknown preset "nginx"`},
+		{"bad duration", section(map[string]any{"runtime": "soon"}), "want a duration"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseConfig(tc.sec, "d.yaml")
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestPresetsMergeAndExpand(t *testing.T) {
+	tc := TierConfig{Presets: []string{"cgroup", "bboard"}, Queries: Queries{Throughput: "my_rate"}}
+	q := tc.queries()
+	assert.Contains(t, q.CPU, "softalloc_testbed_cpu_usage_seconds_total")
+	assert.Equal(t, "my_rate", q.Throughput, "the file's query wins over the preset's")
+	assert.Contains(t, q.Pools["connections"].Busy, `pool="connections"`)
+
+	got, err := expand(q.Pools["threads"].FullShare, map[string]string{"instance": "h:1", "window": "6000ms"})
+	require.NoError(t, err)
+	assert.Equal(t, `rate(bboard_pool_full_seconds_total{pool="threads",instance="h:1"}[6000ms])`, got)
+	_, err = expand(Presets["node"].CPU, map[string]string{"window": "1s"})
+	assert.ErrorContains(t, err, "{node}")
+	for _, name := range PresetNames() {
+		assert.NotEmpty(t, Presets[name], name)
+	}
+}
+
+func TestGuard(t *testing.T) {
+	g, err := newGuard([]string{"10.1.0.0/16", "192.0.2.7"})
+	require.NoError(t, err)
+	for addr, ok := range map[string]bool{"127.0.0.1": true, "127.8.9.1": true, "::1": true, "10.1.200.3": true,
+		"192.0.2.7": true, "10.2.0.1": false, "192.0.2.8": false, "8.8.8.8": false} {
+		assert.Equal(t, ok, g.allows(netip.MustParseAddr(addr)), addr)
+	}
+	assert.NoError(t, g.checkURL("target", "http://127.0.0.1:8080/x"))
+	assert.NoError(t, g.checkURL("target", "http://localhost:8080/x"))
+	err = g.checkURL("target", "http://10.2.0.1/")
+	assert.ErrorContains(t, err, "allowedHosts")
+	assert.Error(t, g.control("tcp", "10.2.0.1:80", nil), "a dial elsewhere is refused")
+	assert.NoError(t, g.control("tcp", "127.0.0.1:80", nil))
+
+	_, err = newGuard([]string{"http://x/"})
+	assert.ErrorContains(t, err, "not a host name")
+}

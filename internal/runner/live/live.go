@@ -1,0 +1,491 @@
+// Package live is the runner that measures a real deployment: for each
+// experiment it applies the allocation through the deployment file's hook,
+// waits until the health URL answers, drives the deployment with a built-in
+// closed-loop HTTP load generator (emulated users walking a workload file),
+// and reads each server's CPU, pools, throughput and response time from
+// Prometheus over the runtime window.
+//
+// Load goes only to loopback addresses or to hosts the deployment file lists
+// under allowedHosts, and every trial is bounded in users, requests and time.
+package live
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	osexec "os/exec"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/softalloc/softalloc/algorithms"
+)
+
+// Runner is the live runner. Trials on one deployment cannot overlap, so
+// RunExperiment serialises them: parallel callers simply queue.
+type Runner struct {
+	// Log receives the hook's output and notes on errors and retries (nil: discarded).
+	Log io.Writer
+	// Retries is how often a failed trial (hook, health, load or Prometheus
+	// failure) is repeated; a configuration error is never retried.
+	Retries int
+	// Timeout bounds one attempt (0: the trial's length plus the hook's,
+	// health's and scrape's timeouts).
+	Timeout time.Duration
+
+	cfg      Config
+	workload *Workload
+	wlHash   string
+	target   *url.URL
+	guard    *guard
+	prom     *prom
+	client   *http.Client // health checks and Prometheus
+
+	mu      sync.Mutex
+	applied string // allocation key last applied by the hook; "" unknown
+	warned  bool
+}
+
+var _ algorithms.Experimenter = (*Runner)(nil)
+
+// New builds the runner from a deployment file's runner section; path is
+// the deployment file (relative paths in the section are relative to it).
+func New(section map[string]any, path string) (*Runner, error) {
+	c, err := ParseConfig(section, path)
+	if err != nil {
+		return nil, err
+	}
+	c = c.withDefaults()
+	r := &Runner{cfg: c}
+	if r.guard, err = newGuard(c.AllowedHosts); err != nil {
+		return nil, fmt.Errorf("runner section: %w", err)
+	}
+	for _, u := range []struct{ key, val string }{{"target", c.Target}, {"prometheus", c.Prometheus}, {"health", c.Health}} {
+		if u.val == "" {
+			continue
+		}
+		if err := r.guard.checkURL(u.key, u.val); err != nil {
+			return nil, fmt.Errorf("runner section: %w", err)
+		}
+	}
+	if r.target, err = url.Parse(c.Target); err != nil {
+		return nil, fmt.Errorf("runner section: target: %w", err)
+	}
+	wpath := c.path(c.Workload)
+	b, err := os.ReadFile(wpath)
+	if err != nil {
+		return nil, fmt.Errorf("runner section: workload: %w", err)
+	}
+	if r.workload, err = ParseWorkload(b); err != nil {
+		return nil, fmt.Errorf("runner section: workload %q: %w", wpath, err)
+	}
+	if r.workload.ThinkTime.Mean == 0 && c.ThinkTime == 0 {
+		return nil, fmt.Errorf("runner section: workload %q: thinkTime.mean is 0: a closed loop without think time is a stress test, not a workload", wpath)
+	}
+	sum := sha256.Sum256(b)
+	r.wlHash = hex.EncodeToString(sum[:6])
+	r.client = &http.Client{Transport: r.newTransport(4, true), Timeout: time.Minute}
+	if r.prom, err = newProm(c.Prometheus, r.client.Transport); err != nil {
+		return nil, fmt.Errorf("runner section: %w", err)
+	}
+	return r, nil
+}
+
+// DefaultTiming is the section's schedule.
+func (r *Runner) DefaultTiming() algorithms.Timing {
+	return algorithms.Timing{RampUp: time.Duration(r.cfg.RampUp), Runtime: time.Duration(r.cfg.Runtime), RampDown: time.Duration(r.cfg.RampDown)}
+}
+
+// Settings identify what determines the runner's observations, for the
+// journal: a changed workload, query or label never reuses old experiments.
+func (r *Runner) Settings() map[string]string {
+	tiers, _ := yaml.Marshal(r.cfg.Tiers)
+	sum := sha256.Sum256(tiers)
+	s := map[string]string{
+		"target":     r.cfg.Target,
+		"workload":   r.cfg.Workload + "@" + r.wlHash,
+		"prometheus": r.cfg.Prometheus,
+		"queries":    hex.EncodeToString(sum[:6]),
+		"hook":       strings.Join(r.cfg.Hook, " "),
+		"seed":       strconv.FormatUint(r.cfg.Seed, 10),
+	}
+	if r.cfg.Label != "" {
+		s["label"] = r.cfg.Label
+	}
+	if r.cfg.ThinkTime != 0 {
+		s["thinkTime"] = time.Duration(r.cfg.ThinkTime).String()
+	}
+	return s
+}
+
+// newTransport dials only what the guard allows, and never through a proxy.
+func (r *Runner) newTransport(users int, keepAlive bool) *http.Transport {
+	d := &net.Dialer{Timeout: time.Duration(r.cfg.RequestTimeout), Control: r.guard.control}
+	return &http.Transport{
+		DialContext:         d.DialContext,
+		MaxIdleConnsPerHost: users,
+		DisableKeepAlives:   !keepAlive,
+		DisableCompression:  true,
+		IdleConnTimeout:     30 * time.Second,
+	}
+}
+
+func (r *Runner) logf(format string, a ...any) {
+	if r.Log != nil {
+		fmt.Fprintf(r.Log, "live: "+format+"\n", a...)
+	}
+}
+
+// permanent marks errors that a retry cannot mend.
+type permanent struct{ err error }
+
+func (e permanent) Error() string { return e.err.Error() }
+func (e permanent) Unwrap() error { return e.err }
+
+// RunExperiment runs one trial, retrying transient failures.
+func (r *Runner) RunExperiment(ctx context.Context, e algorithms.Experiment) (algorithms.Observation, error) {
+	if e.Workload.Users < 1 || e.Workload.Users > r.cfg.MaxUsers {
+		return algorithms.Observation{}, fmt.Errorf("live: %d users: want 1..%d (the runner section's maxUsers)", e.Workload.Users, r.cfg.MaxUsers)
+	}
+	if e.Timing.Runtime <= 0 {
+		return algorithms.Observation{}, fmt.Errorf("live: runtime %v: want a positive runtime", e.Timing.Runtime)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var err error
+	for attempt := 0; attempt <= r.Retries; attempt++ {
+		if attempt > 0 {
+			r.logf("%d users: attempt %d failed: %v; retrying", e.Workload.Users, attempt, err)
+			r.applied = "" // the deployment's state is unknown after a failure
+			if !sleepUntil(ctx, time.Now().Add(time.Duration(attempt)*2*time.Second)) {
+				return algorithms.Observation{}, ctx.Err()
+			}
+		}
+		var obs algorithms.Observation
+		obs, err = r.attempt(ctx, e)
+		if err == nil {
+			return obs, nil
+		}
+		var p permanent
+		var q errQuery
+		if ctx.Err() != nil || errors.As(err, &p) || errors.As(err, &q) || errors.Is(err, ErrRequestBound) {
+			break
+		}
+	}
+	return algorithms.Observation{}, fmt.Errorf("live: %w", err)
+}
+
+func (r *Runner) attempt(ctx context.Context, e algorithms.Experiment) (algorithms.Observation, error) {
+	timeout := r.Timeout
+	if timeout <= 0 {
+		timeout = e.Timing.Total() + time.Duration(r.cfg.HookTimeout+r.cfg.HealthTimeout+r.cfg.ScrapeTimeout) + time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := r.apply(ctx, e.Allocation); err != nil {
+		return algorithms.Observation{}, err
+	}
+	if err := r.waitHealthy(ctx); err != nil {
+		return algorithms.Observation{}, err
+	}
+	keepAlive := *r.cfg.KeepAlive
+	tr := r.newTransport(e.Workload.Users, keepAlive)
+	defer tr.CloseIdleConnections()
+	load := Load{Workload: r.workload, Target: r.target, Users: e.Workload.Users, Timing: e.Timing,
+		ThinkTime: time.Duration(r.cfg.ThinkTime), RequestTimeout: time.Duration(r.cfg.RequestTimeout),
+		MaxRequests: r.cfg.MaxRequests, Seed: r.cfg.Seed, Transport: tr}
+	res, err := load.Run(ctx)
+	if err != nil {
+		return algorithms.Observation{}, err
+	}
+	if n := res.Errors.Total(); n > 0 {
+		r.logf("%d users: %d failed pages in the window (%d refused, %d timed out, %d 5xx, %d other)",
+			e.Workload.Users, n, res.Errors.Refused, res.Errors.TimedOut, res.Errors.ServerErrors, res.Errors.Other)
+	}
+	if err := r.prom.waitScraped(ctx, res.WindowEnd, time.Duration(r.cfg.ScrapeTimeout)); err != nil {
+		return algorithms.Observation{}, err
+	}
+	runtime := res.WindowEnd.Sub(res.WindowStart).Seconds()
+	obs := algorithms.Observation{
+		RuntimeSeconds: runtime,
+		Throughput:     float64(res.Pages) / runtime,
+		ResponseTimes:  res.ResponseTimes,
+		Errors:         res.Errors.Total(),
+	}
+	if obs.Servers, err = r.servers(ctx, e, res.WindowEnd); err != nil {
+		return algorithms.Observation{}, err
+	}
+	if err := obs.Validate(); err != nil {
+		return algorithms.Observation{}, permanent{fmt.Errorf("the observation read from Prometheus: %w", err)}
+	}
+	return obs, nil
+}
+
+// apply runs the hook when the allocation differs from the last one applied.
+func (r *Runner) apply(ctx context.Context, a algorithms.Allocation) error {
+	if len(r.cfg.Hook) == 0 {
+		if !r.warned {
+			r.logf("warning: the runner section has no hook: allocations are not applied, the deployment keeps its own pools")
+			r.warned = true
+		}
+		return nil
+	}
+	if r.applied == a.Key() {
+		return nil
+	}
+	argv, err := hookArgv(r.cfg.Hook, a)
+	if err != nil {
+		return permanent{err}
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(r.cfg.HookTimeout))
+	defer cancel()
+	cmd := osexec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = r.cfg.dir
+	out := &prefixWriter{w: r.Log, prefix: "live: hook: "}
+	cmd.Stdout, cmd.Stderr = out, out
+	// Its own process group, so that a timeout stops whatever it started.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("hook %s: %w", strings.Join(argv, " "), ctx.Err())
+		}
+		return fmt.Errorf("hook %s: %w", strings.Join(argv, " "), err)
+	}
+	r.applied = a.Key()
+	return nil
+}
+
+// hookVar is a {tier.pool} placeholder of the hook.
+var hookVar = regexp.MustCompile(`\{[A-Za-z0-9][A-Za-z0-9_.-]*\.(?:threads|connections)\}`)
+
+// hookArgv substitutes {tier.pool} in the hook's arguments.
+func hookArgv(hook []string, a algorithms.Allocation) ([]string, error) {
+	vars := map[string]string{}
+	for tier, p := range a {
+		if p.Threads > 0 {
+			vars[tier+"."+algorithms.PoolThreads] = strconv.Itoa(p.Threads)
+		}
+		if p.Connections > 0 {
+			vars[tier+"."+algorithms.PoolConnections] = strconv.Itoa(p.Connections)
+		}
+	}
+	out := make([]string, len(hook))
+	for i, arg := range hook {
+		var missing string
+		out[i] = hookVar.ReplaceAllStringFunc(arg, func(m string) string {
+			if v, ok := vars[m[1:len(m)-1]]; ok {
+				return v
+			}
+			missing = m
+			return m
+		})
+		if missing != "" {
+			have := make([]string, 0, len(vars))
+			for k := range vars {
+				have = append(have, "{"+k+"}")
+			}
+			sort.Strings(have)
+			return nil, fmt.Errorf("hook argument %q: the allocation sets no %s (it sets %s)", arg, missing, strings.Join(have, ", "))
+		}
+	}
+	return out, nil
+}
+
+// waitHealthy polls the health URL until it answers 2xx.
+func (r *Runner) waitHealthy(ctx context.Context) error {
+	if r.cfg.Health == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(r.cfg.HealthTimeout))
+	defer cancel()
+	var last error
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.cfg.Health, nil)
+		if err != nil {
+			return permanent{fmt.Errorf("health %q: %w", r.cfg.Health, err)}
+		}
+		resp, err := r.client.Do(req)
+		if err == nil {
+			io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+			resp.Body.Close()
+			if resp.StatusCode/100 == 2 {
+				return nil
+			}
+			err = fmt.Errorf("status %s", resp.Status)
+		}
+		last = err
+		if !sleepUntil(ctx, time.Now().Add(200*time.Millisecond)) {
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("health %s did not answer 2xx within %v: %w", r.cfg.Health, time.Duration(r.cfg.HealthTimeout), last)
+			}
+			return ctx.Err()
+		}
+	}
+}
+
+// servers reads every server's observation at the window's end.
+func (r *Runner) servers(ctx context.Context, e algorithms.Experiment, end time.Time) ([]algorithms.ServerObservation, error) {
+	window := fmt.Sprintf("%dms", e.Timing.Runtime.Milliseconds())
+	var out []algorithms.ServerObservation
+	for _, t := range e.Deployment.Tiers {
+		tc, ok := r.cfg.Tiers[t.Name]
+		if !ok {
+			return nil, permanent{fmt.Errorf("runner section: tiers.%s: missing; every tier needs at least a cpu query (or a preset that has one)", t.Name)}
+		}
+		if len(tc.Servers) > 0 && len(tc.Servers) != t.Replicas {
+			return nil, permanent{fmt.Errorf("runner section: tiers.%s.servers: %d entries for %d replicas", t.Name, len(tc.Servers), t.Replicas)}
+		}
+		q := tc.queries()
+		if q.CPU == "" {
+			return nil, permanent{fmt.Errorf("runner section: tiers.%s: no cpu query; set queries.cpu or a preset such as node or cgroup", t.Name)}
+		}
+		for i := 0; i < t.Replicas; i++ {
+			vars := map[string]string{"window": window, "tier": t.Name, "server": t.ServerName(i), "cores": strconv.Itoa(max(1, t.Cores))}
+			if len(tc.Servers) > 0 {
+				for k, v := range tc.Servers[i] {
+					vars[k] = v
+				}
+			}
+			s, err := r.server(ctx, t, i, q, vars, e.Allocation[t.Name], end)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", t.ServerName(i), err)
+			}
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+func (r *Runner) server(ctx context.Context, t algorithms.Tier, i int, q Queries, vars map[string]string,
+	alloc algorithms.TierPools, end time.Time) (algorithms.ServerObservation, error) {
+	s := algorithms.ServerObservation{Name: t.ServerName(i), Tier: t.Name}
+	// eval returns the query's value; an absent query is (0, false).
+	eval := func(field, query string, required bool) (float64, bool, error) {
+		if query == "" {
+			return 0, false, nil
+		}
+		pq, err := expand(query, vars)
+		if err != nil {
+			return 0, false, permanent{fmt.Errorf("%s: %w", field, err)}
+		}
+		v, err := r.prom.value(ctx, pq, end)
+		if errors.Is(err, errNoData) && !required {
+			// A counter that never moved (no request of that kind) has no series yet.
+			return 0, true, nil
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("%s: %w", field, err)
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			// 0/0: nothing happened in the window.
+			return 0, true, nil
+		}
+		return v, true, nil
+	}
+	unit := func(v float64) float64 { return min(1, max(0, v)) }
+	v, _, err := eval("cpu", q.CPU, true)
+	if err != nil {
+		return s, err
+	}
+	// rate() extrapolates to the window's edges, which can overshoot 1 by a little.
+	s.CPU = unit(v)
+	if s.Throughput, _, err = eval("throughput", q.Throughput, false); err != nil {
+		return s, err
+	}
+	s.Throughput = max(0, s.Throughput)
+	if s.ResponseTime, _, err = eval("responseTime", q.ResponseTime, false); err != nil {
+		return s, err
+	}
+	s.ResponseTime = max(0, s.ResponseTime)
+	for _, name := range sortedKeys(q.Resources) {
+		v, _, err := eval("resources."+name, q.Resources[name], true)
+		if err != nil {
+			return s, err
+		}
+		if s.Resources == nil {
+			s.Resources = map[string]float64{}
+		}
+		s.Resources[name] = unit(v)
+	}
+	for _, name := range sortedKeys(q.Pools) {
+		pq := q.Pools[name]
+		if pq.Busy == "" {
+			continue
+		}
+		p := algorithms.PoolObservation{Name: name, FullShare: -1}
+		busy, _, err := eval("pools."+name+".busy", pq.Busy, false)
+		if err != nil {
+			return s, err
+		}
+		size, ok, err := eval("pools."+name+".size", pq.Size, false)
+		if err != nil {
+			return s, err
+		}
+		p.Size = int(math.Round(size))
+		if !ok || p.Size <= 0 {
+			p.Size = alloc.Size(name)
+		}
+		p.Busy = max(0, busy)
+		if p.Size > 0 {
+			p.Busy = min(p.Busy, float64(p.Size))
+		}
+		if full, ok, err := eval("pools."+name+".fullShare", pq.FullShare, false); err != nil {
+			return s, err
+		} else if ok {
+			p.FullShare = unit(full)
+		}
+		s.Pools = append(s.Pools, p)
+	}
+	return s, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// prefixWriter writes each line with a prefix (the hook's output in the log).
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+	mu     sync.Mutex
+	buf    []byte
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	if p.w == nil {
+		return len(b), nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.buf = append(p.buf, b...)
+	for {
+		i := strings.IndexByte(string(p.buf), '\n')
+		if i < 0 {
+			break
+		}
+		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf[:i])
+		p.buf = p.buf[i+1:]
+	}
+	return len(b), nil
+}

@@ -1,0 +1,155 @@
+package live
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/softalloc/softalloc/algorithms"
+)
+
+// fakePrometheus answers instant queries from a table of substrings; the
+// scrape-freshness query always says every target is fresh.
+func fakePrometheus(t *testing.T, answers map[string]string) (*httptest.Server, *[]string) {
+	var seen []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		require.NoError(t, r.ParseForm())
+		q := r.Form.Get("query")
+		seen = append(seen, q)
+		val := ""
+		if q == "min(timestamp(up))" {
+			val = fmt.Sprint(time.Now().Unix() + 3600)
+		}
+		for k, v := range answers {
+			if strings.Contains(q, k) {
+				val = v
+			}
+		}
+		result := "[]"
+		if val != "" {
+			result = fmt.Sprintf(`[{"metric":{},"value":[%d,%q]}]`, time.Now().Unix(), val)
+		}
+		fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":%s}}`, result)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &seen
+}
+
+func TestRunExperiment(t *testing.T) {
+	dir := t.TempDir()
+	// Unhealthy until the hook has run: the trial must wait for the health URL.
+	var healthChecks atomic.Int32
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" {
+			healthChecks.Add(1)
+			if _, err := os.Stat(filepath.Join(dir, "applied")); err != nil {
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}
+		}
+	}))
+	defer app.Close()
+	prom, seen := fakePrometheus(t, map[string]string{
+		`cpu_usage{tier="web"}`: "0.2", `cpu_usage{tier="app"}`: "1.02", `cpu_usage{tier="db"}`: "0.4",
+		"pages_total": "150", "page_seconds": "0.05", "busy_threads": "7.5", "size_threads": "20", "full_threads": "0.3",
+	})
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "w.yaml"), []byte(
+		"thinkTime: {mean: 20ms}\nstart: A\ninteractions:\n  - {name: A, path: /a, embedded: [/logo], next: {A: 1}}\n"), 0o644))
+	// The hook records its argv, which makes the deployment healthy.
+	hook := filepath.Join(dir, "hook.sh")
+	require.NoError(t, os.WriteFile(hook, []byte("#!/bin/sh\necho \"$@\" >> applied\n"), 0o755))
+	sec := map[string]any{
+		"target": app.URL, "prometheus": prom.URL, "health": app.URL + "/health", "workload": "w.yaml",
+		"hook": []any{"./hook.sh", "{web.threads}", "{app.threads}-{app.connections}"},
+		"tiers": map[string]any{
+			"web": map[string]any{"queries": map[string]any{"cpu": `cpu_usage{tier="{tier}"}[{window}]`}},
+			"app": map[string]any{"queries": map[string]any{
+				"cpu": `cpu_usage{tier="{tier}"}`, "throughput": "pages_total{instance=\"{instance}\"}", "responseTime": "page_seconds",
+				"pools": map[string]any{"threads": map[string]any{"busy": "busy_threads", "size": "size_threads", "fullShare": "full_threads"},
+					"connections": map[string]any{"busy": "busy_connections"}}},
+				"servers": []any{map[string]any{"instance": "app:1"}}},
+			"db": map[string]any{"queries": map[string]any{"cpu": `cpu_usage{tier="{tier}"}`}},
+		},
+	}
+	r, err := New(sec, filepath.Join(dir, "deployment.yaml"))
+	require.NoError(t, err)
+	var log strings.Builder
+	r.Log = &log
+	d := algorithms.Deployment{Tiers: []algorithms.Tier{
+		{Name: "web", Role: "web", Replicas: 1, Cores: 1, Pools: []string{"threads"}},
+		{Name: "app", Role: "app", Replicas: 1, Cores: 1, Pools: []string{"threads", "connections"}},
+		{Name: "db", Role: "db", Replicas: 1, Cores: 1},
+	}}
+	e := algorithms.Experiment{Deployment: d, Workload: algorithms.Workload{Users: 5},
+		Allocation: algorithms.Allocation{"web": {Threads: 100}, "app": {Threads: 20, Connections: 10}},
+		Timing:     algorithms.Timing{RampUp: 100 * time.Millisecond, Runtime: 700 * time.Millisecond, RampDown: 50 * time.Millisecond}}
+
+	obs, err := r.RunExperiment(context.Background(), e)
+	require.NoError(t, err, log.String())
+	assert.Positive(t, healthChecks.Load())
+	require.NoError(t, obs.Validate())
+	applied, err := os.ReadFile(filepath.Join(dir, "applied"))
+	require.NoError(t, err)
+	assert.Equal(t, "100 20-10\n", string(applied), "the hook gets the pool sizes")
+
+	assert.InDelta(t, 0.7, obs.RuntimeSeconds, 1e-6)
+	assert.Positive(t, obs.Throughput)
+	assert.Zero(t, obs.Errors)
+	require.Len(t, obs.Servers, 3)
+	web, app1, db := obs.Servers[0], obs.Servers[1], obs.Servers[2]
+	assert.Equal(t, "web-1", web.Name)
+	assert.InDelta(t, 0.2, web.CPU, 1e-9)
+	assert.InDelta(t, 1.0, app1.CPU, 1e-9, "a rate's overshoot is clamped to 1")
+	assert.InDelta(t, 150, app1.Throughput, 1e-9)
+	assert.InDelta(t, 0.05, app1.ResponseTime, 1e-9)
+	require.Len(t, app1.Pools, 2)
+	assert.Equal(t, algorithms.PoolObservation{Name: "connections", Size: 10, Busy: 0, FullShare: -1}, app1.Pools[0],
+		"no size query: the allocation's size; no series: 0 busy; no fullShare query: unknown")
+	assert.Equal(t, algorithms.PoolObservation{Name: "threads", Size: 20, Busy: 7.5, FullShare: 0.3}, app1.Pools[1])
+	assert.InDelta(t, 0.4, db.CPU, 1e-9)
+	assert.Contains(t, *seen, `cpu_usage{tier="web"}[700ms]`, "placeholders are substituted")
+	assert.Contains(t, *seen, `pages_total{instance="app:1"}`)
+
+	// The same allocation again: the hook does not run a second time.
+	_, err = r.RunExperiment(context.Background(), e)
+	require.NoError(t, err)
+	applied, _ = os.ReadFile(filepath.Join(dir, "applied"))
+	assert.Equal(t, "100 20-10\n", string(applied))
+
+	s := r.Settings()
+	assert.Equal(t, app.URL, s["target"])
+	assert.Regexp(t, `^w\.yaml@[0-9a-f]{12}$`, s["workload"])
+	js, _ := json.Marshal(s)
+	assert.NotContains(t, string(js), "password")
+}
+
+func TestNewRefusesNonLoopback(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "w.yaml"), []byte(
+		"thinkTime: {mean: 1s}\nstart: A\ninteractions:\n  - {name: A, path: /a}\n"), 0o644))
+	sec := map[string]any{"target": "http://192.0.2.10:8080", "prometheus": "http://127.0.0.1:9090", "workload": "w.yaml"}
+	_, err := New(sec, filepath.Join(dir, "d.yaml"))
+	require.ErrorContains(t, err, "not a loopback address")
+	sec["allowedHosts"] = []any{"192.0.2.0/24"}
+	_, err = New(sec, filepath.Join(dir, "d.yaml"))
+	require.NoError(t, err, "a host the file lists is allowed")
+}
+
+func TestHookArgv(t *testing.T) {
+	a := algorithms.Allocation{"web": {Threads: 400}, "app": {Threads: 15, Connections: 8}}
+	got, err := hookArgv([]string{"apply", "--web={web.threads}", "{app.threads}", "{app.connections}", "{keep}"}, a)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"apply", "--web=400", "15", "8", "{keep}"}, got)
+	_, err = hookArgv([]string{"{db.threads}"}, a)
+	assert.ErrorContains(t, err, "sets no {db.threads}")
+}

@@ -1,0 +1,247 @@
+// Command cgexporter exports each testbed tier's CPU accounting to
+// Prometheus: the CPU seconds its processes used and the CPU cap it runs
+// under, read from its cgroup (v1 cpu + cpuacct, or v2), so that a tier's
+// utilisation is usage over its cap, as if it were a server of that many
+// cores. Where the machine offers no cgroup CPU controller, -mode proc sums
+// the tier's processes from /proc and reports the machine's cores as the cap
+// (uncapped).
+//
+// node_exporter would give a whole machine's CPU; the testbed's tiers share
+// one machine, so each needs its own accounting.
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+func main() {
+	listen := flag.String("listen", "127.0.0.1:18101", "address to serve /metrics on")
+	mode := flag.String("mode", "v1", "v1 (cpu and cpuacct hierarchies), v2 (unified) or proc (no cgroups: /proc, uncapped)")
+	cpuRoot := flag.String("cpu", "", "v1: the cpu hierarchy's directory holding one cgroup per tier; v2: the directory holding one cgroup per tier")
+	acctRoot := flag.String("cpuacct", "", "v1: the cpuacct hierarchy's directory holding one cgroup per tier (default: -cpu)")
+	pidDir := flag.String("pids", "", "proc: directory of TIER.pid files")
+	tiers := flag.String("tiers", "web,app,db", "tiers, comma-separated: cgroup names, or pid file names in proc mode")
+	flag.Parse()
+	if *acctRoot == "" {
+		*acctRoot = *cpuRoot
+	}
+	var src source
+	switch *mode {
+	case "v1":
+		src = v1{cpu: *cpuRoot, acct: *acctRoot}
+	case "v2":
+		src = v2{root: *cpuRoot}
+	case "proc":
+		src = procSource{dir: *pidDir}
+	default:
+		log.Fatalf("cgexporter: -mode %q: want v1, v2 or proc", *mode)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(&collector{src: src, tiers: strings.Split(*tiers, ",")})
+	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Addr: *listen, ReadHeaderTimeout: 10 * time.Second}
+	log.Printf("cgexporter: %s mode, tiers %s, on %s", *mode, *tiers, *listen)
+	log.Fatal(srv.ListenAndServe())
+}
+
+// stats is one tier's CPU accounting; a negative value is unknown.
+type stats struct {
+	usage          float64 // CPU seconds
+	limit          float64 // cores
+	throttled      float64 // seconds
+	throttledCount float64 // periods
+}
+
+type source interface {
+	read(tier string) (stats, error)
+}
+
+type collector struct {
+	src   source
+	tiers []string
+}
+
+var (
+	descUsage = prometheus.NewDesc("softalloc_testbed_cpu_usage_seconds_total",
+		"CPU time used by the tier's processes.", []string{"tier"}, nil)
+	descLimit = prometheus.NewDesc("softalloc_testbed_cpu_limit_cores",
+		"The tier's CPU cap in cores (quota / period), or the machine's cores when uncapped.", []string{"tier"}, nil)
+	descThrottled = prometheus.NewDesc("softalloc_testbed_cpu_throttled_seconds_total",
+		"Time the tier's processes were held back by the CPU quota.", []string{"tier"}, nil)
+	descPeriods = prometheus.NewDesc("softalloc_testbed_cpu_throttled_periods_total",
+		"Quota periods in which the tier was throttled.", []string{"tier"}, nil)
+)
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descUsage
+	ch <- descLimit
+	ch <- descThrottled
+	ch <- descPeriods
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	for _, t := range c.tiers {
+		s, err := c.src.read(t)
+		if err != nil {
+			ch <- prometheus.NewInvalidMetric(descUsage, fmt.Errorf("tier %s: %w", t, err))
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(descUsage, prometheus.CounterValue, s.usage, t)
+		ch <- prometheus.MustNewConstMetric(descLimit, prometheus.GaugeValue, s.limit, t)
+		if s.throttled >= 0 {
+			ch <- prometheus.MustNewConstMetric(descThrottled, prometheus.CounterValue, s.throttled, t)
+			ch <- prometheus.MustNewConstMetric(descPeriods, prometheus.CounterValue, s.throttledCount, t)
+		}
+	}
+}
+
+func readNumber(path string) (float64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
+}
+
+// readKV reads a "key value" file such as cpu.stat.
+func readKV(path string) (map[string]float64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		if n, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+			out[k] = n
+		}
+	}
+	return out, sc.Err()
+}
+
+type v1 struct{ cpu, acct string }
+
+func (s v1) read(tier string) (stats, error) {
+	ns, err := readNumber(filepath.Join(s.acct, tier, "cpuacct.usage"))
+	if err != nil {
+		return stats{}, err
+	}
+	quota, err := readNumber(filepath.Join(s.cpu, tier, "cpu.cfs_quota_us"))
+	if err != nil {
+		return stats{}, err
+	}
+	period, err := readNumber(filepath.Join(s.cpu, tier, "cpu.cfs_period_us"))
+	if err != nil {
+		return stats{}, err
+	}
+	st := stats{usage: ns / 1e9, limit: float64(runtime.NumCPU()), throttled: -1}
+	if quota > 0 && period > 0 {
+		st.limit = quota / period
+	}
+	if kv, err := readKV(filepath.Join(s.cpu, tier, "cpu.stat")); err == nil {
+		st.throttled, st.throttledCount = kv["throttled_time"]/1e9, kv["nr_throttled"]
+	}
+	return st, nil
+}
+
+type v2 struct{ root string }
+
+func (s v2) read(tier string) (stats, error) {
+	kv, err := readKV(filepath.Join(s.root, tier, "cpu.stat"))
+	if err != nil {
+		return stats{}, err
+	}
+	st := stats{usage: kv["usage_usec"] / 1e6, limit: float64(runtime.NumCPU()),
+		throttled: kv["throttled_usec"] / 1e6, throttledCount: kv["nr_throttled"]}
+	b, err := os.ReadFile(filepath.Join(s.root, tier, "cpu.max"))
+	if err != nil {
+		return stats{}, err
+	}
+	if f := strings.Fields(string(b)); len(f) == 2 && f[0] != "max" {
+		q, err1 := strconv.ParseFloat(f[0], 64)
+		p, err2 := strconv.ParseFloat(f[1], 64)
+		if err1 == nil && err2 == nil && p > 0 {
+			st.limit = q / p
+		}
+	}
+	return st, nil
+}
+
+// procSource sums utime and stime of a tier's process tree (the pid in
+// DIR/TIER.pid and its descendants). CPU of processes that have exited is
+// lost, so the counter may step back when a worker exits: a fallback only.
+type procSource struct{ dir string }
+
+const clockTicks = 100 // USER_HZ on Linux
+
+func (s procSource) read(tier string) (stats, error) {
+	b, err := os.ReadFile(filepath.Join(s.dir, tier+".pid"))
+	if err != nil {
+		return stats{}, err
+	}
+	root, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return stats{}, fmt.Errorf("pid file of %s: %w", tier, err)
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return stats{}, err
+	}
+	parent := map[int]int{}
+	ticks := map[int]float64{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// The command name may hold spaces; the fields after its ")" are fixed.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		pp, _ := strconv.Atoi(f[1])
+		ut, _ := strconv.ParseFloat(f[11], 64)
+		stt, _ := strconv.ParseFloat(f[12], 64)
+		parent[pid], ticks[pid] = pp, ut+stt
+	}
+	if _, ok := parent[root]; !ok {
+		return stats{}, errors.New("process not running")
+	}
+	var sum float64
+	for pid, t := range ticks {
+		for p, n := pid, 0; p > 0 && n < 64; p, n = parent[p], n+1 {
+			if p == root {
+				sum += t
+				break
+			}
+		}
+	}
+	return stats{usage: sum / clockTicks, limit: float64(runtime.NumCPU()), throttled: -1}, nil
+}

@@ -1,0 +1,280 @@
+// Package e2e runs softalloc's live runner against the real testbed
+// (testbed/testbed.sh): Apache, the bulletin-board app and MariaDB on
+// loopback, CPU-capped with cgroups, measured by Prometheus.
+//
+// The tests start the testbed when it is not up, and stop it afterwards
+// only if they started it. Outside CI they skip, with a message, when the
+// servers are not installed; in CI (CI=true) they must run.
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The caps of the two scenarios, in cores. appCritical makes the app tier
+// saturate first (testbed.sh's default); dbCritical moves the tightest cap to
+// the database and lifts the app's.
+const (
+	appCritical = "web=0.5 app=0.2 db=0.6"
+	dbCritical  = "web=0.5 app=max db=0.2"
+	// step is the find-critical workload step, users.
+	step = 10
+)
+
+var (
+	repo     string // repository root
+	binary   string // the softalloc binary under test
+	started  bool   // this run started the testbed, and stops it
+	setupErr error
+)
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		wd, err := os.Getwd()
+		if err != nil {
+			setupErr = err
+			return m.Run()
+		}
+		repo = filepath.Clean(filepath.Join(wd, "..", ".."))
+		dir, err := os.MkdirTemp("", "softalloc-e2e-")
+		if err != nil {
+			setupErr = err
+			return m.Run()
+		}
+		defer os.RemoveAll(dir)
+		binary = filepath.Join(dir, "softalloc")
+		code := m.Run()
+		if started {
+			out, err := exec.Command(filepath.Join(repo, "testbed", "testbed.sh"), "down").CombinedOutput()
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "testbed down: %v\n%s", err, out)
+				return 1
+			}
+		}
+		return code
+	}()
+	os.Exit(code)
+}
+
+// requireTestbed skips (outside CI) or fails (in CI) when the servers are
+// absent, then builds softalloc and brings the testbed up.
+func requireTestbed(t *testing.T) {
+	t.Helper()
+	require.NoError(t, setupErr)
+	var missing []string
+	for _, b := range []string{"apache2", "mariadbd", "mariadb-install-db", "prometheus", "prometheus-apache-exporter", "prometheus-mysqld-exporter"} {
+		if _, err := exec.LookPath(b); err != nil {
+			missing = append(missing, b)
+		}
+	}
+	if len(missing) > 0 {
+		msg := fmt.Sprintf("testbed servers absent (%s): apt-get install apache2 mariadb-server prometheus prometheus-apache-exporter prometheus-mysqld-exporter",
+			strings.Join(missing, ", "))
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg + "; in CI the end-to-end tests must run")
+		}
+		t.Skip("SKIPPED: " + msg)
+	}
+	lockTestbed(t)
+	if _, err := os.Stat(binary); err != nil {
+		run(t, exec.Command("go", "build", "-o", binary, "./cmd/softalloc"))
+	}
+	if !healthy() {
+		started = true
+	}
+	run(t, exec.Command(filepath.Join(repo, "testbed", "testbed.sh"), append([]string{"up"}, strings.Fields(appCritical)...)...))
+}
+
+// lockTestbed keeps two test runs on one machine (two checkouts) from
+// measuring, capping and stopping the same servers at once. In CI the run
+// waits its turn; elsewhere it skips rather than wait minutes.
+func lockTestbed(t *testing.T) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "softalloc-testbed.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	require.NoError(t, err)
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		if os.Getenv("CI") != "true" {
+			f.Close()
+			t.Skip("SKIPPED: another test run is using the testbed (" + f.Name() + " is locked)")
+		}
+		t.Log("waiting for another test run to release the testbed")
+		require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX))
+	}
+	// Held until the process exits, after TestMain's teardown.
+	lockFile = f
+}
+
+var lockFile *os.File
+
+func healthy() bool {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get("http://127.0.0.1:18080/rubbos/health")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// run runs cmd from the repository root and returns its stdout; stderr goes
+// to the test log.
+func run(t *testing.T, cmd *exec.Cmd) []byte {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd.Dir, cmd.Stdout, cmd.Stderr = repo, &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	t.Logf("%s (%.0f s)\n%s", strings.Join(cmd.Args, " "), time.Since(start).Seconds(), errb.String())
+	require.NoError(t, err, "%s", strings.Join(cmd.Args, " "))
+	return out.Bytes()
+}
+
+// softalloc runs the CLI inside the testbed's client cgroup, so that the
+// load generator is neither capped nor crowded out by other work.
+func softalloc(t *testing.T, args ...string) []byte {
+	t.Helper()
+	argv := append([]string{"exec-client", binary}, args...)
+	return run(t, exec.Command(filepath.Join(repo, "testbed", "testbed.sh"), argv...))
+}
+
+func setCaps(t *testing.T, caps string) {
+	t.Helper()
+	run(t, exec.Command(filepath.Join(repo, "testbed", "testbed.sh"), append([]string{"caps"}, strings.Fields(caps)...)...))
+}
+
+type critical struct {
+	Tier               string  `json:"tier"`
+	Resource           string  `json:"resource"`
+	Utilization        float64 `json:"utilization"`
+	SaturationWorkload int     `json:"saturationWorkload"`
+	MaxThroughput      float64 `json:"maxThroughput"`
+}
+
+func findCritical(t *testing.T, args ...string) critical {
+	t.Helper()
+	var doc struct {
+		Critical critical `json:"critical"`
+	}
+	out := softalloc(t, append([]string{"find-critical", "--output", "json", "--quiet", "--step", strconv.Itoa(step)}, args...)...)
+	require.NoError(t, json.Unmarshal(out, &doc), "%s", out)
+	return doc.Critical
+}
+
+// TestLiveTestbed is one campaign on the testbed, in order: the subtests
+// share the servers and reuse each other's experiments through the journal.
+func TestLiveTestbed(t *testing.T) {
+	requireTestbed(t)
+	dir := t.TempDir()
+	deployment := filepath.Join("testbed", "deployment.yaml")
+	journalA := filepath.Join(dir, "app-critical.jsonl")
+	journalB := filepath.Join(dir, "db-critical.jsonl")
+	t.Cleanup(func() { setCaps(t, appCritical) })
+
+	var measured critical
+	t.Run("find-critical names the capped tier", func(t *testing.T) {
+		setCaps(t, appCritical)
+		measured = findCritical(t, "--runner", "live", "-f", deployment, "--journal", journalA)
+		t.Logf("app-critical caps (%s): %+v", appCritical, measured)
+		assert.Equal(t, "app", measured.Tier)
+		assert.Equal(t, "cpu", measured.Resource)
+	})
+
+	t.Run("moving the cap moves the answer", func(t *testing.T) {
+		setCaps(t, dbCritical)
+		c := findCritical(t, "--runner", "live", "-f", deployment, "--journal", journalB)
+		t.Logf("db-critical caps (%s): %+v", dbCritical, c)
+		assert.Equal(t, "db", c.Tier)
+		assert.Equal(t, "cpu", c.Resource)
+		setCaps(t, appCritical)
+	})
+
+	t.Run("recommend beats under-allocation and is near the grid's best", func(t *testing.T) {
+		require.NotZero(t, measured.SaturationWorkload, "needs the find-critical subtest")
+		// The same journal: recommend reuses find-critical's experiments.
+		common := []string{"--runner", "live", "-f", deployment, "--journal", journalA, "--quiet", "--step", strconv.Itoa(step)}
+		var rec struct {
+			Allocation string  `json:"allocation"`
+			MinJobs    float64 `json:"minJobs"`
+		}
+		out := softalloc(t, append([]string{"recommend", "--output", "json", "--small-step", "5", "--scan-span", "20"}, common...)...)
+		require.NoError(t, json.Unmarshal(out, &rec), "%s", out)
+		t.Logf("recommendation %s (minJobs %.1f)", rec.Allocation, rec.MinJobs)
+		parts := strings.Split(rec.Allocation, "-")
+		require.Len(t, parts, 3)
+		threads, _ := strconv.Atoi(parts[1])
+		conns, _ := strconv.Atoi(parts[2])
+		// Past saturation, where the allocations differ.
+		users := measured.SaturationWorkload + measured.SaturationWorkload/4
+		var val struct {
+			Recommended struct {
+				Allocation string  `json:"allocation"`
+				MaxGoodput float64 `json:"maxGoodput"`
+			} `json:"recommended"`
+			Best struct {
+				Allocation string  `json:"allocation"`
+				MaxGoodput float64 `json:"maxGoodput"`
+			} `json:"best"`
+			Grid []struct {
+				Allocation string  `json:"allocation"`
+				MaxGoodput float64 `json:"maxGoodput"`
+			} `json:"grid"`
+		}
+		out = softalloc(t, append([]string{"validate", "--output", "json", "--parallel", "1", "--recommended", rec.Allocation,
+			"--users", strconv.Itoa(users),
+			"--grid-threads", fmt.Sprintf("1,%d", 2*threads),
+			"--grid-connections", fmt.Sprintf("1,%d", conns)}, common...)...)
+		require.NoError(t, json.Unmarshal(out, &val), "%s", out)
+		under := -1.0
+		for _, g := range val.Grid {
+			t.Logf("grid %-12s goodput %.1f pages/s", g.Allocation, g.MaxGoodput)
+			if strings.HasSuffix(g.Allocation, "-1-1") {
+				under = g.MaxGoodput
+			}
+		}
+		require.GreaterOrEqual(t, under, 0.0, "the grid holds the under-allocated app pool 1")
+		assert.Greater(t, val.Recommended.MaxGoodput, under, "the recommendation beats app pool 1")
+		assert.GreaterOrEqual(t, val.Recommended.MaxGoodput, 0.9*val.Best.MaxGoodput,
+			"the recommendation %s is within 10%% of the grid's best %s", val.Recommended.Allocation, val.Best.Allocation)
+	})
+
+	t.Run("a twin calibrated at low load predicts the saturation workload", func(t *testing.T) {
+		require.NotZero(t, measured.SaturationWorkload, "needs the find-critical subtest")
+		// One trial at half the saturation workload, longer than the
+		// campaign's so that the demands are not noise.
+		obs := filepath.Join(dir, "low.jsonl")
+		out := softalloc(t, "simulate", "--runner", "live", "-f", deployment, "--no-journal", "--parallel", "1",
+			"--users", strconv.Itoa(measured.SaturationWorkload/2), "--runtime", "15s", "--output", "observation")
+		require.NoError(t, os.WriteFile(obs, out, 0o644))
+		twin := filepath.Join(dir, "twin")
+		run(t, exec.Command("go", "run", "./testbed/twin", "-observation", obs, "-workload", "testbed/workload.yaml", "-out", twin))
+		var pred critical
+		var doc struct {
+			Critical critical `json:"critical"`
+		}
+		// The simulator runs the same procedure with the same step.
+		out = run(t, exec.Command(binary, "find-critical", "--output", "json", "--quiet", "--no-journal",
+			"--model", filepath.Join(twin, "model.yaml"), "--topology", "1/1/1", "--alloc", "100-20-10",
+			"--step", strconv.Itoa(step), "--ramp-up", "5s", "--runtime", "2m"))
+		require.NoError(t, json.Unmarshal(out, &doc), "%s", out)
+		pred = doc.Critical
+		t.Logf("twin: %+v; testbed: %+v", pred, measured)
+		assert.Equal(t, measured.Tier, pred.Tier)
+		rel := math.Abs(float64(pred.SaturationWorkload-measured.SaturationWorkload)) / float64(measured.SaturationWorkload)
+		assert.LessOrEqual(t, rel, 0.25, "predicted saturation workload %d users vs measured %d", pred.SaturationWorkload, measured.SaturationWorkload)
+	})
+}

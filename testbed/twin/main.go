@@ -1,0 +1,194 @@
+// Command twin turns one measured trial of a live deployment into a
+// simulator model: the first step toward a calibrated digital twin.
+//
+// Per-tier CPU demands come from the utilisation law, D = U / X: each
+// tier's utilisation (of its CPU cap) over the throughput that tier served
+// (web: HTTP requests, app: pages, db: queries). The workload file gives
+// the simulator the same page mix and think time as the load generator.
+//
+//	softalloc simulate --runner live -f testbed/deployment.yaml --users 40 --output observation > low.jsonl
+//	go run ./testbed/twin -observation low.jsonl -workload testbed/workload.yaml -out /tmp/twin
+//	softalloc find-critical --model /tmp/twin/model.yaml --topology 1/1/1 --step 10 --alloc 100-20-10
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/runner/live"
+	"github.com/softalloc/softalloc/internal/sim"
+)
+
+func main() {
+	obsPath := flag.String("observation", "", "a live trial's observation (JSON, as `softalloc simulate --output observation` writes; the first line is used)")
+	wlPath := flag.String("workload", "testbed/workload.yaml", "the workload file the trial ran")
+	out := flag.String("out", "twin", "directory to write model.yaml and mix.yaml into")
+	delay := flag.Duration("query-delay", 5*time.Millisecond, "the app's emulated network delay per query (testbed.sh's QUERY_DELAY)")
+	flag.Parse()
+	if err := run(*obsPath, *wlPath, *out, *delay, os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "twin: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// Demands are the per-tier CPU demands the utilisation law gives.
+type Demands struct {
+	WebRequest float64 // seconds per HTTP request at the web tier
+	AppPage    float64 // seconds per servlet page at the app tier
+	DBQuery    float64 // seconds per query at the db tier
+	// QueriesPerPage is the db throughput over the app throughput.
+	QueriesPerPage float64
+}
+
+// Calibrate reads the demands from one observation.
+func Calibrate(o algorithms.Observation) (Demands, error) {
+	var d Demands
+	get := func(tier string) (algorithms.ServerObservation, error) {
+		for _, s := range o.Servers {
+			if s.Tier == tier {
+				if s.Throughput <= 0 || s.CPU <= 0 {
+					return s, fmt.Errorf("tier %s: throughput %.3g and cpu %.3g: want both above 0 (a trial with load)", tier, s.Throughput, s.CPU)
+				}
+				return s, nil
+			}
+		}
+		return algorithms.ServerObservation{}, fmt.Errorf("the observation has no server of tier %s", tier)
+	}
+	web, err := get("web")
+	if err != nil {
+		return d, err
+	}
+	app, err := get("app")
+	if err != nil {
+		return d, err
+	}
+	db, err := get("db")
+	if err != nil {
+		return d, err
+	}
+	d.WebRequest = web.CPU / web.Throughput
+	d.AppPage = app.CPU / app.Throughput
+	d.DBQuery = db.CPU / db.Throughput
+	d.QueriesPerPage = db.Throughput / app.Throughput
+	return d, nil
+}
+
+func run(obsPath, wlPath, out string, delay time.Duration, w io.Writer) error {
+	if obsPath == "" {
+		return errors.New("want -observation FILE")
+	}
+	o, err := readObservation(obsPath)
+	if err != nil {
+		return err
+	}
+	d, err := Calibrate(o)
+	if err != nil {
+		return fmt.Errorf("%s: %w", obsPath, err)
+	}
+	wl, err := live.LoadWorkload(wlPath)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	mix := mixFile{Name: wl.Name, ThinkTime: mixThink{Mean: sim.Duration(time.Duration(wl.ThinkTime.Mean).Seconds()),
+		Cap: sim.Duration(time.Duration(wl.ThinkTime.Cap).Seconds())},
+		SessionLength: wl.SessionLength, Start: wl.Start, QueriesPerServletPage: d.QueriesPerPage}
+	for _, it := range wl.Interactions {
+		mix.Interactions = append(mix.Interactions, mixInteraction{Name: it.Name, Static: it.Static,
+			Images: len(it.Embedded), Queries: it.Queries, Next: it.Next})
+	}
+	m := sim.Model{
+		Name: "twin of " + wl.Name, WarmUp: 3, MixFile: "mix.yaml", Cores: 1, LoadBalancing: sim.BalanceRoundRobin,
+		// Waiting requests queue: the testbed's accept queues are deep
+		// enough that nothing is dropped below saturation.
+		Admission: sim.Admission{Mode: sim.AdmissionUnbounded, RetryAfter: 1, RetryFactor: 2},
+		Web: sim.WebModel{PageDemand: sim.Duration(d.WebRequest), StaticDemand: sim.Duration(d.WebRequest),
+			ImageDemand: sim.Duration(d.WebRequest), Backlog: 511},
+		App:     sim.AppModel{ServletDemand: sim.Duration(d.AppPage), QueryDelay: sim.Duration(delay.Seconds()), Backlog: 100, AcceptOrder: sim.OrderFIFO},
+		Cluster: sim.ClusterModel{QueryDemand: sim.Duration(d.DBQuery)}, // unused on a 3-tier topology, but must be valid
+		DB:      sim.DBModel{QueryDemand: sim.Duration(d.DBQuery)},
+	}
+	if err := writeYAML(filepath.Join(out, "mix.yaml"), "# The workload of the live trial, for the simulator (written by testbed/twin).\n", mix); err != nil {
+		return err
+	}
+	header := fmt.Sprintf("# A twin of the testbed, calibrated by testbed/twin from %s:\n"+
+		"# CPU demands by the utilisation law D = U / X, in units of each tier's CPU cap.\n", obsPath)
+	modelPath := filepath.Join(out, "model.yaml")
+	if err := writeYAML(modelPath, header, m); err != nil {
+		return err
+	}
+	if _, err := sim.LoadModel(modelPath); err != nil {
+		return fmt.Errorf("the written model does not load: %w", err)
+	}
+	fmt.Fprintf(w, "demands: web %.3f ms/request, app %.3f ms/page, db %.3f ms/query; %.2f queries/page\nwrote %s\n",
+		d.WebRequest*1e3, d.AppPage*1e3, d.DBQuery*1e3, d.QueriesPerPage, modelPath)
+	return nil
+}
+
+// mixFile is the simulator's mix file format (internal/sim/mix.go).
+type mixFile struct {
+	Name                  string           `yaml:"name"`
+	ThinkTime             mixThink         `yaml:"thinkTime"`
+	SessionLength         int              `yaml:"sessionLength"`
+	Start                 string           `yaml:"start"`
+	QueriesPerServletPage float64          `yaml:"queriesPerServletPage"`
+	Interactions          []mixInteraction `yaml:"interactions"`
+}
+
+type mixThink struct {
+	Mean sim.Duration `yaml:"mean"`
+	Cap  sim.Duration `yaml:"cap"`
+}
+
+type mixInteraction struct {
+	Name    string  `yaml:"name"`
+	Static  bool    `yaml:"static,omitempty"`
+	Images  int     `yaml:"images,omitempty"`
+	Queries float64 `yaml:"queries,omitempty"`
+	Next    any     `yaml:"next"`
+}
+
+func writeYAML(path, header string, v any) error {
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append([]byte(header), b...), 0o644)
+}
+
+func readObservation(path string) (algorithms.Observation, error) {
+	var o algorithms.Observation
+	f, err := os.Open(path)
+	if err != nil {
+		return o, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
+			return o, fmt.Errorf("%s: %w", path, err)
+		}
+		return o, o.Validate()
+	}
+	if err := sc.Err(); err != nil {
+		return o, err
+	}
+	return o, fmt.Errorf("%s: no observation", path)
+}
