@@ -89,7 +89,7 @@ func DefaultOptions() Options {
 		ScanSpan:          1500,
 		SLA:               2,
 		KneeFactor:        5,
-		MinJobsAt:         ReadAtKnee,
+		MinJobsAt:         ReadAtSaturation,
 		Intervention:      DefaultInterventionOptions(),
 	}
 }
@@ -485,6 +485,9 @@ func InferMinConcurrentJobs(ctx context.Context, x Experimenter, d Deployment, c
 	if opts.Mode == ModePaper && res.KneeThreshold == 0 {
 		res.KneeThreshold = opts.SLA
 	}
+	if opts.Mode == ModeEfficient && opts.MinJobsAt == ReadAtSaturation && c.SaturationWorkload > 0 {
+		return bisectSaturation(ctx, r, d, c, opts, res)
+	}
 	start := opts.SmallStep
 	if opts.Mode == ModeEfficient && c.SaturationWorkload > 0 {
 		// Round down to the small step so scans of neighbouring campaigns share workloads.
@@ -591,26 +594,121 @@ func intervention(points []ScanPoint, opts Options) (InterventionResult, error) 
 	return InterventionAnalysis(w, s, opts.Intervention)
 }
 
-// tierUtilization is the mean utilisation of the critical resource over the
-// critical tier's servers.
+// tierUtilization is the utilisation of the critical resource on the
+// critical tier's busiest server: the measure FindCriticalResource tests.
 func tierUtilization(o Observation, c Critical) float64 {
-	var sum float64
-	n := 0
+	var u float64
 	for _, s := range o.Servers {
 		if s.Tier != c.Tier {
 			continue
 		}
-		n++
 		if c.Resource == "cpu" || c.Resource == "" {
-			sum += s.CPU
+			u = math.Max(u, s.CPU)
 		} else {
-			sum += s.Resources[c.Resource]
+			u = math.Max(u, s.Resources[c.Resource])
 		}
 	}
-	if n == 0 {
-		return 0
+	return u
+}
+
+// bisectSaturation is the efficient mode's saturation reading: find-critical
+// already bracketed the workload at which the critical resource crosses the
+// hardware threshold (its last step below and its first step at or above),
+// so bisect that bracket down to SmallStep and interpolate minJobs there,
+// instead of scanning every small step.
+func bisectSaturation(ctx context.Context, r *runner, d Deployment, c Critical, opts Options, res MinJobs) (MinJobs, error) {
+	type point struct {
+		w int
+		o Observation
 	}
-	return sum / float64(n)
+	var pts []point
+	for _, t := range c.Trials {
+		if t.Experiment.Allocation.Key() == c.Reserve.Key() {
+			pts = append(pts, point{t.Experiment.Workload.Users, t.Observation})
+		}
+	}
+	finish := func(err error) (MinJobs, error) {
+		res.Trials, res.Experiments = r.trials, len(r.trials)
+		return res, err
+	}
+	probe := func(w int) (point, error) {
+		o, _, _, err := r.run(ctx, c.Reserve, w)
+		return point{w, o}, err
+	}
+	saturated := func(p point) bool { return tierUtilization(p.o, c) >= opts.HardwareThreshold }
+	sort.Slice(pts, func(i, j int) bool { return pts[i].w < pts[j].w })
+	var lo, hi *point
+	for i := range pts {
+		if saturated(pts[i]) {
+			hi = &pts[i]
+			break
+		}
+		lo = &pts[i]
+	}
+	if hi == nil {
+		p, err := probe(c.SaturationWorkload)
+		if err != nil {
+			return finish(err)
+		}
+		if !saturated(p) {
+			return finish(fmt.Errorf("infer-min-jobs: %s below %.2f at %d users, where find-critical saw it saturated",
+				c.Resource, opts.HardwareThreshold, c.SaturationWorkload))
+		}
+		hi = &p
+	}
+	// A bracket needs an unsaturated point below; step down until one shows.
+	for lo == nil || lo.w >= hi.w {
+		w := hi.w - opts.Step
+		if w < opts.SmallStep {
+			w = opts.SmallStep
+		}
+		if w >= hi.w {
+			return finish(fmt.Errorf("infer-min-jobs: %s is saturated already at %d users", c.Resource, hi.w))
+		}
+		p, err := probe(w)
+		if err != nil {
+			return finish(err)
+		}
+		if saturated(p) {
+			hi = &p
+			continue
+		}
+		lo = &p
+	}
+	loP, hiP := *lo, *hi
+	for hiP.w-loP.w > opts.SmallStep {
+		p, err := probe((loP.w + hiP.w) / 2)
+		if err != nil {
+			return finish(err)
+		}
+		if saturated(p) {
+			hiP = p
+		} else {
+			loP = p
+		}
+	}
+	scanPoint := func(p point) ScanPoint {
+		tp, rt, _ := p.o.TierTotals(c.Tier)
+		return ScanPoint{Workload: p.w, Throughput: p.o.Throughput, CriticalThroughput: tp, CriticalResponseTime: rt,
+			CriticalUtilization: tierUtilization(p.o, c)}
+	}
+	if res.KneeThreshold == 0 {
+		res.KneeThreshold = opts.KneeFactor * loP.o.ResponseTimes.Mean()
+	}
+	a, b := scanPoint(loP), scanPoint(hiP)
+	a.SLOSatisfaction, b.SLOSatisfaction = loP.o.SLOSatisfaction(res.KneeThreshold), hiP.o.SLOSatisfaction(res.KneeThreshold)
+	res.Points = []ScanPoint{a, b}
+	_, jobs, _ := readAtSaturation(res.Points, opts.HardwareThreshold)
+	res.Reading, res.MinJobs, res.WLmin = string(ReadAtSaturation), jobs, hiP.w
+	for _, t := range d.Tiers {
+		if tp, rt, n := hiP.o.TierTotals(t.Name); n > 0 && tp > 0 {
+			res.Measurements = append(res.Measurements, TierMeasurement{Tier: t.Name, Throughput: tp, ResponseTime: rt})
+		}
+	}
+	if res.MinJobs <= 0 {
+		return finish(fmt.Errorf("infer-min-jobs: the critical tier %q reported no throughput or response time at %d users", c.Tier, res.WLmin))
+	}
+	return finish(nil)
 }
 
 // readAtSaturation interpolates the critical tier's jobs (L = X R) at the

@@ -274,7 +274,17 @@ func TestRecommendOnAnalyticModel(t *testing.T) {
 	rec, err := algorithms.Recommend(context.Background(), x, d, allocation(t, "400-150-60"), shortOptions())
 	require.NoError(t, err)
 	assert.Equal(t, "cluster", rec.Critical.Tier)
-	assert.Equal(t, x.calls, rec.Experiments, "distinct experiments, repeats answered from memory")
+	assert.Equal(t, x.calls, rec.Experiments, "distinct experiments")
+	assert.LessOrEqual(t, rec.Experiments, 10, "warm start and bisection")
+
+	// The knee reading scans again over find-critical's workloads: those
+	// repeats are answered from memory and not counted twice.
+	knee := shortOptions()
+	knee.MinJobsAt = algorithms.ReadAtKnee
+	y := rubbosFake()
+	rec, err = algorithms.Recommend(context.Background(), y, d, allocation(t, "400-150-60"), knee)
+	require.NoError(t, err)
+	assert.Equal(t, y.calls, rec.Experiments)
 	assert.Less(t, rec.Experiments, rec.Critical.Experiments+rec.MinJobs.Experiments)
 	assert.Equal(t, 400, rec.Allocation["web"].Threads, "the front buffer is kept")
 	app := rec.Allocation["app"]
@@ -330,4 +340,30 @@ func (o *overshooting) RunExperiment(ctx context.Context, e algorithms.Experimen
 		}
 	}
 	return ob, err
+}
+
+// Bisecting find-critical's bracket reads minJobs where a full small-step
+// scan would, with a handful of experiments.
+func TestBisectionMatchesTheFullScan(t *testing.T) {
+	for _, topo := range []string{"1/2/1/2", "1/4/1/4", "1/1/1/1"} {
+		t.Run(topo, func(t *testing.T) {
+			d := deployment(t, topo)
+			opts := shortOptions() // efficient, saturation reading
+			c, err := algorithms.FindCriticalResource(context.Background(), rubbosFake(), d, allocation(t, "400-150-60"), opts)
+			require.NoError(t, err)
+			bis, err := algorithms.InferMinConcurrentJobs(context.Background(), rubbosFake(), d, c, opts)
+			require.NoError(t, err)
+			assert.Equal(t, "saturation", bis.Reading)
+			assert.LessOrEqual(t, bis.Experiments, 4)
+
+			full := opts
+			full.Mode = algorithms.ModePaper // scans every small step from the first
+			scan, err := algorithms.InferMinConcurrentJobs(context.Background(), rubbosFake(), d, c, full)
+			require.NoError(t, err)
+			assert.Equal(t, "saturation", scan.Reading)
+			assert.InDelta(t, scan.WLmin, bis.WLmin, float64(opts.SmallStep))
+			assert.InEpsilon(t, scan.MinJobs, bis.MinJobs, 0.15)
+			assert.Greater(t, scan.Experiments, 3*bis.Experiments)
+		})
+	}
 }

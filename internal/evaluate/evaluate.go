@@ -227,13 +227,13 @@ func measureSpeed(ctx context.Context, cfg Config, logf func(string, ...any)) (S
 }
 
 // runCampaign runs one recommend campaign on the simulator.
-func runCampaign(ctx context.Context, cfg Config, d algorithms.Deployment, seed uint64, mode algorithms.Mode) (algorithms.Recommendation, Campaign, error) {
+func runCampaign(ctx context.Context, cfg Config, d algorithms.Deployment, seed uint64, mode algorithms.Mode, reading algorithms.MinJobsReading) (algorithms.Recommendation, Campaign, error) {
 	opts := algorithms.DefaultOptions()
-	opts.Mode, opts.Timing = mode, cfg.Timing
+	opts.Mode, opts.Timing, opts.MinJobsAt = mode, cfg.Timing, reading
 	start, _ := topology.ParseAllocation("400-150-60")
 	t0 := time.Now()
 	rec, err := algorithms.Recommend(ctx, &sim.Runner{Model: cfg.Model, Seed: seed}, d, start, opts)
-	c := Campaign{Mode: string(mode), Seed: seed, Experiments: rec.Experiments, WallSeconds: time.Since(t0).Seconds(),
+	c := Campaign{Mode: string(mode) + " (" + string(reading) + ")", Seed: seed, Experiments: rec.Experiments, WallSeconds: time.Since(t0).Seconds(),
 		Critical: rec.Critical.Tier + "/" + rec.Critical.Resource, Saturation: rec.Critical.SaturationWorkload,
 		Predicted: rec.Critical.PredictedSaturation, MinJobs: rec.MinJobs.MinJobs, Reading: rec.MinJobs.Reading}
 	if err != nil {
@@ -255,21 +255,34 @@ func evaluateTopology(ctx context.Context, cfg Config, topo string, seed uint64,
 	if err != nil {
 		return res, err
 	}
-	recE, cE, err := runCampaign(ctx, cfg, d, seed, algorithms.ModeEfficient)
+	// The default reading of minJobs, the other one, and the paper's procedure.
+	defReading := algorithms.DefaultOptions().MinJobsAt
+	other := algorithms.ReadAtKnee
+	if defReading == algorithms.ReadAtKnee {
+		other = algorithms.ReadAtSaturation
+	}
+	recE, cE, err := runCampaign(ctx, cfg, d, seed, algorithms.ModeEfficient, defReading)
 	if err != nil {
 		return res, err
 	}
 	logf("%s seed %d: efficient recommend %s in %d experiments (%.1f s)", topo, seed, cE.Allocation, cE.Experiments, cE.WallSeconds)
-	recP, cP, err := runCampaign(ctx, cfg, d, seed, algorithms.ModePaper)
+	recO, cO, err := runCampaign(ctx, cfg, d, seed, algorithms.ModeEfficient, other)
+	if err != nil {
+		return res, err
+	}
+	recP, cP, err := runCampaign(ctx, cfg, d, seed, algorithms.ModePaper, algorithms.ReadAtKnee)
 	if err != nil {
 		return res, err
 	}
 	logf("%s seed %d: paper recommend %s in %d experiments (%.1f s)", topo, seed, cP.Allocation, cP.Experiments, cP.WallSeconds)
-	res.Campaigns = []Campaign{cE, cP}
+	res.Campaigns = []Campaign{cE, cP, cO}
 	if cE.Error != "" {
 		return res, nil
 	}
 	grid := Grid(d, recE.Allocation, nil, nil)
+	if cO.Error == "" {
+		grid = append(grid, GridEntry{recO.Allocation, "recommended-" + string(other)})
+	}
 	if cP.Error == "" {
 		grid = append(grid, GridEntry{recP.Allocation, "recommended-paper"})
 	}
@@ -313,9 +326,28 @@ func evaluateTopology(ctx context.Context, cfg Config, topo string, seed uint64,
 	}
 	slaTop := key(cfg.SLAs[len(cfg.SLAs)-1])
 	res.GridBest = Quality{Role: "grid best at " + slaTop + " s", Allocation: format(grid[bestAt[slaTop]].Allocation), Ratio: ratio(bestAt[slaTop])}
-	for i, g := range grid {
-		if g.Role != RoleGrid {
-			res.Compared = append(res.Compared, Quality{Role: g.Role, Allocation: format(g.Allocation), Ratio: ratio(i)})
+	// An allocation can fill several roles (the two readings may agree).
+	for _, role := range []string{RoleRecommended, "recommended-" + string(other), "recommended-paper", RolePractitioners, RoleTomcatDefaults, RoleHikari} {
+		var a algorithms.Allocation
+		switch role {
+		case RoleRecommended:
+			a = recE.Allocation
+		case "recommended-" + string(other):
+			a = recO.Allocation
+		case "recommended-paper":
+			a = recP.Allocation
+		default:
+			for _, g := range grid {
+				if g.Role == role {
+					a = g.Allocation
+				}
+			}
+		}
+		for i, g := range grid {
+			if a != nil && g.Allocation.Key() == a.Key() {
+				res.Compared = append(res.Compared, Quality{Role: role, Allocation: format(g.Allocation), Ratio: ratio(i)})
+				break
+			}
 		}
 	}
 	// Random search: the efficient mode's budget of random (allocation,

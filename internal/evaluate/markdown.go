@@ -76,10 +76,12 @@ func Markdown(w io.Writer, rep Report) error {
 	p("find-critical + recommend from 400-150-60, per topology and seed: the efficient mode (default), the paper's\n")
 	p("procedure as written, and an exhaustive grid (allocations x workloads). The random search is given the efficient\n")
 	p("mode's budget. The warm start's MVA prediction of the saturation workload is beside the measured one.\n\n")
-	p("| topology | seed | efficient | paper | grid | critical | saturation (predicted) | efficient wall [s] | paper wall [s] |\n|---|---|---|---|---|---|---|---|---|\n")
+	p("| topology | seed | efficient | efficient, other reading | paper | grid | critical | saturation (predicted) | efficient wall [s] | paper wall [s] |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Results {
 		e, pp := r.Campaigns[0], r.Campaigns[1]
-		p("| %s | %d | %d | %d | %d x %d = %d | %s | %d (%d, %+.0f%%) | %.1f | %.1f |\n", r.Topology, r.Seed, e.Experiments, pp.Experiments,
+		o := r.Campaigns[len(r.Campaigns)-1]
+		p("| %s | %d | %d (%s) | %d (%s) | %d | %d x %d = %d | %s | %d (%d, %+.0f%%) | %.1f | %.1f |\n", r.Topology, r.Seed,
+			e.Experiments, e.Mode, o.Experiments, o.Mode, pp.Experiments,
 			r.GridAllocations, len(r.GridWorkloads), r.GridAllocations*len(r.GridWorkloads), e.Critical, e.Saturation, e.Predicted,
 			100*(float64(e.Predicted)/math.Max(1, float64(e.Saturation))-1), e.WallSeconds, pp.WallSeconds)
 	}
