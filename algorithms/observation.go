@@ -313,8 +313,11 @@ func (r *Recorder) Add(v float64) {
 // Reset forgets everything recorded.
 func (r *Recorder) Reset() { *r = Recorder{} }
 
+// recorderMin is the first bucket's bound, 10^recorderMinExp.
+const recorderMin = 1e-5
+
 func recorderIndex(v float64) int {
-	if v <= math.Pow(10, recorderMinExp) {
+	if v <= recorderMin {
 		return 0
 	}
 	i := int(math.Ceil((math.Log10(v) - recorderMinExp) * recorderPerDecade))

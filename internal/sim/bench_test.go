@@ -1,0 +1,39 @@
+package sim
+
+import (
+	"context"
+	"testing"
+)
+
+// benchTrial runs one default trial (the model's warm-up, 12 min measured,
+// pools, admission, GC and FIN wait on) per iteration and reports the
+// simulator's speed.
+func benchTrial(b *testing.B, topo, alloc string, users int) {
+	m := DefaultModel()
+	e := experiment(b, topo, alloc, users, 0, 0)
+	e.Timing = DefaultTiming()
+	ctx := context.Background()
+	var events, lazy, pages int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		_, st, err := Simulate(ctx, m, e, uint64(i+1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		events += st.Events
+		lazy += st.LazyEvents
+		pages += st.Pages + st.WarmUpPages
+	}
+	sec := b.Elapsed().Seconds()
+	b.ReportMetric(float64(events)/sec, "events/s")
+	b.ReportMetric(float64(events)/float64(pages), "events/page")
+	b.ReportMetric(float64(lazy)/float64(pages), "lazy-events/page")
+}
+
+// BenchmarkTrial1414 is the speed target: 1/4/1/4 at 7,000 users,
+// 400-150-60, default timing.
+func BenchmarkTrial1414(b *testing.B) { benchTrial(b, "1/4/1/4", "400-150-60", 7000) }
+
+// BenchmarkTrial1212 is the same on 1/2/1/2.
+func BenchmarkTrial1212(b *testing.B) { benchTrial(b, "1/2/1/2", "400-150-60", 7000) }

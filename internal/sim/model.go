@@ -1,0 +1,443 @@
+package sim
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/softalloc/softalloc/algorithms"
+)
+
+// Model holds every parameter of the simulated n-tier chain. DefaultModel is
+// the paper's RUBBoS testbed; LoadModel reads a user's own. Times are seconds
+// (Duration) and are written in YAML as "2.4673ms", "7s" or plain seconds.
+type Model struct {
+	// Name labels the model in messages.
+	Name string `yaml:"name"`
+	// WarmUp is the simulated time before measurement that DefaultTiming
+	// proposes (an experiment's RampUp overrides it).
+	WarmUp Duration `yaml:"warmUp"`
+	// MixFile is the workload mix file, relative to the model file; empty
+	// means the embedded RUBBoS browse-only mix.
+	MixFile string `yaml:"mix"`
+	// Mix is the workload mix, loaded from MixFile. Read-only once loaded.
+	Mix *Mix `yaml:"-"`
+	// Cores is the number of CPU cores per server when the deployment does
+	// not say (Tier.Cores = 0).
+	Cores int `yaml:"cores"`
+	// LoadBalancing is how a request picks a replica of the next tier:
+	// "roundRobin" (mod_jk, C-JDBC) or "random" (what mean value analysis
+	// assumes).
+	LoadBalancing string `yaml:"loadBalancing"`
+	// Admission is what a request meets at a full thread pool.
+	Admission Admission    `yaml:"admission"`
+	Web       WebModel     `yaml:"web"`
+	App       AppModel     `yaml:"app"`
+	Cluster   ClusterModel `yaml:"cluster"`
+	DB        DBModel      `yaml:"db"`
+}
+
+// Admission modes.
+const (
+	AdmissionBounded   = "bounded"
+	AdmissionUnbounded = "unbounded"
+)
+
+// Load-balancing policies.
+const (
+	BalanceRoundRobin = "roundRobin"
+	BalanceRandom     = "random"
+)
+
+// Accept orders: who gets a thread that frees up.
+const (
+	OrderFIFO   = "fifo"
+	OrderRandom = "random"
+)
+
+// Admission describes accept queues and the retries of dropped connections.
+type Admission struct {
+	// Mode "bounded": a request that finds the pool full waits while fewer
+	// than the tier's Backlog wait, otherwise its connection is dropped and
+	// retried. "unbounded": everyone waits, first come first served.
+	Mode string `yaml:"mode"`
+	// RetryAfter is the wait before the first retry of a dropped connection
+	// (the TCP SYN retransmission timeout, 3 s in Linux 2.6).
+	RetryAfter Duration `yaml:"retryAfter"`
+	// RetryFactor multiplies the wait at each further retry (2: 3, 6, 12 s).
+	RetryFactor float64 `yaml:"retryFactor"`
+}
+
+// WebModel is the web tier (Apache, worker MPM): a thread per HTTP request.
+type WebModel struct {
+	// PageDemand, StaticDemand and ImageDemand are mean CPU demands
+	// (exponential) of a servlet page request (parse and forward), a static
+	// page and an embedded image.
+	PageDemand   Duration `yaml:"pageDemand"`
+	StaticDemand Duration `yaml:"staticDemand"`
+	ImageDemand  Duration `yaml:"imageDemand"`
+	// ForwardDelay is a constant latency between the web CPU and the app
+	// tier (network, mod_jk); the worker is held through it.
+	ForwardDelay Duration `yaml:"forwardDelay"`
+	// Backlog bounds the accept queue in bounded admission.
+	Backlog int `yaml:"backlog"`
+	// FINWait holds a worker after each response until the client's FIN.
+	FINWait FINWait `yaml:"finWait"`
+}
+
+// FINWait is the time a web worker waits for the client's FIN after a
+// response: exponential with mean Base + PerUser * max(0, users - Threshold)
+// (client machines answer later as they host more emulated users).
+// A zero mean turns it off.
+type FINWait struct {
+	Base      Duration `yaml:"base"`
+	PerUser   Duration `yaml:"perUser"`
+	Threshold int      `yaml:"threshold"`
+}
+
+// Mean is the FIN wait at a workload of users.
+func (f FINWait) Mean(users int) float64 {
+	return float64(f.Base) + float64(f.PerUser)*float64(max(0, users-f.Threshold))
+}
+
+// AppModel is the application tier (Tomcat): a thread and a DB connection per
+// servlet request, both held for the whole servlet.
+type AppModel struct {
+	// ServletDemand is the mean CPU demand of a servlet page of the average
+	// query count. A page runs q+1 CPU segments (before, between and after its
+	// q queries), each exponential with mean ServletDemand/(mean q + 1), so
+	// pages with more queries cost more CPU.
+	ServletDemand Duration `yaml:"servletDemand"`
+	// QueryDelay is a constant latency per query (driver, network) between
+	// the app CPU and the next tier; the connection is held through it.
+	QueryDelay Duration `yaml:"queryDelay"`
+	// Backlog bounds the accept queue (Tomcat's acceptCount).
+	Backlog int `yaml:"backlog"`
+	// AcceptOrder is the order in which waiting requests get a thread in
+	// bounded admission: "random" or "fifo" (unbounded admission is FIFO).
+	AcceptOrder string `yaml:"acceptOrder"`
+	// GC is the JVM's stop-the-world collection; for a Tomcat its unit count
+	// is threads + min(connections, threads).
+	GC GC `yaml:"gc"`
+}
+
+// ClusterModel is the clustering middleware (C-JDBC): one thread per app DB
+// connection; every query passes through it to a DB server.
+type ClusterModel struct {
+	// QueryDemand is the mean CPU demand per query (exponential).
+	QueryDemand Duration `yaml:"queryDemand"`
+	// GC is the JVM's collection; its unit count is the connections that
+	// the app servers can open, sum of min(connections, threads), shared
+	// evenly among the cluster servers.
+	GC GC `yaml:"gc"`
+}
+
+// DBModel is the database tier (MySQL): one thread per connection.
+type DBModel struct {
+	// QueryDemand is the mean CPU demand per query (exponential).
+	QueryDemand Duration `yaml:"queryDemand"`
+}
+
+// GC is stop-the-world garbage collection of a JVM: after every WorkInterval
+// of CPU work the server pauses for WorkInterval * g, g = Base + PerUnit * n,
+// n the threads and connections the JVM holds; nothing progresses during a
+// pause and it counts as busy CPU. The GC share of a saturated CPU is g/(1+g).
+// Base = PerUnit = 0 turns it off.
+type GC struct {
+	WorkInterval Duration `yaml:"workInterval"`
+	Base         float64  `yaml:"base"`
+	PerUnit      float64  `yaml:"perUnit"`
+}
+
+// Share is g for n units.
+func (g GC) Share(n int) float64 { return g.Base + g.PerUnit*float64(n) }
+
+func (g GC) enabled() bool { return g.WorkInterval > 0 && (g.Base > 0 || g.PerUnit > 0) }
+
+// Duration is a time in seconds. YAML accepts Go duration text ("0.88ms",
+// "2.2us", "7s") or a plain number of seconds.
+type Duration float64
+
+// UnmarshalYAML reads "2.4673ms" or 0.0024673.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return typeError("line %d: want a duration like 2.5ms or 7s", n.Line)
+	}
+	if v, err := strconv.ParseFloat(n.Value, 64); err == nil {
+		*d = Duration(v)
+		return nil
+	}
+	v, err := parseDuration(n.Value)
+	if err != nil {
+		return typeError("line %d: want a duration like 2.5ms or 7s, got %q", n.Line, n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// typeError is an error yaml.v3 collects with the others of a document, so
+// that decodeStrict can name its field.
+func typeError(format string, args ...any) error {
+	return &yaml.TypeError{Errors: []string{fmt.Sprintf(format, args...)}}
+}
+
+// MarshalYAML writes a duration text that reads back exactly.
+func (d Duration) MarshalYAML() (any, error) {
+	return strconv.FormatFloat(float64(d), 'g', -1, 64) + "s", nil
+}
+
+// parseDuration is time.ParseDuration without its nanosecond rounding.
+func parseDuration(s string) (float64, error) {
+	units := []struct {
+		suffix string
+		scale  float64
+	}{{"ns", 1e-9}, {"us", 1e-6}, {"µs", 1e-6}, {"ms", 1e-3}, {"s", 1}, {"m", 60}, {"h", 3600}}
+	for _, u := range units {
+		if num, ok := strings.CutSuffix(s, u.suffix); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+			if err != nil {
+				return 0, err
+			}
+			return v * u.scale, nil
+		}
+	}
+	return 0, errors.New("no unit")
+}
+
+//go:embed rubbos.yaml
+var defaultModelYAML []byte
+
+//go:embed rubbos-browse-only.yaml
+var defaultMixYAML []byte
+
+var defaultModel = sync.OnceValues(func() (*Model, error) {
+	mix, err := parseMix(defaultMixYAML, "rubbos-browse-only.yaml")
+	if err != nil {
+		return nil, err
+	}
+	return parseModel(defaultModelYAML, "rubbos.yaml", func(string) (*Mix, error) { return mix, nil })
+})
+
+// DefaultModel is the paper's RUBBoS testbed with the browse-only mix, from
+// the embedded rubbos.yaml and rubbos-browse-only.yaml. Each call returns a
+// fresh copy that the caller may change; the Mix is shared and read-only.
+func DefaultModel() *Model {
+	m, err := defaultModel()
+	if err != nil {
+		panic("sim: embedded default model: " + err.Error()) // a build defect, caught by the tests
+	}
+	c := *m
+	return &c
+}
+
+// LoadModel reads a model file; its mix file is read relative to it (the
+// embedded browse-only mix when the file names none). Errors name the file
+// and the field.
+func LoadModel(path string) (*Model, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load model: %w", err)
+	}
+	return parseModel(b, path, func(name string) (*Mix, error) {
+		if name == "" {
+			m, err := defaultModel()
+			if err != nil {
+				return nil, err
+			}
+			return m.Mix, nil
+		}
+		p := name
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(filepath.Dir(path), p)
+		}
+		return LoadMix(p)
+	})
+}
+
+// LoadMix reads a workload mix file, to set as a Model's Mix.
+func LoadMix(path string) (*Mix, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load mix: %w", err)
+	}
+	return parseMix(b, path)
+}
+
+func parseModel(b []byte, name string, loadMix func(string) (*Mix, error)) (*Model, error) {
+	m := &Model{}
+	if err := decodeStrict(b, m); err != nil {
+		return nil, fmt.Errorf("load model %q: %w", name, err)
+	}
+	if err := m.validate(); err != nil {
+		return nil, fmt.Errorf("load model %q: %w", name, err)
+	}
+	mix, err := loadMix(m.MixFile)
+	if err != nil {
+		return nil, fmt.Errorf("load model %q: %w", name, err)
+	}
+	m.Mix = mix
+	return m, nil
+}
+
+// decodeStrict decodes one YAML document, rejecting unknown fields. Its
+// errors name the field by its path ("web.backlogg: line 12: ...").
+func decodeStrict(b []byte, v any) error {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	err := dec.Decode(v)
+	if err == nil {
+		return nil
+	}
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	var root yaml.Node
+	if yaml.Unmarshal(b, &root) != nil {
+		return err
+	}
+	msgs := make([]string, 0, len(te.Errors))
+	for _, e := range te.Errors {
+		var line int
+		if _, scanErr := fmt.Sscanf(e, "line %d:", &line); scanErr == nil {
+			if path := fieldAt(&root, line, ""); path != "" {
+				e = path + ": " + e
+			}
+		}
+		msgs = append(msgs, e)
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// fieldAt is the dotted path of the mapping key (or its value) on a line.
+func fieldAt(n *yaml.Node, line int, prefix string) string {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			if p := fieldAt(c, line, prefix); p != "" {
+				return p
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			path := k.Value
+			if prefix != "" {
+				path = prefix + "." + k.Value
+			}
+			if p := fieldAt(v, line, path); p != "" {
+				return p
+			}
+			if k.Line == line || (v.Kind == yaml.ScalarNode && v.Line == line) {
+				return path
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			if p := fieldAt(c, line, fmt.Sprintf("%s[%d]", prefix, i)); p != "" {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// Validate reports the first parameter out of range, by its YAML path.
+func (m *Model) Validate() error {
+	if err := m.validate(); err != nil {
+		return err
+	}
+	if m.Mix == nil || len(m.Mix.states) == 0 {
+		return errors.New("mix: no workload mix loaded (use LoadMix or LoadModel)")
+	}
+	return nil
+}
+
+func (m *Model) validate() error {
+	type check struct {
+		field string
+		v     float64
+		ok    bool
+		want  string
+	}
+	nonneg := func(f string, v float64) check { return check{f, v, v >= 0 && !math.IsInf(v, 0), "a time >= 0"} }
+	pos := func(f string, v float64) check { return check{f, v, v > 0 && !math.IsInf(v, 0), "a time > 0"} }
+	checks := []check{
+		nonneg("warmUp", float64(m.WarmUp)),
+		{"cores", float64(m.Cores), m.Cores >= 1, "an integer >= 1"},
+		nonneg("admission.retryAfter", float64(m.Admission.RetryAfter)),
+		{"admission.retryFactor", m.Admission.RetryFactor, m.Admission.RetryFactor >= 1, "a number >= 1"},
+		pos("web.pageDemand", float64(m.Web.PageDemand)),
+		pos("web.staticDemand", float64(m.Web.StaticDemand)),
+		pos("web.imageDemand", float64(m.Web.ImageDemand)),
+		nonneg("web.forwardDelay", float64(m.Web.ForwardDelay)),
+		{"web.backlog", float64(m.Web.Backlog), m.Web.Backlog >= 0, "an integer >= 0"},
+		nonneg("web.finWait.base", float64(m.Web.FINWait.Base)),
+		nonneg("web.finWait.perUser", float64(m.Web.FINWait.PerUser)),
+		{"web.finWait.threshold", float64(m.Web.FINWait.Threshold), m.Web.FINWait.Threshold >= 0, "an integer >= 0"},
+		pos("app.servletDemand", float64(m.App.ServletDemand)),
+		nonneg("app.queryDelay", float64(m.App.QueryDelay)),
+		{"app.backlog", float64(m.App.Backlog), m.App.Backlog >= 0, "an integer >= 0"},
+		pos("cluster.queryDemand", float64(m.Cluster.QueryDemand)),
+		pos("db.queryDemand", float64(m.DB.QueryDemand)),
+	}
+	for _, g := range []struct {
+		tier string
+		gc   GC
+	}{{"app", m.App.GC}, {"cluster", m.Cluster.GC}} {
+		checks = append(checks,
+			nonneg(g.tier+".gc.workInterval", float64(g.gc.WorkInterval)),
+			check{g.tier + ".gc.base", g.gc.Base, g.gc.Base >= 0, "a number >= 0"},
+			check{g.tier + ".gc.perUnit", g.gc.PerUnit, g.gc.PerUnit >= 0, "a number >= 0"})
+	}
+	for _, c := range checks {
+		if !c.ok || math.IsNaN(c.v) {
+			return fmt.Errorf("%s: want %s, got %g", c.field, c.want, c.v)
+		}
+	}
+	switch m.Admission.Mode {
+	case AdmissionBounded, AdmissionUnbounded:
+	default:
+		return fmt.Errorf("admission.mode: want %q or %q, got %q", AdmissionBounded, AdmissionUnbounded, m.Admission.Mode)
+	}
+	switch m.LoadBalancing {
+	case BalanceRoundRobin, BalanceRandom:
+	default:
+		return fmt.Errorf("loadBalancing: want %q or %q, got %q", BalanceRoundRobin, BalanceRandom, m.LoadBalancing)
+	}
+	switch m.App.AcceptOrder {
+	case OrderFIFO, OrderRandom:
+	default:
+		return fmt.Errorf("app.acceptOrder: want %q or %q, got %q", OrderFIFO, OrderRandom, m.App.AcceptOrder)
+	}
+	return nil
+}
+
+// DefaultTiming is the simulator's trial: the default model's warm-up, the
+// paper's 12-minute runtime, no ramp-down. The paper's 8-minute ramp-up let
+// JVMs compile and caches fill; the simulator has neither and only needs the
+// closed network in steady state. Users start thinking at random phases, so
+// arrivals are steady within a think time (7 s); queues, GC cycles (about
+// 0.5 s) and retry back-offs (3-12 s) settle within a few of those, and the
+// page mix forgets the session start within a few pages. rubbos.yaml's 60 s
+// is about 8 think times: past saturation (30-6-100 at 7,800 users,
+// 400-6-6 at 6,000, 400-150-60 at 7,000), 8 minutes instead moved
+// throughput, goodput at 2 s and 0.5 s and C-JDBC CPU by at most 0.5%
+// (3 seeds, 12 minutes measured). A ramp-down measures nothing, so the
+// simulator skips it.
+func DefaultTiming() algorithms.Timing {
+	return algorithms.Timing{
+		RampUp:  time.Duration(float64(DefaultModel().WarmUp) * float64(time.Second)),
+		Runtime: 12 * time.Minute,
+	}
+}

@@ -1,0 +1,117 @@
+package sim
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDefaultModel(t *testing.T) {
+	m := DefaultModel()
+	require.NoError(t, m.Validate())
+	assert.Equal(t, AdmissionBounded, m.Admission.Mode)
+	assert.InDelta(t, 2.4673e-3, float64(m.App.ServletDemand), 1e-12)
+	assert.InDelta(t, 0.33537e-3, float64(m.Cluster.QueryDemand), 1e-12)
+	assert.InDelta(t, 2.2e-6, float64(m.Web.FINWait.PerUser), 1e-15)
+	assert.Equal(t, 128, m.Web.Backlog)
+	assert.Equal(t, 100, m.App.Backlog)
+	// GC: 1.0% of a saturated CPU at 24 units, 9.0% at 800 (the paper's two measurements).
+	share := func(n int) float64 { g := m.Cluster.GC.Share(n); return g / (1 + g) }
+	assert.InDelta(t, 0.010, share(24), 0.0005)
+	assert.InDelta(t, 0.090, share(800), 0.0005)
+
+	// A fresh copy each time: changing one does not change the next.
+	m.Web.Backlog = 1
+	assert.Equal(t, 128, DefaultModel().Web.Backlog)
+}
+
+func TestDefaultMix(t *testing.T) {
+	mx := DefaultModel().Mix
+	require.Len(t, mx.Interactions, 11)
+	assert.InDelta(t, 3.22, mx.QueriesPerServletPageMean(), 1e-9)
+	// The stationary page mix of RUBBOS.md (Monte Carlo of the client logic).
+	want := map[string]float64{
+		"ViewComment": 0.279, "ViewStory": 0.267, "StoriesOfTheDay": 0.221, "SearchInStories": 0.038,
+		"Search": 0.037, "Browse": 0.037, "BrowseStoriesInCategory": 0.036, "OlderStories": 0.034,
+		"SearchInComments": 0.028, "BrowseCategories": 0.017, "SearchInUsers": 0.007,
+	}
+	shares := mx.Shares()
+	for i, it := range mx.Interactions {
+		assert.InDelta(t, want[it.Name], shares[i], 0.005, it.Name)
+	}
+	assert.True(t, mx.Interactions[1].Static, "Browse is a static page")
+	assert.Equal(t, 0.0, mx.QueryMean(1))
+	// Think time: exponential, mean 7 s, over 70 s becomes 0.
+	r := newStream(3, purposeMix, 1)
+	var sum float64
+	const n = 200_000
+	for i := 0; i < n; i++ {
+		z := mx.think(&r)
+		require.LessOrEqual(t, z, 70.0)
+		sum += z
+	}
+	assert.InDelta(t, 7.0, sum/n, 0.05)
+}
+
+func TestLoadModel(t *testing.T) {
+	m, err := LoadModel(filepath.Join("testdata", "small.yaml"))
+	require.NoError(t, err)
+	assert.Equal(t, "small", m.Name)
+	assert.Equal(t, 2, m.Cores)
+	assert.Equal(t, BalanceRandom, m.LoadBalancing)
+	assert.InDelta(t, 1e-3, float64(m.App.ServletDemand), 1e-15)
+	require.NotNil(t, m.Mix)
+	assert.Equal(t, "two-pages", m.Mix.Name)
+	assert.InDelta(t, 2.0, m.Mix.QueryMean(0), 1e-12, "no queriesPerServletPage: counts as given")
+
+	// A model that names no mix gets the embedded RUBBoS mix.
+	m2, err := LoadModel(filepath.Join("testdata", "no-mix.yaml"))
+	require.NoError(t, err)
+	assert.Equal(t, "browse-only", m2.Mix.Name)
+
+	// A mix can be loaded on its own and set on another model.
+	mx, err := LoadMix(filepath.Join("testdata", "small-mix.yaml"))
+	require.NoError(t, err)
+	m3 := DefaultModel()
+	m3.Mix = mx
+	require.NoError(t, m3.Validate())
+	m3.Mix = &Mix{Name: "not loaded"}
+	require.ErrorContains(t, m3.Validate(), "LoadMix")
+
+	// It runs.
+	o, _ := trial(t, m, "1/2/1/2", "50-10-5", 100, 5*time.Second, 20*time.Second, 1)
+	assert.Greater(t, o.Throughput, 0.0)
+	assert.Zero(t, o.Drops, "unbounded admission never drops")
+}
+
+func TestLoadModelErrors(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		want []string
+	}{
+		{"unknown-field.yaml", []string{"unknown-field.yaml", "web.backlogg", "not found"}},
+		{"bad-value.yaml", []string{"bad-value.yaml", "web.backlog", "-1"}},
+		{"bad-enum.yaml", []string{"bad-enum.yaml", "app.acceptOrder", `"lifo"`}},
+		{"bad-duration.yaml", []string{"bad-duration.yaml", "web.pageDemand", `"fast"`}},
+		{"bad-mix.yaml", []string{"bad-mix.yaml", "bad-mix-mix.yaml", "Nowhere"}},
+		{"missing.yaml", []string{"missing.yaml"}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			_, err := LoadModel(filepath.Join("testdata", tc.file))
+			require.Error(t, err)
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+func TestDefaultTiming(t *testing.T) {
+	tm := DefaultTiming()
+	assert.Equal(t, 60*time.Second, tm.RampUp)
+	assert.Equal(t, 12*time.Minute, tm.Runtime)
+	assert.Zero(t, tm.RampDown)
+}

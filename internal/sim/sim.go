@@ -1,0 +1,192 @@
+// Package sim is the embedded discrete-event simulator of the paper's RUBBoS
+// testbed (Wang et al., IPDPS 2011): emulated users in a closed loop, a
+// web -> app -> [cluster] -> db chain of processor-sharing CPUs with the
+// soft resources of the paper (thread and connection pools), bounded accept
+// queues with retried connections, JVM garbage collection and FIN waits.
+//
+// The event core (core.go) is separate from the RUBBoS chain (rubbos.go),
+// so that another model can reuse it. All parameters live in a Model
+// (DefaultModel: the embedded rubbos.yaml and rubbos-browse-only.yaml).
+package sim
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/softalloc/softalloc/algorithms"
+)
+
+// Stats are diagnostics of one trial, beside its observation.
+type Stats struct {
+	// Events is the number of events the scheduler dispatched, warm-up
+	// included. LazyEvents are model events applied without being
+	// scheduled: FIN ends while nobody waits for a web worker, and queries
+	// joining a busy one-core query-tier CPU.
+	Events     int64
+	LazyEvents int64
+	// Pages is the number of pages completed in the measured window;
+	// WarmUpPages before it.
+	Pages       int64
+	WarmUpPages int64
+	// SimulatedSeconds is the simulated time, warm-up included.
+	SimulatedSeconds float64
+	// QueriesPerServletPage is the mean SQL queries per servlet page sent in
+	// the window.
+	QueriesPerServletPage float64
+	// WebDrops and AppDrops split the observation's drops by tier.
+	WebDrops int64
+	AppDrops int64
+	// GCPauses counts stop-the-world pauses in the window, all servers.
+	GCPauses int64
+	// FINWait is the mean FIN wait of the workload, seconds (0: off).
+	FINWait float64
+	// WebQueue and AppQueue are the accept queues' lengths at the end.
+	WebQueue int
+	AppQueue int
+}
+
+// EventsPerPage is events per completed page over the whole trial.
+func (s Stats) EventsPerPage() float64 {
+	if n := s.Pages + s.WarmUpPages; n > 0 {
+		return float64(s.Events) / float64(n)
+	}
+	return 0
+}
+
+// Simulate runs one trial of experiment e on model m (nil: DefaultModel) with
+// the given seed. The same seed gives the same numbers. A bad experiment
+// (unknown role, missing pool size, fewer than one user) is an error that
+// names the value. A zero Timing means DefaultTiming; the ramp-down is not
+// simulated (nothing is measured in it).
+func Simulate(ctx context.Context, m *Model, e algorithms.Experiment, seed uint64) (algorithms.Observation, Stats, error) {
+	if m == nil {
+		m = DefaultModel()
+	}
+	c, err := newChain(m, e, seed)
+	if err != nil {
+		return algorithms.Observation{}, Stats{}, fmt.Errorf("simulate: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return algorithms.Observation{}, Stats{}, fmt.Errorf("simulate: %w", err)
+	}
+	if err := c.run(ctx); err != nil {
+		return algorithms.Observation{}, c.stats, err
+	}
+	return c.observation(), c.collectStats(), nil
+}
+
+// Runner is the simulator as an algorithms.Experimenter. A nil Model means
+// DefaultModel. Runner values are safe for concurrent use: each trial builds
+// its own state.
+type Runner struct {
+	Model *Model
+	Seed  uint64
+}
+
+var _ algorithms.Experimenter = Runner{}
+
+// RunExperiment simulates one trial.
+func (r Runner) RunExperiment(ctx context.Context, e algorithms.Experiment) (algorithms.Observation, error) {
+	obs, _, err := Simulate(ctx, r.Model, e, r.Seed)
+	return obs, err
+}
+
+func (c *chain) collectStats() Stats {
+	s := c.stats
+	s.Pages = c.pages
+	s.LazyEvents = c.lazyEvents
+	for i := range c.st {
+		s.LazyEvents += c.st[i].absorbed
+	}
+	s.SimulatedSeconds = c.now
+	if c.servlets > 0 {
+		s.QueriesPerServletPage = float64(c.queries) / float64(c.servlets)
+	}
+	s.WebDrops, s.AppDrops = c.webDrops, c.appDrops
+	for i := range c.st {
+		s.GCPauses += c.st[i].pauses
+	}
+	if len(c.web) > 0 && c.web[0].fin != nil {
+		s.FINWait = 1 / c.web[0].fin.mu
+	}
+	for i := range c.web {
+		s.WebQueue += c.web[i].queue.len()
+	}
+	for i := range c.app {
+		s.AppQueue += c.app[i].accept.len()
+	}
+	return s
+}
+
+// observation turns the window's integrals into what SysStat, the server
+// logs and the pool monitors gave the paper.
+func (c *chain) observation() algorithms.Observation {
+	T := c.end - c.start
+	o := algorithms.Observation{
+		RuntimeSeconds: T,
+		Throughput:     float64(c.pages) / T,
+		ResponseTimes:  c.rec.Histogram(),
+		Drops:          c.drops,
+		Retries:        c.retries,
+	}
+	// A server's response time is its time-integral of requests inside
+	// divided by its completions (Little's law), which is the mean residence
+	// up to the requests cut by the window's edges.
+	rt := func(area float64, n int64) float64 {
+		if n == 0 {
+			return 0
+		}
+		return area / float64(n)
+	}
+	cpu := func(s int) float64 {
+		st := &c.st[s]
+		return min(1, st.busyArea/(float64(st.cores)*T))
+	}
+	pool := func(name string, size int32, l *level) algorithms.PoolObservation {
+		return algorithms.PoolObservation{Name: name, Size: int(size), Busy: l.area / T, FullShare: l.fullT / T}
+	}
+	server := func(r int, i int, s int, pools []algorithms.PoolObservation, n int64, area float64, gc bool) algorithms.ServerObservation {
+		so := algorithms.ServerObservation{
+			Name:         c.tiers[r].ServerName(i),
+			Tier:         c.tiers[r].Name,
+			CPU:          cpu(s),
+			Pools:        pools,
+			Throughput:   float64(n) / T,
+			ResponseTime: rt(area, n),
+		}
+		if gc {
+			so.GCShare = c.st[s].gcArea / T
+		}
+		return so
+	}
+	for i := range c.web {
+		w := &c.web[i]
+		// Little's law on the workers that serve (held minus FIN waits).
+		active := w.workers.area
+		if w.fin != nil {
+			active -= w.fin.area
+		}
+		o.Servers = append(o.Servers, server(0, i, w.st,
+			[]algorithms.PoolObservation{pool(algorithms.PoolThreads, w.size, &w.workers)}, w.count, active, false))
+	}
+	for i := range c.app {
+		a := &c.app[i]
+		o.Servers = append(o.Servers, server(1, i, a.st, []algorithms.PoolObservation{
+			pool(algorithms.PoolThreads, a.threads.size, &a.threads),
+			pool(algorithms.PoolConnections, a.conns.size, &a.conns),
+		}, a.count, a.threads.area, true))
+	}
+	query := func(r int, q []queryServer, gc bool) {
+		for i := range q {
+			k := &q[i]
+			p := algorithms.PoolObservation{Name: algorithms.PoolThreads, Size: int(k.threads), Busy: k.rtSum / T, FullShare: -1}
+			if k.samples > 0 {
+				p.FullShare = float64(k.full) / float64(k.samples)
+			}
+			o.Servers = append(o.Servers, server(r, i, k.st, []algorithms.PoolObservation{p}, k.count, k.rtSum, gc))
+		}
+	}
+	query(2, c.cl, true)
+	query(3, c.db, false)
+	return o
+}
