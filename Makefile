@@ -3,29 +3,36 @@
 GO ?= go
 BIN := bin/softalloc
 
-.PHONY: build test test-race test-sim bench demo lint fuzz clean
+.PHONY: build test bench demo evaluate lint fuzz clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/softalloc
 
-# The race pass covers every package but two kinds of long test: the
-# simulator's paper-behaviour tests carry `//go:build !race` (each trial is one
-# goroutine, and the race detector would make them ten times slower), and the
+# The race pass covers every package but two kinds of long test: tests that run
+# many simulated trials live in files with `//go:build !race` and are named
+# TestPaper*, TestMVAAgreement, TestBehaviour* or TestSlow* (each trial is one
+# goroutine; the race detector would make them ten times slower), and the
 # testbed's end-to-end tests drive real servers for minutes. Both run after it,
 # without -race.
+PACKAGES = $$($(GO) list ./... | grep -v /testbed/e2e)
 test:
 	$(GO) vet ./...
-	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /testbed/e2e)
-	$(GO) test -count=1 -run 'Paper|MVA|Behaviour|Fig' ./internal/sim/...
+	$(GO) test -race -count=1 $(PACKAGES)
+	$(GO) test -count=1 -run '^Test(Paper|MVAAgreement|Behaviour|Slow)' $(PACKAGES)
 	$(GO) test -count=1 -timeout 15m ./testbed/e2e/
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x ./internal/sim/...
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2x -cpu 1 ./internal/sim/...
 	$(GO) test -run '^$$' -bench . -benchmem ./algorithms/...
+	$(GO) test -run '^$$' -bench RecommendCampaign -benchtime 2x -cpu 1 ./internal/evaluate/
 
 demo: build
 	$(BIN) recommend --topology 1/2/1/2
 	$(BIN) recommend --topology 1/4/1/4
+
+# Regenerates docs/evaluation.md, its JSON twin and plots: one run on this machine.
+evaluate: build
+	$(BIN) evaluate --out docs
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

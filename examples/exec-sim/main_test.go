@@ -111,7 +111,7 @@ func TestExecSimEqualsSim(t *testing.T) {
 			Allocation  string `json:"allocation"`
 		}
 		require.NoError(t, json.Unmarshal([]byte(viaExec), &doc))
-		assert.Greater(t, doc.Experiments, 10, "a whole campaign ran through the exec runner")
+		assert.GreaterOrEqual(t, doc.Experiments, 5, "a whole campaign ran through the exec runner")
 		t.Logf("recommend via exec: %s after %d experiments", doc.Allocation, doc.Experiments)
 	})
 }

@@ -16,7 +16,7 @@ import (
 func TestJournalReplaysToTheSameRecommendation(t *testing.T) {
 	dir := t.TempDir()
 	j := filepath.Join(dir, "journal.jsonl")
-	base := []string{"recommend", "--topology", "1/4/1/4", "--runtime", "1m", "--output", "json"}
+	base := []string{"recommend", "--topology", "1/4/1/4", "--ramp-up", "10s", "--runtime", "20s", "--output", "json"}
 	simOut, stderr, code := run(t, "", append(base, "--journal", j)...)
 	require.Equal(t, 0, code, stderr)
 
@@ -44,7 +44,7 @@ func TestJournalReplaysToTheSameRecommendation(t *testing.T) {
 	require.NotNil(t, doc.Tiers[0].Minimum, "with the formula's minimum beside it")
 
 	// A different campaign is not in the recording: a clear error.
-	_, stderr, code = run(t, "", "find-critical", "--topology", "1/2/1/2", "--runtime", "1m", "--runner", "replay", "--campaign", j)
+	_, stderr, code = run(t, "", "find-critical", "--topology", "1/2/1/2", "--ramp-up", "10s", "--runtime", "20s", "--runner", "replay", "--campaign", j)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "experiment not in the recorded campaign")
 	assert.Contains(t, stderr, "no experiment of that topology; topologies: 1/4/1/4")
@@ -52,7 +52,7 @@ func TestJournalReplaysToTheSameRecommendation(t *testing.T) {
 
 func TestSnippetsInRecommendOutput(t *testing.T) {
 	dir := t.TempDir()
-	out, stderr, code := run(t, "", "recommend", "--topology", "1/2/1/2", "--runtime", "1m", "--journal", filepath.Join(dir, "j"), "--format", "all")
+	out, stderr, code := run(t, "", "recommend", "--topology", "1/2/1/2", "--ramp-up", "10s", "--runtime", "20s", "--journal", filepath.Join(dir, "j"), "--format", "all")
 	require.Equal(t, 0, code, stderr)
 	for _, want := range []string{"=== apache: tier web", "MaxRequestWorkers", "=== tomcat: tier app", "maxThreads=", "=== hikari", "maximumPoolSize=", "=== mysql: tier db", "max_connections"} {
 		assert.Contains(t, out, want)
@@ -63,7 +63,7 @@ func TestSnippetsInRecommendOutput(t *testing.T) {
 }
 
 func TestSimulateOutputs(t *testing.T) {
-	args := []string{"simulate", "--topology", "1/2/1/2", "--alloc", "400-150-60", "--alloc", "400-6-6", "--users", "1000,6000", "--runtime", "1m", "--no-journal", "--sla", "0.5,2"}
+	args := []string{"simulate", "--topology", "1/2/1/2", "--alloc", "400-150-60", "--alloc", "400-6-6", "--users", "1000,6000", "--ramp-up", "10s", "--runtime", "20s", "--no-journal", "--sla", "0.5,2"}
 	out, stderr, code := run(t, "", append(args, "--output", "json")...)
 	require.Equal(t, 0, code, stderr)
 	var rows []struct {
@@ -115,7 +115,7 @@ func TestValidateAgainstAGrid(t *testing.T) {
 	dir := t.TempDir()
 	plot := filepath.Join(dir, "goodput.svg")
 	out, stderr, code := run(t, "", "validate", "--topology", "1/2/1/2", "--recommended", "400-15-15", "--users", "5000,6000",
-		"--grid-threads", "6,15,50", "--grid-connections", "6,15", "--runtime", "1m", "--journal", filepath.Join(dir, "j"),
+		"--grid-threads", "6,15,50", "--grid-connections", "6,15", "--ramp-up", "10s", "--runtime", "20s", "--journal", filepath.Join(dir, "j"),
 		"--output", "json", "--plot", plot)
 	require.Equal(t, 0, code, stderr)
 	var doc struct {

@@ -64,7 +64,7 @@ func TestPushgatewayEndToEnd(t *testing.T) {
 	url := startPushgateway(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "capacity.prom")
-	out, stderr, code := run(t, "", "recommend", "--topology", "1/2/1/2", "--runtime", "1m", "--journal", filepath.Join(dir, "j"),
+	out, stderr, code := run(t, "", "recommend", "--topology", "1/2/1/2", "--ramp-up", "10s", "--runtime", "20s", "--journal", filepath.Join(dir, "j"),
 		"--output", "json", "--pushgateway", url, "--job", "softalloc-ci", "--grouping", "branch=main", "--metrics-file", file)
 	require.Equal(t, 0, code, stderr)
 	var doc struct {
@@ -111,7 +111,7 @@ func TestFailedPushKeepsTheMetricsFile(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "capacity.prom")
 	dead := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-	out, stderr, code := run(t, "", "find-critical", "--topology", "1/4/1/4", "--runtime", "1m", "--journal", filepath.Join(dir, "j"),
+	out, stderr, code := run(t, "", "find-critical", "--topology", "1/4/1/4", "--ramp-up", "10s", "--runtime", "20s", "--journal", filepath.Join(dir, "j"),
 		"--pushgateway", dead, "--metrics-file", file)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, out, "critical resource:", "the answer is printed before the push")
@@ -128,7 +128,7 @@ func TestFailedPushKeepsTheMetricsFile(t *testing.T) {
 func TestCheckExitCodes(t *testing.T) {
 	dir := t.TempDir()
 	j := filepath.Join(dir, "journal.jsonl")
-	common := []string{"check", "--topology", "1/2/1/2", "--runtime", "1m", "--journal", j}
+	common := []string{"check", "--topology", "1/2/1/2", "--ramp-up", "10s", "--runtime", "20s", "--journal", j}
 
 	baseline, stderr, code := run(t, "", append(common, "--output", "json")...)
 	require.Equal(t, 0, code, stderr)
@@ -158,7 +158,7 @@ func TestCheckExitCodes(t *testing.T) {
 	assert.Contains(t, stderr, "check critical failed: critical resource is app/cpu; expected cluster/cpu")
 
 	// A regression: too few Tomcat threads move the bottleneck to the pool.
-	_, stderr, code = run(t, "", "check", "--topology", "1/2/1/2", "--alloc", "400-3-3", "--runtime", "1m", "--journal", j,
+	_, stderr, code = run(t, "", "check", "--topology", "1/2/1/2", "--alloc", "400-3-3", "--ramp-up", "10s", "--runtime", "20s", "--journal", j,
 		"--baseline", basePath, "--max-regression", "5%", "--critical", "app/cpu")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "check max-regression-goodput failed")

@@ -38,7 +38,8 @@ func journalKeys(t *testing.T, path string) []string {
 // the same answer as an uninterrupted run.
 func TestInterruptedCampaignResumes(t *testing.T) {
 	bin := softallocBinary(t)
-	args := []string{"recommend", "--topology", "1/2/1/2", "--runtime", "1m", "--output", "json", "--quiet"}
+	// The paper mode runs dozens of experiments: time enough to interrupt one.
+	args := []string{"recommend", "--topology", "1/2/1/2", "--mode", "paper", "--ramp-up", "10s", "--runtime", "20s", "--output", "json", "--quiet"}
 
 	whole := t.TempDir()
 	cmd := exec.Command(bin, args...)

@@ -153,7 +153,7 @@ func runSimulate(cmd *cobra.Command, s Streams, o *simulateOptions) error {
 	if err != nil {
 		return err
 	}
-	obs, err := runner.RunParallel(cmd.Context(), x, exps, o.parallel)
+	obs, err := runner.RunParallel(cmd.Context(), x, exps, r.Workers(o.parallel))
 	if err = finishJournal(cmd.Context(), s, j, false, err); err != nil {
 		return err
 	}

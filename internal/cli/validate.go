@@ -47,7 +47,9 @@ and connection pools (--grid-threads, --grid-connections; a connection beyond
 the thread count is never opened, so pairs with more connections than threads
 are left out). Workloads default to six steps of 500 users around the
 saturation workload. --seeds averages the simulator over several seeds.
-Trials run in parallel (--parallel) with results identical to a serial run.`,
+Trials run in parallel (--parallel) with results identical to a serial run,
+where the runner allows it: the sim and replay runners do; exec and live drive
+one real deployment and run their trials one at a time.`,
 		Example: `  softalloc validate --topology 1/2/1/2
   softalloc validate --topology 1/4/1/4 --seeds 1,2 --plot goodput.svg
   softalloc validate --topology 1/4/1/4 --recommended 400-8-8 --users 6000:8000:500 --output json`,
@@ -157,6 +159,8 @@ func runValidate(cmd *cobra.Command, s Streams, o *validateOptions) error {
 	if parallel <= 0 {
 		parallel = defaultParallel()
 	}
+	// A runner that drives one real deployment runs its trials one by one.
+	parallel = cp.runner.Workers(parallel)
 	curves := make([][]float64, len(allocs))
 	for i := range curves {
 		curves[i] = make([]float64, len(doc.Workloads))

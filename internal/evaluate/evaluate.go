@@ -30,8 +30,10 @@ type Config struct {
 	// Parallel trials of a grid at once.
 	Parallel int
 	Model    *sim.Model
-	// SpeedUsers and SpeedReplicas size the speed section; nil: defaults.
-	SpeedUsers []int
+	// SpeedUsers are the workloads of the growth-with-users trials;
+	// SpeedTiming the speed section's trial (the simulator's default trial).
+	SpeedUsers  []int
+	SpeedTiming algorithms.Timing
 	// Log receives one line per finished piece of work (nil: silent).
 	Log func(format string, a ...any)
 }
@@ -39,12 +41,13 @@ type Config struct {
 // DefaultConfig measures six topologies on two seeds.
 func DefaultConfig() Config {
 	return Config{
-		Topologies: []string{"1/1/1/1", "1/2/1/2", "1/4/1/4", "1/2/1", "2/4/1/4", "1/6/2/6"},
-		Seeds:      []uint64{1, 2},
-		Timing:     sim.DefaultTiming(),
-		SLAs:       []float64{0.2, 0.5, 2},
-		Parallel:   runtime.GOMAXPROCS(0),
-		SpeedUsers: []int{1000, 10000, 100000},
+		Topologies:  []string{"1/1/1/1", "1/2/1/2", "1/4/1/4", "1/2/1", "2/4/1/4", "1/6/2/6"},
+		Seeds:       []uint64{1, 2},
+		Timing:      sim.DefaultTiming(),
+		SLAs:        []float64{0.2, 0.5, 2},
+		Parallel:    runtime.GOMAXPROCS(0),
+		SpeedUsers:  []int{1000, 10000, 100000},
+		SpeedTiming: sim.DefaultTiming(),
 	}
 }
 
@@ -197,7 +200,7 @@ func measureSpeed(ctx context.Context, cfg Config, logf func(string, ...any)) (S
 		if err != nil {
 			return sp, err
 		}
-		e := algorithms.Experiment{Deployment: d, Allocation: practitioners, Workload: algorithms.Workload{Users: j.users}, Timing: sim.DefaultTiming()}
+		e := algorithms.Experiment{Deployment: d, Allocation: practitioners, Workload: algorithms.Workload{Users: j.users}, Timing: cfg.SpeedTiming}
 		t0 := time.Now()
 		_, st, err := sim.Simulate(ctx, cfg.Model, e, 1)
 		if err != nil {

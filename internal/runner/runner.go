@@ -49,6 +49,18 @@ type Runner struct {
 	Settings map[string]string
 	// Warnings are things the user should know (a torn campaign line).
 	Warnings []string
+	// Parallel says trials may run at once: true for runners whose trials
+	// are independent computations (sim, replay), false for runners that
+	// drive one real deployment (exec, live).
+	Parallel bool
+}
+
+// Workers is how many trials to run at once for a request of n.
+func (r Runner) Workers(n int) int {
+	if !r.Parallel {
+		return 1
+	}
+	return max(1, n)
 }
 
 type factory func(Config) (Runner, error)
@@ -103,6 +115,7 @@ func newSim(cfg Config) (Runner, error) {
 		Name:          "sim",
 		DefaultTiming: sim.DefaultTiming(),
 		Settings:      map[string]string{"seed": fmt.Sprint(cfg.Seed), "model": model + "@" + hex.EncodeToString(sum[:6])},
+		Parallel:      true,
 	}, nil
 }
 
@@ -120,5 +133,6 @@ func newReplay(cfg Config) (Runner, error) {
 		DefaultTiming: algorithms.PaperTiming,
 		Settings:      map[string]string{"campaign": cfg.Campaign},
 		Warnings:      r.Warnings,
+		Parallel:      true,
 	}, nil
 }

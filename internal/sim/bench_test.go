@@ -37,3 +37,17 @@ func BenchmarkTrial1414(b *testing.B) { benchTrial(b, "1/4/1/4", "400-150-60", 7
 
 // BenchmarkTrial1212 is the same on 1/2/1/2.
 func BenchmarkTrial1212(b *testing.B) { benchTrial(b, "1/2/1/2", "400-150-60", 7000) }
+
+// BenchmarkTrialUsers shows how a trial grows with the workload (1/4/1/4).
+func BenchmarkTrialUsers(b *testing.B) {
+	for _, users := range []struct {
+		name string
+		n    int
+	}{{"1k", 1000}, {"10k", 10000}, {"100k", 100000}} {
+		b.Run(users.name, func(b *testing.B) { benchTrial(b, "1/4/1/4", "400-150-60", users.n) })
+	}
+}
+
+// BenchmarkTrialReplicas shows how a trial grows with replicas: 1/16/4/16
+// at four times the users of 1/4/1/4.
+func BenchmarkTrialReplicas(b *testing.B) { benchTrial(b, "1/16/4/16", "400-150-60", 28000) }
