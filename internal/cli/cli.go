@@ -126,6 +126,7 @@ RUBBoS testbed, so every command gives real answers in seconds.`,
 		NewValidateCmd(s),
 		NewCheckCmd(s),
 		NewEvaluateCmd(s),
+		NewDegradationCmd(s),
 	)
 	return root
 }

@@ -140,7 +140,7 @@ allocation is too small, so it is doubled and the search goes on.`,
 // NewRecommendCmd is `softalloc recommend`.
 func NewRecommendCmd(s Streams) *cobra.Command {
 	o := &campaignOptions{}
-	var format string
+	var format, classesFile string
 	cmd := &cobra.Command{
 		Use:   "recommend",
 		Short: "Recommend thread- and connection-pool sizes for every tier",
@@ -162,6 +162,9 @@ least their reserved size; the table shows the formula's minimum beside them.`,
   softalloc recommend -f deployment.yaml --runner replay --campaign recorded.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if classesFile != "" {
+				return runRecommendClasses(cmd, s, classesFile, o) // per-class pools of one server: classes.go
+			}
 			formats, err := report.ParseFormats(format)
 			if err != nil {
 				return usageError{err}
@@ -194,6 +197,7 @@ least their reserved size; the table shows the formula's minimum beside them.`,
 	}
 	o.register(cmd)
 	cmd.Flags().StringVar(&format, "format", "", "config snippets for the recommended sizes: apache, tomcat, hikari, mysql (comma-separated) or all")
+	cmd.Flags().StringVar(&classesFile, "classes", "", "workload file of request classes with objectives: size per-class pools instead (docs/classes.md)")
 	return cmd
 }
 

@@ -815,3 +815,58 @@ func (w *wheel) pop() delayed {
 	w.pos++
 	return d
 }
+
+// Exported wrappers for another model built on this core
+// (internal/sim/classes). They wrap rather than rename, so rubbos.go and its
+// benchmarks keep the unexported types as they are; each is small enough to
+// inline.
+
+// Stream is an independent random stream (PCG); see stream.
+type Stream struct{ s stream }
+
+// NewStream derives a stream from a seed, a purpose and an index.
+func NewStream(seed, purpose, index uint64) Stream { return Stream{newStream(seed, purpose, index)} }
+
+// Float64 is uniform in [0, 1).
+func (s *Stream) Float64() float64 { return s.s.float64() }
+
+// Exp is exponential with mean 1.
+func (s *Stream) Exp() float64 { return s.s.exp() }
+
+// IntN is uniform in [0, n), n > 0.
+func (s *Stream) IntN(n int) int { return s.s.intN(n) }
+
+// EventHeap is a min-heap of (time, id, kind) entries; see eventHeap.
+type EventHeap struct{ h eventHeap }
+
+// Push adds an entry.
+func (h *EventHeap) Push(t float64, id int32, kind uint8) {
+	h.h.push(event{t: t, id: id, kind: kind})
+}
+
+// Pop removes the earliest entry; the heap must not be empty.
+func (h *EventHeap) Pop() (t float64, id int32, kind uint8) {
+	e := h.h.pop()
+	return e.t, e.id, e.kind
+}
+
+// Top is the earliest time, or +Inf when empty.
+func (h *EventHeap) Top() float64 { return h.h.top() }
+
+// TopID is the id of the earliest entry; the heap must not be empty.
+func (h *EventHeap) TopID() int32 { return h.h.a[0].id }
+
+// Len is the number of entries.
+func (h *EventHeap) Len() int { return len(h.h.a) }
+
+// IDQueue is a growable FIFO of ids; see idQueue.
+type IDQueue struct{ q idQueue }
+
+// Push appends id.
+func (q *IDQueue) Push(id int32) { q.q.push(id) }
+
+// Pop removes the head; the queue must not be empty.
+func (q *IDQueue) Pop() int32 { return q.q.pop() }
+
+// Len is the number of ids waiting.
+func (q *IDQueue) Len() int { return q.q.len() }
