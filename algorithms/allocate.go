@@ -854,34 +854,53 @@ type TierMinimum struct {
 	ConnectionsPerServer *int `json:"connectionsPerServer"`
 }
 
-// BoundingTier is the tier whose pools bound the critical tier's concurrent
-// jobs: the critical tier if it has a pool of its own, else the nearest tier
-// in front of it that has one (C-JDBC and MySQL threads follow the app
-// tier's DB connections).
-func BoundingTier(d Deployment, critical string) int {
-	for i := d.TierIndex(critical); i >= 0; i-- {
-		if len(d.Tiers[i].Pools) > 0 {
-			return i
+// BoundingPool is the pool that bounds the critical tier's concurrent jobs:
+// the critical tier's own thread pool if it has one; else the nearest tier in
+// front whose connections lead to it (C-JDBC and MySQL threads follow the app
+// tier's DB connections), else that tier's threads. It returns the tier's
+// index and the pool's name.
+func BoundingPool(d Deployment, critical string) (int, string) {
+	ci := d.TierIndex(critical)
+	if ci >= 0 && d.Tiers[ci].HasPool(PoolThreads) {
+		return ci, PoolThreads
+	}
+	for i := ci - 1; i >= 0; i-- {
+		if d.Tiers[i].HasPool(PoolConnections) {
+			return i, PoolConnections
+		}
+		if d.Tiers[i].HasPool(PoolThreads) {
+			return i, PoolThreads
 		}
 	}
-	return d.TierIndex(critical)
+	return ci, PoolThreads
+}
+
+// inFront says whether pool p of tier i comes before the bounding pool (bt,
+// bp) on a request's path: every pool of an earlier tier, and a tier's
+// threads before its own connections (a thread takes a connection).
+func inFront(i int, p string, bt int, bp string) bool {
+	return i < bt || (i == bt && p == PoolThreads && bp == PoolConnections)
 }
 
 // RecommendAllocation turns the sizing into an allocation; a nil reserve
 // gives the formula alone (what `softalloc size` prints). Formula 3 is a
 // lower bound, and Sec. III-C shows a front tier must also buffer: every pool
-// in front of the bounding tier keeps at least its reserved size, with the
-// formula's value shown beside it. The bounding tier and those behind take
-// the formula.
+// in front of the pool that bounds the critical server's jobs keeps at least
+// its reserved size, with the formula's value shown beside it; the bounding
+// pool and those behind it take the formula. On 1/4/1/4 (C-JDBC critical)
+// that keeps the web pool and Tomcat's threads, which queue requests in front
+// of the DB connections, and sizes the connections by the formula.
 func RecommendAllocation(d Deployment, sizing Sizing, reserve Allocation) (Allocation, []TierRecommendation) {
-	bound := BoundingTier(d, sizing.Critical)
+	bt, bp := BoundingPool(d, sizing.Critical)
 	alloc := Allocation{}
 	recs := make([]TierRecommendation, 0, len(sizing.Tiers))
 	for i, ts := range sizing.Tiers {
 		t := d.Tiers[i]
 		threads, conns := ts.ThreadsPerServer, ts.ConnectionsPerServer
-		if i < bound {
+		if inFront(i, PoolThreads, bt, bp) {
 			threads = max(threads, reserve[t.Name].Threads)
+		}
+		if inFront(i, PoolConnections, bt, bp) {
 			conns = max(conns, reserve[t.Name].Connections)
 		}
 		rec := TierRecommendation{Name: t.Name, Replicas: t.Replicas, ThreadsPerServer: threads, TotalThreads: ts.TotalThreads}

@@ -129,17 +129,34 @@ func TestRecommendAllocationKeepsTheFrontBuffer(t *testing.T) {
 	alloc, tiers := algorithms.RecommendAllocation(d, sz, allocation(t, "400-150-60"))
 	got, err := topology.FormatAllocation(alloc)
 	require.NoError(t, err)
-	// C-JDBC's jobs are bounded by the app tier's connections: the web pool
-	// in front keeps its 400 (formula: 125); the app tier takes the formula.
-	assert.Equal(t, "400-8-8", got)
+	// C-JDBC's jobs are bounded by the app tier's DB connections: the pools
+	// in front of them (the web pool, Tomcat's threads) keep their reserved
+	// 400 and 150 (formula: 125 and 8); the connections take the formula.
+	assert.Equal(t, "400-150-8", got)
 	require.NotNil(t, tiers[0].Minimum)
 	assert.Equal(t, 125, tiers[0].Minimum.ThreadsPerServer)
 	assert.Equal(t, 400, tiers[0].TotalThreads)
-	assert.Nil(t, tiers[1].Minimum)
+	require.NotNil(t, tiers[1].Minimum)
+	assert.Equal(t, 8, tiers[1].Minimum.ThreadsPerServer)
+	assert.Equal(t, 600, tiers[1].TotalThreads)
+	assert.Equal(t, 32, *tiers[1].TotalConnections)
 
-	assert.Equal(t, 1, algorithms.BoundingTier(d, "cluster"))
-	assert.Equal(t, 1, algorithms.BoundingTier(d, "app"))
-	assert.Equal(t, 0, algorithms.BoundingTier(d, "web"))
+	// With Tomcat's CPU critical, its threads bound the jobs: only the web
+	// pool is in front.
+	alloc, _ = algorithms.RecommendAllocation(d, algorithms.Sizing{Critical: "app", MinJobs: 52, Tiers: sz.Tiers}, allocation(t, "400-150-60"))
+	got, err = topology.FormatAllocation(alloc)
+	require.NoError(t, err)
+	assert.Equal(t, "400-8-8", got)
+
+	for _, tc := range []struct {
+		critical string
+		tier     int
+		pool     string
+	}{{"cluster", 1, "connections"}, {"db", 1, "connections"}, {"app", 1, "threads"}, {"web", 0, "threads"}} {
+		i, p := algorithms.BoundingPool(d, tc.critical)
+		assert.Equal(t, tc.tier, i, tc.critical)
+		assert.Equal(t, tc.pool, p, tc.critical)
+	}
 }
 
 func shortOptions() algorithms.Options {
@@ -288,8 +305,8 @@ func TestRecommendOnAnalyticModel(t *testing.T) {
 	assert.Less(t, rec.Experiments, rec.Critical.Experiments+rec.MinJobs.Experiments)
 	assert.Equal(t, 400, rec.Allocation["web"].Threads, "the front buffer is kept")
 	app := rec.Allocation["app"]
-	assert.Equal(t, app.Threads, app.Connections)
-	assert.Less(t, app.Threads, 150)
+	assert.Equal(t, 150, app.Threads, "Tomcat's threads queue in front of the DB connections")
+	assert.Less(t, app.Connections, 60, "the connections bound C-JDBC's jobs")
 }
 
 // The warm start predicts the saturation workload from one low-load trial

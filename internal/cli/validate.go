@@ -61,7 +61,7 @@ one real deployment and run their trials one at a time.`,
 	fs.StringVar(&o.recommended, "recommended", "", "the allocation to validate (default: run recommend first)")
 	fs.StringVar(&o.users, "users", "", "workloads: N1,N2,... or START:END:STEP (default: around the saturation workload)")
 	fs.StringVar(&o.seeds, "seeds", "", "simulator seeds to average, e.g. 1,2 (default: --seed)")
-	fs.StringVar(&o.threads, "grid-threads", "", "app thread pools of the grid (default: around the recommendation, plus 6,10,20,50,100,200)")
+	fs.StringVar(&o.threads, "grid-threads", "", "app thread pools of the grid (default: around the recommendation, plus 6,10,20,50,100,150,200)")
 	fs.StringVar(&o.connections, "grid-connections", "", "app connection pools of the grid (default: around the recommendation, plus 6,10,20,60,100,200)")
 	fs.StringVar(&o.plot, "plot", "", "draw goodput against workload for the compared allocations (.svg, .png or .pdf)")
 	fs.IntVar(&o.parallel, "parallel", 0, "trials run at once (default GOMAXPROCS)")

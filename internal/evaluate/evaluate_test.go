@@ -29,6 +29,6 @@ func TestGrid(t *testing.T) {
 
 	def := Grid(d, rec, nil, nil)
 	assert.GreaterOrEqual(t, len(def), 50, "the default grid has at least 50 allocations")
-	assert.Equal(t, []int{4, 6, 8, 10, 12, 16, 20, 50, 100, 200}, Around(8, DefaultThreads))
+	assert.Equal(t, []int{4, 6, 8, 10, 12, 16, 20, 50, 100, 150, 200}, Around(8, DefaultThreads))
 	assert.Equal(t, []int{4500, 5000, 5500, 6000, 6500, 7000}, Workloads(5500))
 }

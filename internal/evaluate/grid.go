@@ -46,7 +46,7 @@ func Around(r int, anchors []int) []int {
 // DefaultThreads and DefaultConnections are the grid's anchors: the sizes a
 // practitioner would try, from the paper's 6 to 200.
 var (
-	DefaultThreads     = []int{6, 10, 20, 50, 100, 200}
+	DefaultThreads     = []int{6, 10, 20, 50, 100, 150, 200}
 	DefaultConnections = []int{6, 10, 20, 60, 100, 200}
 )
 
