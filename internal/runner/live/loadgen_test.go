@@ -50,9 +50,12 @@ func TestLoadMeasuresPages(t *testing.T) {
 	start := time.Now()
 	res, err := l.Run(context.Background())
 	require.NoError(t, err)
-	assert.Less(t, time.Since(start), short.Total()+time.Second, "the trial stops by itself")
-	// 20 users, 10 ms think time: close to 2,000 pages/s over the 1 s window.
-	assert.Greater(t, res.Pages, int64(500))
+	assert.Less(t, time.Since(start), short.Total()+10*time.Second, "the trial stops by itself")
+	// A closed loop obeys the response time law, X = N / (Z + R), however
+	// fast this (possibly busy) machine serves: 20 users, 10 ms think time.
+	require.Greater(t, res.Pages, int64(50))
+	want := 20 / (0.010 + res.ResponseTimes.Mean())
+	assert.InEpsilon(t, want, float64(res.Pages), 0.35, "pages in the 1 s window against N/(Z+R)")
 	assert.Equal(t, res.Pages, res.ResponseTimes.Count())
 	assert.Zero(t, res.Errors.Total())
 	assert.InDelta(t, 1.0, res.WindowEnd.Sub(res.WindowStart).Seconds(), 1e-9)
