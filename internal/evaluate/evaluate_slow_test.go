@@ -23,7 +23,7 @@ import (
 func TestSlowRunAndWrite(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Topologies, cfg.Seeds = []string{"1/2/1/2"}, []uint64{1, 2}
-	cfg.Timing = algorithms.Timing{RampUp: 20 * time.Second, Runtime: 40 * time.Second}
+	cfg.Timing = algorithms.Timing{RampUp: 10 * time.Second, Runtime: 20 * time.Second}
 	cfg.SpeedTiming = algorithms.Timing{RampUp: 5 * time.Second, Runtime: 10 * time.Second}
 	cfg.SpeedUsers = []int{1000}
 	rep, err := Run(context.Background(), cfg)
