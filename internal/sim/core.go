@@ -3,7 +3,6 @@ package sim
 import (
 	"math"
 	"math/bits"
-	"math/rand/v2"
 )
 
 // This file is the event core: clock-free building blocks that know nothing
@@ -229,7 +228,32 @@ func (q *idQueue) popAt(i int) int32 {
 // stream is one independent random stream (PCG, 128-bit state). The model
 // keeps one per purpose and per entity, so that a change in one place (a
 // pool size, a demand) does not shift the draws made anywhere else.
-type stream struct{ pcg rand.PCG }
+//
+// It is math/rand/v2's PCG (128-bit LCG, DXSM output) written out here, with
+// the same state, seeding and output, so that the draws are the same; the
+// hand-written step is cheap enough for the compiler to inline into the
+// draws, and they into the hot paths.
+type stream struct{ hi, lo uint64 }
+
+// uint64 is the next 64-bit draw: exactly rand.PCG.Uint64.
+func (s *stream) uint64() uint64 {
+	const (
+		mulHi    = 2549297995355413924
+		mulLo    = 4865540595714422341
+		incHi    = 6364136223846793005
+		incLo    = 1442695040888963407
+		cheapMul = 0xda942042e4dd58b5
+	)
+	hi, lo := bits.Mul64(s.lo, mulLo)
+	hi += s.hi*mulLo + s.lo*mulHi
+	lo, c := bits.Add64(lo, incLo, 0)
+	hi += incHi + c
+	s.lo, s.hi = lo, hi
+	hi ^= hi >> 32
+	hi *= cheapMul
+	hi ^= hi >> 48
+	return hi * (lo | 1)
+}
 
 // Stream purposes: part of the seed of every stream.
 const (
@@ -247,7 +271,7 @@ func newStream(seed, purpose, index uint64) stream {
 	a := splitmix(seed ^ splitmix(purpose<<40^index))
 	b := splitmix(a ^ 0x9e3779b97f4a7c15)
 	var s stream
-	s.pcg.Seed(a, b)
+	s.hi, s.lo = a, b
 	return s
 }
 
@@ -259,21 +283,32 @@ func splitmix(x uint64) uint64 {
 }
 
 // float64 is uniform in [0, 1).
-func (s *stream) float64() float64 { return float64(s.pcg.Uint64()>>11) * 0x1p-53 }
+func (s *stream) float64() float64 { return float64(s.uint64()>>11) * 0x1p-53 }
 
 // intN is uniform in [0, n), n > 0 (Lemire's multiply-shift; the bias of at
 // most n/2^64 is far below anything a trial can see).
 func (s *stream) intN(n int) int {
-	hi, _ := bits.Mul64(s.pcg.Uint64(), uint64(n))
+	hi, _ := bits.Mul64(s.uint64(), uint64(n))
 	return int(hi)
 }
 
 // exp is exponential with mean 1, by the ziggurat method (Marsaglia and
 // Tsang, 2000): one 64-bit draw and a table look-up in 99% of calls, the
-// logarithm only in the tail and at wedge rejections.
+// logarithm only in the tail and at wedge rejections. The common case is
+// small enough to inline; the rest continues from the same draw in expSlow.
 func (s *stream) exp() float64 {
+	u := s.uint64()
+	i := u & 0xff
+	j := uint32(u >> 32)
+	if j < zigK[i] {
+		return float64(j) * zigW[i]
+	}
+	return s.expSlow(u)
+}
+
+// expSlow is exp after a first draw u that fell outside its layer's box.
+func (s *stream) expSlow(u uint64) float64 {
 	for {
-		u := s.pcg.Uint64()
 		i := u & 0xff
 		j := uint32(u >> 32)
 		x := float64(j) * zigW[i]
@@ -286,6 +321,7 @@ func (s *stream) exp() float64 {
 		if zigF[i]+s.float64()*(zigF[i-1]-zigF[i]) < math.Exp(-x) {
 			return x
 		}
+		u = s.uint64()
 	}
 }
 
@@ -387,6 +423,7 @@ type station struct {
 	cores    int
 	mu       [maxClasses]float64 // 1/mean demand per class
 	rate     float64             // total completion rate now
+	sum      float64             // several classes: the rate before sharing, as of the last reschedule
 
 	gcPause  float64 // length of a pause
 	pauseEnd float64
@@ -483,6 +520,7 @@ func (s *station) reschedule() {
 		for k := 0; k < s.classes; k++ {
 			r += float64(len(s.jobs[k])) * s.mu[k]
 		}
+		s.sum = r
 	}
 	busy := min(s.n, s.cores)
 	if s.n > s.cores {
@@ -597,7 +635,13 @@ func (s *station) fire(now float64) int32 {
 		js[i] = js[len(js)-1]
 		s.jobs[0] = js[:len(js)-1]
 		s.n--
-		s.clock = s.rng.exp()
+		// s.clock = s.rng.exp(), its common case written out.
+		u := s.rng.uint64()
+		if j, l := uint32(u>>32), u&0xff; j < zigK[l] {
+			s.clock = float64(j) * zigW[l]
+		} else {
+			s.clock = s.rng.expSlow(u)
+		}
 		if s.n == 0 {
 			s.rate = 0
 			s.next, s.nextKind = inf, nextNone
@@ -627,11 +671,9 @@ func (s *station) fire(now float64) int32 {
 	}
 	k := 0
 	if s.classes > 1 {
-		var total float64
-		for j := 0; j < s.classes; j++ {
-			total += float64(len(s.jobs[j])) * s.mu[j]
-		}
-		u := s.rng.float64() * total
+		// The total rate before sharing, as reschedule summed it: no job
+		// has come or gone since.
+		u := s.rng.float64() * s.sum
 		for k = 0; k < s.classes-1; k++ {
 			u -= float64(len(s.jobs[k])) * s.mu[k]
 			if u < 0 && len(s.jobs[k]) > 0 {
