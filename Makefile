@@ -31,9 +31,9 @@ demo: build
 	$(BIN) recommend --topology 1/4/1/4
 
 # Regenerates docs/evaluation.md, its JSON twin and plots: one run on this machine
-# (3 min measured trials keep it to about 20 minutes on 2 cores).
+# (2 min measured trials keep it to about 15 minutes on 2 cores).
 evaluate: build
-	$(BIN) evaluate --out docs --runtime 3m
+	$(BIN) evaluate --out docs --runtime 2m
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
