@@ -138,10 +138,14 @@ func WriteTiersTable(w io.Writer, tiers []algorithms.TierRecommendation) error {
 	for _, t := range tiers {
 		minimum := ""
 		if t.Minimum != nil {
-			minimum = fmt.Sprintf("threads %d", t.Minimum.ThreadsPerServer)
-			if t.Minimum.ConnectionsPerServer != nil {
-				minimum += fmt.Sprintf(", connections %d", *t.Minimum.ConnectionsPerServer)
+			var parts []string
+			if t.Minimum.ThreadsPerServer != t.ThreadsPerServer {
+				parts = append(parts, fmt.Sprintf("threads %d", t.Minimum.ThreadsPerServer))
 			}
+			if m := t.Minimum.ConnectionsPerServer; m != nil && t.ConnectionsPerServer != nil && *m != *t.ConnectionsPerServer {
+				parts = append(parts, fmt.Sprintf("connections %d", *m))
+			}
+			minimum = strings.Join(parts, ", ")
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%s\t%s\n", t.Name, t.Replicas, t.ThreadsPerServer,
 			intOrDash(t.ConnectionsPerServer), t.TotalThreads, intOrDash(t.TotalConnections), minimum)
@@ -185,15 +189,15 @@ func WriteRecommendTable(w io.Writer, r RecommendJSON) error {
 	fmt.Fprintf(w, "topology %s: critical resource %s %s (%s at %.1f%%), saturated at %d users, max %.1f pages/s\n",
 		r.Topology, c.Tier, c.Resource, c.Server, 100*c.Utilization, c.SaturationWorkload, c.MaxThroughput)
 	ev := r.Evidence
-	how := "knee of SLO satisfaction"
+	how := fmt.Sprintf("knee of SLO satisfaction at %.3g s", ev.KneeThreshold)
 	switch ev.Reading {
 	case string(algorithms.ReadAtSaturation):
-		how = "where the critical resource crossed its saturation threshold"
+		how = "the smallest workload found with the critical resource saturated"
 	case "throughput-peak":
-		how = "throughput peak (no knee found)"
+		how = "throughput peak: no knee found"
 	}
-	fmt.Fprintf(w, "minJobs %.1f = %.1f req/s x %.4f s in the %s tier at %d users (%s; SLO at %.3g s)\n",
-		r.MinJobs, ev.CriticalThroughput, ev.CriticalResponseTime, c.Tier, ev.WLmin, how, ev.KneeThreshold)
+	fmt.Fprintf(w, "minJobs %.1f = %.1f req/s x %.4f s in the %s tier at %d users (%s)\n",
+		r.MinJobs, ev.CriticalThroughput, ev.CriticalResponseTime, c.Tier, ev.WLmin, how)
 	fmt.Fprintf(w, "experiments: %d\n\n", r.Experiments)
 	if err := WriteTiersTable(w, r.Tiers); err != nil {
 		return err
