@@ -213,23 +213,6 @@ func (j *Journal) Len() int {
 	return len(j.records)
 }
 
-// Topologies lists the topologies recorded, for a note when a journal serves
-// several.
-func (j *Journal) Topologies() []string {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	seen := map[string]bool{}
-	for _, r := range j.records {
-		seen[r.Experiment.Deployment.Topology] = true
-	}
-	out := make([]string, 0, len(seen))
-	for t := range seen {
-		out = append(out, t)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // Lookup returns the recorded observation of an experiment.
 func (j *Journal) Lookup(e algorithms.Experiment) (algorithms.Observation, bool) {
 	j.mu.Lock()

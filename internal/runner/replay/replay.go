@@ -156,6 +156,3 @@ func (r *Runner) summary(topology string) string {
 	sort.Strings(allocs)
 	return strings.Join(allocs, "; ")
 }
-
-// Len is the number of distinct experiments recorded.
-func (r *Runner) Len() int { return len(r.records) }
