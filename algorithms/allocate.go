@@ -72,7 +72,16 @@ type Options struct {
 	KneeThreshold float64
 	KneeFactor    float64
 	MinJobsAt     MinJobsReading
-	Intervention  InterventionOptions
+	// DemandDrift guards the saturation reading, which trusts the
+	// utilisation law: when the critical server's CPU per request at the
+	// saturating workload is more than this share below its CPU per request
+	// at the lowest workload measured, the server does more work per
+	// CPU-second as load rises (batching, fewer wake-ups), so its
+	// utilisation reaches the threshold before its throughput stops growing.
+	// Then minJobs is read at the knee of SLO satisfaction instead, with a
+	// warning. A negative value turns the check off.
+	DemandDrift  float64
+	Intervention InterventionOptions
 	// OnStart and OnTrial, when set, are called before and after every
 	// experiment (progress display).
 	OnStart func(procedure string, e Experiment)
@@ -94,6 +103,7 @@ func DefaultOptions() Options {
 		SLA:               2,
 		KneeFactor:        5,
 		MinJobsAt:         ReadAtSaturation,
+		DemandDrift:       0.15,
 		Intervention:      DefaultInterventionOptions(),
 	}
 }
@@ -136,6 +146,9 @@ func (o Options) withDefaults() Options {
 	if o.MinJobsAt == "" {
 		o.MinJobsAt = d.MinJobsAt
 	}
+	if o.DemandDrift == 0 {
+		o.DemandDrift = d.DemandDrift
+	}
 	return o
 }
 
@@ -151,6 +164,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("soft threshold %g: want a share of the runtime in (0,1]", o.SoftThreshold)
 	case o.Step < 1 || o.SmallStep < 1:
 		return fmt.Errorf("workload steps %d and %d: want positive numbers of users", o.Step, o.SmallStep)
+	case o.DemandDrift >= 1:
+		return fmt.Errorf("demand drift %g: want a share below 1 (negative: no check)", o.DemandDrift)
 	case o.SLA <= 0 || o.KneeThreshold < 0 || o.KneeFactor <= 0:
 		return fmt.Errorf("thresholds: want SLA > 0 (got %g), knee threshold >= 0 (got %g), knee factor > 0 (got %g)",
 			o.SLA, o.KneeThreshold, o.KneeFactor)
@@ -490,7 +505,14 @@ func InferMinConcurrentJobs(ctx context.Context, x Experimenter, d Deployment, c
 		res.KneeThreshold = opts.SLA
 	}
 	if opts.Mode == ModeEfficient && opts.MinJobsAt == ReadAtSaturation && c.SaturationWorkload > 0 {
-		return bisectSaturation(ctx, r, d, c, opts, res)
+		bis, drift, err := bisectSaturation(ctx, r, d, c, opts, res)
+		if err != nil || drift == "" {
+			return bis, err
+		}
+		// The utilisation law failed: scan for the knee; the bisection's
+		// trials stay counted (the runner keeps them).
+		opts.MinJobsAt = ReadAtKnee
+		res.Warnings = append(res.Warnings, drift)
 	}
 	start := opts.SmallStep
 	if opts.Mode == ModeEfficient && c.SaturationWorkload > 0 {
@@ -620,7 +642,7 @@ func tierUtilization(o Observation, c Critical) float64 {
 // hardware threshold (its last step below and its first step at or above),
 // so bisect that bracket down to SmallStep and read minJobs at its upper end,
 // instead of scanning every small step.
-func bisectSaturation(ctx context.Context, r *runner, d Deployment, c Critical, opts Options, res MinJobs) (MinJobs, error) {
+func bisectSaturation(ctx context.Context, r *runner, d Deployment, c Critical, opts Options, res MinJobs) (MinJobs, string, error) {
 	type point struct {
 		w int
 		o Observation
@@ -631,9 +653,9 @@ func bisectSaturation(ctx context.Context, r *runner, d Deployment, c Critical, 
 			pts = append(pts, point{t.Experiment.Workload.Users, t.Observation})
 		}
 	}
-	finish := func(err error) (MinJobs, error) {
+	finish := func(err error) (MinJobs, string, error) {
 		res.Trials, res.Experiments = r.trials, len(r.trials)
-		return res, err
+		return res, "", err
 	}
 	probe := func(w int) (point, error) {
 		o, _, _, err := r.run(ctx, c.Reserve, w)
@@ -699,6 +721,14 @@ func bisectSaturation(ctx context.Context, r *runner, d Deployment, c Critical, 
 	if res.KneeThreshold == 0 {
 		res.KneeThreshold = opts.KneeFactor * loP.o.ResponseTimes.Mean()
 	}
+	low := loP
+	if len(pts) > 0 && pts[0].w < low.w {
+		low = pts[0]
+	}
+	if drift := demandDrift(low.o, low.w, hiP.o, hiP.w, c, opts.DemandDrift); drift != "" {
+		res.Trials, res.Experiments = r.trials, len(r.trials)
+		return res, drift, nil
+	}
 	a, b := scanPoint(loP), scanPoint(hiP)
 	a.SLOSatisfaction, b.SLOSatisfaction = loP.o.SLOSatisfaction(res.KneeThreshold), hiP.o.SLOSatisfaction(res.KneeThreshold)
 	res.Points = []ScanPoint{a, b}
@@ -713,6 +743,37 @@ func bisectSaturation(ctx context.Context, r *runner, d Deployment, c Critical, 
 		return finish(fmt.Errorf("infer-min-jobs: the critical tier %q reported no throughput or response time at %d users", c.Tier, res.WLmin))
 	}
 	return finish(nil)
+}
+
+// demandDrift checks the utilisation law on the critical server between a
+// low workload and the saturating one: its CPU per request (U / X, the
+// demand up to the constant number of cores) should not fall by more than
+// limit. It returns a warning when it does, or "".
+func demandDrift(low Observation, lowUsers int, sat Observation, satUsers int, c Critical, limit float64) string {
+	if limit < 0 || (c.Resource != "cpu" && c.Resource != "") {
+		return ""
+	}
+	busiest := func(o Observation) ServerObservation {
+		var b ServerObservation
+		for _, s := range o.Servers {
+			if s.Tier == c.Tier && s.CPU > b.CPU {
+				b = s
+			}
+		}
+		return b
+	}
+	l, h := busiest(low), busiest(sat)
+	if l.Throughput <= 0 || h.Throughput <= 0 || l.CPU <= 0 {
+		return ""
+	}
+	dl, dh := l.CPU/l.Throughput, h.CPU/h.Throughput
+	if dh >= (1-limit)*dl {
+		return ""
+	}
+	return fmt.Sprintf("%s: CPU per request fell %.0f%% from %d users (cpu %.2f at %.1f req/s) to %d (cpu %.2f at %.1f req/s): "+
+		"it does more work per CPU-second as load rises, so its utilisation reaches the threshold before throughput stops growing; "+
+		"minJobs read at the knee of SLO satisfaction instead",
+		h.Name, 100*(1-dh/dl), lowUsers, l.CPU, l.Throughput, satUsers, h.CPU, h.Throughput)
 }
 
 // readAtSaturation reads the critical tier's jobs (L = X R) at the first

@@ -3,6 +3,8 @@ package algorithms_test
 import (
 	"context"
 	"errors"
+	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -381,4 +383,54 @@ func TestBisectionMatchesTheFullScan(t *testing.T) {
 			assert.Greater(t, scan.Experiments, 3*bis.Experiments)
 		})
 	}
+}
+
+// batching reports a critical tier whose CPU per request is highest at low
+// load (wake-ups, idle transitions) and falls towards the work itself as the
+// server fills: measured utilisation U(1 + 0.6(1-U)) for a true U. It reads
+// 0.95 at a true 0.89, before throughput stops growing.
+type batching struct {
+	*mvaExperimenter
+	tier string
+}
+
+func (b batching) RunExperiment(ctx context.Context, e algorithms.Experiment) (algorithms.Observation, error) {
+	o, err := b.mvaExperimenter.RunExperiment(ctx, e)
+	for i := range o.Servers {
+		if s := &o.Servers[i]; s.Tier == b.tier {
+			s.CPU = math.Min(1, s.CPU*(1+0.6*(1-s.CPU)))
+		}
+	}
+	return o, err
+}
+
+func TestSaturationReadingFallsBackToTheKneeWhenDemandFalls(t *testing.T) {
+	d := deployment(t, "1/2/1/2")
+	opts := shortOptions()
+	ctx := context.Background()
+	x := batching{rubbosFake(), "app"}
+	c, err := algorithms.FindCriticalResource(ctx, x, d, allocation(t, "400-150-60"), opts)
+	require.NoError(t, err)
+	require.Equal(t, "app", c.Tier)
+
+	m, err := algorithms.InferMinConcurrentJobs(ctx, x, d, c, opts)
+	require.NoError(t, err)
+	assert.Equal(t, "knee", m.Reading)
+	assert.True(t, m.Knee)
+	assert.Contains(t, strings.Join(m.Warnings, "\n"), "app-1: CPU per request fell")
+
+	off := opts
+	off.DemandDrift = -1
+	trusting, err := algorithms.InferMinConcurrentJobs(ctx, x, d, c, off)
+	require.NoError(t, err)
+	assert.Equal(t, "saturation", trusting.Reading)
+	assert.Empty(t, trusting.Warnings)
+
+	// A server whose demand holds (the plain model) keeps the saturation reading.
+	c, err = algorithms.FindCriticalResource(ctx, rubbosFake(), d, allocation(t, "400-150-60"), opts)
+	require.NoError(t, err)
+	plain, err := algorithms.InferMinConcurrentJobs(ctx, rubbosFake(), d, c, opts)
+	require.NoError(t, err)
+	assert.Equal(t, "saturation", plain.Reading)
+	assert.Empty(t, plain.Warnings)
 }

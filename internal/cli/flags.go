@@ -153,6 +153,7 @@ type algorithmFlags struct {
 	sla           time.Duration
 	kneeThreshold time.Duration
 	kneeFactor    float64
+	demandDrift   float64
 }
 
 func (f *algorithmFlags) register(fs *pflag.FlagSet) {
@@ -168,6 +169,7 @@ func (f *algorithmFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.sla, "sla", 2*time.Second, "SLA response-time threshold of goodput")
 	fs.DurationVar(&f.kneeThreshold, "knee-threshold", 0, "response time at which SLO satisfaction is measured for the knee (default: --knee-factor x the page response time at the scan's lowest workload; the SLA in paper mode)")
 	fs.Float64Var(&f.kneeFactor, "knee-factor", d.KneeFactor, "see --knee-threshold")
+	fs.Float64Var(&f.demandDrift, "demand-drift", d.DemandDrift, "the saturation reading trusts the utilisation law: if the critical server's CPU per request falls by more than this share between low load and saturation, minJobs is read at the knee instead (0: no check)")
 }
 
 func (f *algorithmFlags) options(t algorithms.Timing) (algorithms.Options, error) {
@@ -177,6 +179,10 @@ func (f *algorithmFlags) options(t algorithms.Timing) (algorithms.Options, error
 	o.Step, o.SmallStep, o.MaxWorkload, o.ScanSpan = f.step, f.smallStep, f.maxWorkload, f.scanSpan
 	o.HardwareThreshold, o.SoftThreshold = f.hwThreshold, f.softThreshold
 	o.SLA, o.KneeThreshold, o.KneeFactor = f.sla.Seconds(), f.kneeThreshold.Seconds(), f.kneeFactor
+	o.DemandDrift = f.demandDrift
+	if f.demandDrift == 0 {
+		o.DemandDrift = -1 // 0 on the command line: no check
+	}
 	o.Timing = t
 	switch {
 	case o.Mode != algorithms.ModeEfficient && o.Mode != algorithms.ModePaper:
@@ -191,6 +197,8 @@ func (f *algorithmFlags) options(t algorithms.Timing) (algorithms.Options, error
 		return o, usagef("--soft-threshold %g: want a share in (0,1]", o.SoftThreshold)
 	case o.SLA <= 0 || o.KneeThreshold < 0 || o.KneeFactor <= 0:
 		return o, usagef("--sla must be > 0, --knee-threshold >= 0 and --knee-factor > 0")
+	case f.demandDrift < 0 || f.demandDrift >= 1:
+		return o, usagef("--demand-drift %g: want a share in [0,1)", f.demandDrift)
 	}
 	return o, nil
 }
