@@ -194,6 +194,43 @@ func TestLiveTestbed(t *testing.T) {
 		assert.Equal(t, "cpu", measured.Resource)
 	})
 
+	t.Run("check and metrics read the live campaign's journal", func(t *testing.T) {
+		require.NotZero(t, measured.SaturationWorkload, "needs the find-critical subtest")
+		prom := filepath.Join(dir, "capacity.prom")
+		base := []string{"check", "--from-journal", journalA, "--runner", "live", "-f", deployment, "--alloc", "100-20-10", "--quiet"}
+		floor := fmt.Sprintf("%.0f", measured.MaxThroughput/2)
+		var doc struct {
+			Capacity struct {
+				Critical      string  `json:"critical"`
+				MaxThroughput float64 `json:"maxThroughput"`
+				Experiments   int     `json:"experiments"`
+			} `json:"capacity"`
+			OK bool `json:"ok"`
+		}
+		out := run(t, exec.Command(binary, append(base, "--critical", "app/cpu", "--min-goodput", floor,
+			"--metrics-file", prom, "--output", "json")...))
+		require.NoError(t, json.Unmarshal(out, &doc), "%s", out)
+		assert.True(t, doc.OK)
+		assert.Equal(t, "app/cpu", doc.Capacity.Critical)
+		// The same trials (unless find-critical doubled a pool, which leaves
+		// fewer on 100-20-10): no new experiment.
+		assert.LessOrEqual(t, doc.Capacity.MaxThroughput, measured.MaxThroughput+1e-9)
+		assert.Greater(t, doc.Capacity.MaxThroughput, measured.MaxThroughput/2)
+		text, err := os.ReadFile(prom)
+		require.NoError(t, err)
+		assert.Contains(t, string(text), `softalloc_critical_resource_info{resource="cpu",runner="live",tier="app",topology="1/1/1"} 1`)
+		assert.Contains(t, string(text), `softalloc_check_passed{check="min-goodput",runner="live",topology="1/1/1"} 1`)
+
+		// The wrong critical resource fails the check: exit status 1.
+		cmd := exec.Command(binary, append(base, "--critical", "db/cpu")...)
+		cmd.Dir = repo
+		msg, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit, "%s", msg)
+		assert.Equal(t, 1, exit.ExitCode())
+		assert.Contains(t, string(msg), "expected db/cpu")
+	})
+
 	t.Run("moving the cap moves the answer", func(t *testing.T) {
 		setCaps(t, dbCritical)
 		c := findCritical(t, "--runner", "live", "-f", deployment, "--journal", journalB)
