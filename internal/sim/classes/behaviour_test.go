@@ -8,7 +8,7 @@ package classes
 
 import (
 	"context"
-	"fmt"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -57,7 +57,7 @@ func TestBehaviourSeed000RoundRobin100ms(t *testing.T) {
 // (Solaris measured -78%), no step over 30 points. In this model the band
 // holds up to about 15 ms at 40 heavy, but only 10 ms keeps the first step
 // (0 -> 5 heavy) under 30 points; 20 ms gives -86%
-// (TestBehaviourSeed000QuantumSweep).
+// (TestBehaviourSeed000RoundRobinMeanValue says why).
 func TestBehaviourSeed000RoundRobin10ms(t *testing.T) {
 	for _, seed := range seeds {
 		light, _, _ := seed000(t, Setup{Policy: PolicyRR, Quantum: 0.01}, seed)
@@ -236,15 +236,45 @@ func TestBehaviourRecommendSeed000(t *testing.T) {
 	assert.Less(t, light.Shared.ResponseTime, 1.0)
 }
 
-// The longer the slice, the deeper the light drop at 40 heavy: from
-// processor sharing's -57% at a slice below the light demand (the text's
-// modified Linux with 1-2 ms slices) to -97% at 100 ms.
-func TestBehaviourSeed000QuantumSweep(t *testing.T) {
-	prev := 0.0
-	for _, q := range []float64{0.002, 0.01, 0.015, 0.02, 0.1} {
-		light, _, _ := seed000(t, Setup{Policy: PolicyRR, Quantum: q}, 1)
-		t.Logf("rr %4.0fms: %s", q*1000, fmt.Sprintf("%5.1f", light))
-		assert.Greater(t, light[8], prev, "rr %gms", q*1000)
-		prev = light[8]
+// Round robin from one FIFO run queue has a mean-value form: a request waits
+// W in the queue whatever its class, then runs one turn, a light one its
+// whole 3.9 ms and a heavy one min(rest, q), of mean E = D(1 - exp(-q/D))
+// for an exponential heavy demand of mean D. With the 4 cores always busy,
+// 30 x 3.9 ms / (W + 3.9 ms) + H E / (W + E) = 4 fixes W, and the light
+// throughput is 30 / (W + 3.9 ms). The simulator must follow it at every
+// quantum and level. It also says which quanta can meet issue 13's
+// Solaris-like band: -70..-85% at 40 heavy holds for 7.2 <= q <= 18.1 ms, and
+// a first step (0 -> 5 heavy) of at most 30 points needs q <= 12.1 ms; at
+// 20 ms the drop is -86%. No FIFO round robin meets the band across 10-20 ms;
+// TestBehaviourSeed000RoundRobin10ms holds it at 10 ms.
+func TestBehaviourSeed000RoundRobinMeanValue(t *testing.T) {
+	const light, heavy, cores = 0.0039, 0.4, 4.0
+	solo := 30 / (30 * light / cores)
+	for _, q := range []float64{0.005, 0.01, 0.015, 0.02, 0.1} {
+		e := heavy * (1 - math.Exp(-q/heavy))
+		drops, _, _ := seed000(t, Setup{Policy: PolicyRR, Quantum: q}, 1)
+		want := make([]float64, len(drops))
+		for i := range drops {
+			h := 5 * float64(i)
+			busy := func(w float64) float64 { return 30*light/(w+light) + h*e/(w+e) }
+			lo, hi := -light+1e-12, 1e3 // busy falls as W grows
+			for range 200 {
+				if m := (lo + hi) / 2; busy(m) > cores {
+					lo = m
+				} else {
+					hi = m
+				}
+			}
+			want[i] = 100 * (1 - 30/(lo+light)/solo)
+			// At a 100 ms slice a heavy request rejoins a queue that the
+			// lights have turned over many times: waits differ by class
+			// by a few points' worth at 5 heavy.
+			tol := 1.5
+			if q >= 0.1 {
+				tol = 3.5
+			}
+			assert.InDelta(t, want[i], drops[i], tol, "rr %g ms, %d heavy", q*1000, 5*i)
+		}
+		t.Logf("rr %5.1f ms: sim %5.1f\n             mean value %5.1f", q*1000, drops, want)
 	}
 }
