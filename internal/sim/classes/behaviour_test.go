@@ -236,6 +236,44 @@ func TestBehaviourRecommendSeed000(t *testing.T) {
 	assert.Less(t, light.Shared.ResponseTime, 1.0)
 }
 
+// Seed 000's services as memory-bound (testdata/seed000-memory.yaml, a 1 GB
+// heap): in the shared pool of 150 the 40 heavy requests hold 800 MB, the
+// collector takes most of the CPU, and the light service drops far more
+// than processor sharing alone would (-57%) and misses its objective.
+// recommend caps the heavy pool where light keeps its objective and heavy
+// itself is served best: less collection serves both classes more.
+func TestBehaviourRecommendSeed000MemoryBound(t *testing.T) {
+	w, err := LoadWorkload("testdata/seed000-memory.yaml")
+	require.NoError(t, err)
+	shared := simulate(t, w, 1)
+	assert.Greater(t, shared.GCShare, 0.4, "shared pool: the collector takes much of the CPU")
+	assert.Less(t, shared.Class("light").Throughput, (1-0.7)*4/0.0039, "shared pool: light drops over 70%")
+	rec, err := Recommend(context.Background(), w, RecommendOptions{Seed: 1})
+	require.NoError(t, err)
+	light, heavy := rec.Classes[0], rec.Classes[1]
+	require.Equal(t, "light", light.Name)
+	assert.False(t, light.Shared.Met)
+	assert.True(t, light.Recommended.Met, "recommended: adequacy %.2f", light.Recommended.Adequacy)
+	assert.Greater(t, heavy.Recommended.Throughput, 1.3*heavy.Shared.Throughput)
+	assert.Greater(t, light.Recommended.Throughput, 2*light.Shared.Throughput)
+
+	// Its neighbours serve heavy no better (beyond trial noise), and a pool
+	// of all 40 serves it far worse.
+	heavyAt := func(p int) *Result {
+		c, err := Setup{PerClassPools: true, PoolSizes: map[string]int{"heavy": p}}.Apply(w)
+		require.NoError(t, err)
+		r := simulate(t, c, 1)
+		return &r
+	}
+	at := heavyAt(heavy.Pool)
+	assert.Less(t, at.GCShare, shared.GCShare/2)
+	x := at.Class("heavy").Throughput
+	for _, p := range []int{heavy.Pool / 2, heavy.Pool + 6} {
+		assert.Less(t, heavyAt(p).Class("heavy").Throughput, 1.1*x, "heavy pool %d", p)
+	}
+	assert.Less(t, heavyAt(40).Class("heavy").Throughput, 0.75*x)
+}
+
 // Round robin from one FIFO run queue has a mean-value form: a request waits
 // W in the queue whatever its class, then runs one turn, a light one its
 // whole 3.9 ms and a heavy one min(rest, q), of mean E = D(1 - exp(-q/D))

@@ -20,8 +20,12 @@ type Result struct {
 	HitsPerSecond   float64 `json:"hitsPerSecond"`
 	ErrorsPerSecond float64 `json:"errorsPerSecond"`
 	// CPU is the mean utilisation of the cores.
-	CPU     float64       `json:"cpu"`
-	Classes []ClassResult `json:"classes"`
+	CPU float64 `json:"cpu"`
+	// GCShare is the collector's mean share of the CPU over the window and
+	// HeapPeak the most bytes live (with server.memory only).
+	GCShare  float64       `json:"gcShare,omitempty"`
+	HeapPeak float64       `json:"heapPeak,omitempty"`
+	Classes  []ClassResult `json:"classes"`
 	// Series bins the whole trial by Run.Interval (empty without one).
 	Series []Bin `json:"series,omitempty"`
 }
@@ -32,17 +36,20 @@ type ClassResult struct {
 	// Throughput is responses per second; Goodput those within the SLA.
 	Throughput float64 `json:"throughput"`
 	Goodput    float64 `json:"goodput"`
-	// ErrorsPerSecond are refused connections.
+	// ErrorsPerSecond are refused connections and requests that failed
+	// for want of memory.
 	ErrorsPerSecond float64 `json:"errorsPerSecond"`
 	// Adequacy is the share of requests sent in the window (up to a limit
 	// before its end, so that each had its chance) answered within the
 	// client limit; refused ones are inadequate.
 	Adequacy float64 `json:"adequacy"`
 	Limit    float64 `json:"limit"`
-	// Sent, Completed and Refused are counts in the window.
-	Sent      int64 `json:"sent"`
-	Completed int64 `json:"completed"`
-	Refused   int64 `json:"refused"`
+	// Sent, Completed and Refused are counts in the window; OutOfMemory
+	// counts the refused that a thread took but the heap could not hold.
+	Sent        int64 `json:"sent"`
+	Completed   int64 `json:"completed"`
+	Refused     int64 `json:"refused"`
+	OutOfMemory int64 `json:"outOfMemory,omitempty"`
 	// ResponseTime is the mean response time (client side, network
 	// included); ServerTime the mean time holding a thread.
 	ResponseTime float64 `json:"responseTime"`
@@ -134,6 +141,7 @@ type pool struct {
 
 type classState struct {
 	demand, think, net, limit, sla float64
+	mem                            float64 // bytes held from thread to response
 	exp                            bool
 	costs                          []float64
 	pool                           int
@@ -146,6 +154,7 @@ type classState struct {
 	users                          int
 
 	sent, completed, refused, good int64
+	oom                            int64
 	counted, adequate              int64
 	respSum, serverSum             float64
 	rec                            *algorithms.Recorder
@@ -177,6 +186,14 @@ type model struct {
 	interval float64
 	bins     []bin
 	events   int64
+
+	// The heap (server.memory): bytes live in requests, the slump's speed
+	// and the collector's share integrated over the window.
+	memory           *Memory
+	liveBytes        float64
+	slump            float64
+	gcShare, gcLast  float64
+	gcArea, heapPeak float64
 }
 
 // Simulate runs one trial of workload w with the given seed. The same seed
@@ -198,12 +215,13 @@ func Simulate(ctx context.Context, w *Workload, seed uint64) (Result, error) {
 func newModel(w *Workload, seed uint64) *model {
 	m := &model{w: w, seed: seed, start: float64(w.Run.WarmUp), bounded: w.Server.Admission == AdmissionBounded}
 	m.end = m.start + float64(w.Run.Duration)
-	speed := 1.0
+	m.slump, m.memory = 1, w.Server.Memory
 	for _, s := range w.Server.Slumps {
 		if float64(s.From) <= 0 && float64(s.To) > 0 {
-			speed = s.Speed
+			m.slump = s.Speed
 		}
 	}
+	speed := m.slump * m.gcSpeed()
 	if w.Server.Policy == PolicyRR {
 		m.cpu = newRRCPU(w.Server.Cores, float64(w.Server.Quantum), speed, &m.work)
 	} else {
@@ -223,6 +241,7 @@ func newModel(w *Workload, seed uint64) *model {
 		c := &w.Classes[k]
 		s := &m.cls[k]
 		s.demand, s.think, s.net = float64(c.Demand), float64(c.Load.ThinkTime), float64(c.Network)
+		s.mem = float64(c.Memory)
 		s.limit, s.sla = float64(c.Limit), float64(c.SLA)
 		s.exp = c.Distribution == Exponential
 		for _, a := range c.Approaches {
@@ -335,12 +354,15 @@ func (m *model) run(ctx context.Context) error {
 				m.heap.Push(t+float64(s.ramp.Every), id, evRamp)
 			}
 		case evSlumpStart:
-			m.cpu.setSpeed(t, m.w.Server.Slumps[id].Speed)
+			m.slump = m.w.Server.Slumps[id].Speed
+			m.cpu.setSpeed(t, m.slump*m.gcSpeed())
 		case evSlumpEnd:
-			m.cpu.setSpeed(t, 1)
+			m.slump = 1
+			m.cpu.setSpeed(t, m.gcSpeed())
 		case evWindowStart:
 			m.inWindow = true
 			m.cpu.restart(t)
+			m.gcLast, m.gcArea, m.heapPeak = t, 0, m.liveBytes
 		case evWindowEnd:
 			return nil
 		}
@@ -415,10 +437,25 @@ func (m *model) arrive(id int32) {
 	}
 }
 
-// begin: a thread takes the request; the selector picks its approach.
+// begin: a thread takes the request; the selector picks its approach. A
+// request whose memory the heap cannot hold fails at once, and the thread
+// takes the next waiting request.
 func (m *model) begin(id int32) {
 	r := &m.reqs[id]
 	s := &m.cls[r.class]
+	if s.mem > 0 {
+		if float64(m.memory.Base)+m.liveBytes+s.mem > float64(m.memory.Heap) {
+			if m.inWindow {
+				s.oom++
+			}
+			m.refuse(id)
+			if p := &m.pools[s.pool]; p.queue.Len() > 0 && p.busy < p.size {
+				m.begin(p.queue.Pop())
+			}
+			return
+		}
+		m.setLive(m.liveBytes + s.mem)
+	}
 	m.pools[s.pool].busy++
 	r.start = m.now
 	a := 0
@@ -444,9 +481,19 @@ func (m *model) refuse(id int32) {
 	}
 	m.release(id)
 	if r.user >= 0 {
-		m.think(r.user)
+		if m.cls[r.class].think > 0 {
+			m.think(r.user)
+		} else {
+			// A client with no think time retries after a reconnect, not
+			// in the same instant (which would loop for ever).
+			m.heap.Push(m.now+retryPause, r.user, evSend)
+		}
 	}
 }
+
+// retryPause is how long a client with no think time takes to send again
+// after an error.
+const retryPause = 0.01
 
 func (m *model) binOf(t float64) int { return min(int(t/m.interval), len(m.bins)-1) }
 
@@ -458,6 +505,9 @@ func (m *model) finish(id int32) {
 	server := m.now - r.start
 	if s.sel != nil {
 		s.sel.report(int(r.appr), server)
+	}
+	if s.mem > 0 {
+		m.setLive(m.liveBytes - s.mem)
 	}
 	p := &m.pools[s.pool]
 	p.busy--
@@ -493,6 +543,29 @@ func (m *model) finish(id int32) {
 	}
 }
 
+// gcSpeed is the share of the CPU left to requests by the collector.
+func (m *model) gcSpeed() float64 {
+	if m.memory == nil || m.memory.GCCost == 0 {
+		return 1
+	}
+	l := float64(m.memory.Base) + m.liveBytes
+	return 1 / (1 + m.memory.GCCost*l/(float64(m.memory.Heap)-l))
+}
+
+// setLive changes the bytes live in requests and with them the collector's
+// share of the CPU.
+func (m *model) setLive(v float64) {
+	if m.inWindow {
+		m.gcArea += m.gcShare * (m.now - m.gcLast)
+		m.gcLast = m.now
+		m.heapPeak = max(m.heapPeak, float64(m.memory.Base)+v)
+	}
+	m.liveBytes = max(v, 0) // rounding of sums of sizes
+	g := m.gcSpeed()
+	m.gcShare = 1 - g
+	m.cpu.setSpeed(m.now, m.slump*g)
+}
+
 func (m *model) think(u int32) {
 	us := &m.users[u]
 	z := m.cls[us.class].think
@@ -508,6 +581,10 @@ func (m *model) result() Result {
 	T := m.end - m.start
 	res := Result{Name: w.Name, Seconds: T}
 	res.CPU = m.cpu.busy(m.end) / (float64(w.Server.Cores) * T)
+	if m.memory != nil {
+		res.GCShare = (m.gcArea + m.gcShare*(m.end-m.gcLast)) / T
+		res.HeapPeak = max(m.heapPeak, float64(m.memory.Base)+m.liveBytes)
+	}
 	var hits, errs int64
 	for k := range m.cls {
 		s := &m.cls[k]
@@ -515,7 +592,7 @@ func (m *model) result() Result {
 			Name: w.Classes[k].Name, Limit: s.limit,
 			Throughput: float64(s.completed) / T, Goodput: float64(s.good) / T,
 			ErrorsPerSecond: float64(s.refused) / T,
-			Sent:            s.sent, Completed: s.completed, Refused: s.refused,
+			Sent:            s.sent, Completed: s.completed, Refused: s.refused, OutOfMemory: s.oom,
 			ResponseTimes: s.rec.Histogram(),
 		}
 		if s.counted > 0 {

@@ -2,6 +2,7 @@ package classes
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -211,6 +212,11 @@ run: {duration: 1s}
 		"duration":      {replace(base, "duration: 1s", "duration: 0"), "run"},
 		"slump":         {replace(base, "cores: 1,", "cores: 1, slumps: [{from: 2s, to: 1s, speed: 0.5}],"), "server.slumps[0]"},
 		"adequacy":      {replace(base, "demand: 1ms,", "demand: 1ms, objective: {adequacy: 2},"), "objective.adequacy"},
+		"memory alone":  {replace(base, "demand: 1ms,", "demand: 1ms, memory: 1MB,"), "needs server.memory"},
+		"size":          {replace(base, "cores: 1,", "cores: 1, memory: {heap: 1TX},"), "want a size like 512MB"},
+		"heap":          {replace(base, "cores: 1,", "cores: 1, memory: {heap: 0},"), "server.memory.heap"},
+		"base":          {replace(base, "cores: 1,", "cores: 1, memory: {heap: 1GB, base: 2GB},"), "server.memory.base"},
+		"too big":       {replace(replace(base, "cores: 1,", "cores: 1, memory: {heap: 1GB, base: 512MB},"), "demand: 1ms,", "demand: 1ms, memory: 600MB,"), "classes.a.memory"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.yaml), "bad.yaml")
@@ -268,4 +274,71 @@ func TestDegradationHonoursCancellation(t *testing.T) {
 func TestRecommendWantsAnObjective(t *testing.T) {
 	_, err := Recommend(context.Background(), Seed000(), RecommendOptions{})
 	assert.ErrorIs(t, err, ErrNoObjective)
+}
+
+// With every request always in the server (no think time), the heap holds
+// base + N x memory, and the collector leaves the cores 1 / (1 + c L/(H-L)).
+func TestMemorySlowsTheCPUByTheCollectorsShare(t *testing.T) {
+	w := single(4, PolicyPS, 0.01, Load{Users: 20})
+	w.Classes[0].Distribution = Deterministic
+	w.Classes[0].Memory = 20 << 20
+	w.Server.Memory = &Memory{Heap: 1 << 30, Base: 100 << 20, GCCost: 0.2}
+	require.NoError(t, w.Validate())
+	r := simulate(t, w, 1)
+	live := float64(100<<20 + 20*20<<20)
+	speed := 1 / (1 + 0.2*live/(float64(1<<30)-live))
+	assert.InEpsilon(t, 4*speed/0.01, r.Classes[0].Throughput, 0.005)
+	assert.InDelta(t, 1-speed, r.GCShare, 1e-9)
+	assert.Equal(t, live, r.HeapPeak)
+	assert.Zero(t, r.Classes[0].OutOfMemory)
+
+	// Without the heap section the same load runs at full speed.
+	w.Server.Memory, w.Classes[0].Memory = nil, 0
+	assert.InEpsilon(t, 4/0.01, simulate(t, w, 1).Classes[0].Throughput, 0.005)
+}
+
+// A request the heap cannot hold fails at once, counted as an error and as
+// out of memory; the client retries after a pause, and the thread serves
+// the next request.
+func TestOutOfMemoryFailsTheRequest(t *testing.T) {
+	w := single(1, PolicyPS, 0.01, Load{Users: 10})
+	w.Classes[0].Memory = 300 << 20
+	w.Server.Memory = &Memory{Heap: 1 << 30}
+	r := simulate(t, w, 1)
+	c := r.Classes[0]
+	assert.Positive(t, c.OutOfMemory)
+	assert.Equal(t, c.Refused, c.OutOfMemory)
+	assert.Positive(t, c.Throughput)
+	assert.LessOrEqual(t, r.HeapPeak, float64(1<<30))
+	assert.Equal(t, float64(3*300<<20), r.HeapPeak, "three requests fit")
+}
+
+// mostThroughput keeps the largest feasible pool unless a smaller one
+// serves the best-effort classes over 1% more.
+func TestMostThroughputPicksThePeak(t *testing.T) {
+	served := func(f func(p int) float64) func(int) (Result, bool, error) {
+		return func(p int) (Result, bool, error) {
+			return Result{Classes: []ClassResult{{Name: "heavy", Throughput: f(p)}}}, p != 4, nil
+		}
+	}
+	ctx := context.Background()
+	peaked := served(func(p int) float64 { return 10 - math.Abs(float64(p)-6) })
+	top, _, _ := peaked(20)
+	p, r, err := mostThroughput(ctx, 1, []string{"heavy"}, 20, top, peaked)
+	require.NoError(t, err)
+	assert.Equal(t, 6, p)
+	assert.Equal(t, 10.0, r.Classes[0].Throughput)
+
+	rising := served(func(p int) float64 { return float64(p) })
+	top, _, _ = rising(20)
+	p, _, err = mostThroughput(ctx, 1, []string{"heavy"}, 20, top, rising)
+	require.NoError(t, err)
+	assert.Equal(t, 20, p)
+
+	// An infeasible size is never chosen, however much it serves.
+	spike := served(func(p int) float64 { return map[int]float64{4: 100}[p] + 1 })
+	top, _, _ = spike(20)
+	p, _, err = mostThroughput(ctx, 1, []string{"heavy"}, 20, top, spike)
+	require.NoError(t, err)
+	assert.Equal(t, 20, p)
 }

@@ -72,10 +72,11 @@ func hasObjective(k *Class) bool { return k.Objective != nil && !k.Objective.Bes
 
 // Recommend sizes per-class pools on the critical resource: classes with an
 // objective keep a pool as large as the shared one, and the best-effort
-// classes get the largest pool (the same for each) with which every
-// objective still holds at the workload's load. It is found by bisection on
-// simulated trials, so it assumes objectives only get harder as best-effort
-// pools grow.
+// classes get one pool size (the same for each): the largest with which
+// every objective still holds at the workload's load, found by bisection on
+// simulated trials (so it assumes objectives only get harder as best-effort
+// pools grow), or a smaller one on the way to it that serves the best-effort
+// classes more (a tight heap: fewer threads, less collection).
 func Recommend(ctx context.Context, w *Workload, o RecommendOptions) (Recommendation, error) {
 	if err := w.Validate(); err != nil {
 		return Recommendation{}, err
@@ -172,6 +173,11 @@ func Recommend(ctx context.Context, w *Workload, o RecommendOptions) (Recommenda
 		}
 		p, r = lo, rlo
 	}
+	if ok && len(best) > 0 && p > 1 {
+		if p, r, err = mostThroughput(ctx, o.Parallel, best, p, r, trial); err != nil {
+			return rec, err
+		}
+	}
 	for i := range w.Classes {
 		k := &w.Classes[i]
 		cr := ClassRecommendation{Name: k.Name, Objective: "best effort", Users: k.Load.Concurrency(0), MinJobs: minJobs[i], Pool: rec.SharedPool}
@@ -221,6 +227,51 @@ func Recommend(ctx context.Context, w *Workload, o RecommendOptions) (Recommenda
 }
 
 // objectivesMet says every class with an objective meets it in r.
+// mostThroughput looks below the largest feasible best-effort pool, on a
+// geometric grid, for the feasible pool under which the best-effort classes
+// complete the most requests; the largest within 1% of that wins, so that
+// on the CPU alone (where more threads never serve them less) the answer
+// stays the largest pool.
+func mostThroughput(ctx context.Context, parallel int, best []string, largest int, at Result,
+	trial func(int) (Result, bool, error)) (int, Result, error) {
+	served := func(r Result) float64 {
+		var x float64
+		for _, n := range best {
+			x += r.Class(n).Throughput
+		}
+		return x
+	}
+	var sizes []int
+	for p := 1; p < largest; p = max(p+1, p*3/2) {
+		sizes = append(sizes, p)
+	}
+	results := make([]Result, len(sizes))
+	feasible := make([]bool, len(sizes))
+	err := runAll(ctx, parallel, len(sizes), func(_ context.Context, i int) error {
+		var err error
+		results[i], feasible[i], err = trial(sizes[i])
+		return err
+	})
+	if err != nil {
+		return 0, Result{}, err
+	}
+	top := served(at)
+	for i := range sizes {
+		if feasible[i] {
+			top = max(top, served(results[i]))
+		}
+	}
+	if served(at) >= 0.99*top {
+		return largest, at, nil
+	}
+	for i := len(sizes) - 1; i >= 0; i-- {
+		if feasible[i] && served(results[i]) >= 0.99*top {
+			return sizes[i], results[i], nil
+		}
+	}
+	return largest, at, nil
+}
+
 func objectivesMet(w *Workload, r Result) bool {
 	for i := range w.Classes {
 		k := &w.Classes[i]

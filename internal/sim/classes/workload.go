@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -85,6 +86,55 @@ type Server struct {
 	Pools []Pool `yaml:"pools"`
 	// Slumps are temporary losses of capacity (seed 004's memory slump).
 	Slumps []Slump `yaml:"slumps"`
+	// Memory is the heap the requests' memory lives in (nil: memory is not
+	// modelled).
+	Memory *Memory `yaml:"memory"`
+}
+
+// Memory is a garbage-collected heap. A request holds its class's Memory
+// from the moment a thread takes it until its response. With L bytes live
+// (Base included) in a heap of Heap bytes, the collector runs about once per
+// Heap - L bytes allocated and traces L each time, so it costs GCCost x
+// L / (Heap - L) of CPU per unit of request work: the cores serve requests
+// at speed 1 / (1 + GCCost x L / (Heap - L)). A request whose memory does
+// not fit fails at once (OutOfMemoryError) and counts as an error.
+type Memory struct {
+	Heap Bytes `yaml:"heap"`
+	// Base is live whatever the load (the server's own data).
+	Base   Bytes   `yaml:"base"`
+	GCCost float64 `yaml:"gcCost"`
+}
+
+// Bytes is a size; YAML takes "512MB", "1.5GB", "64KB" (powers of 1024,
+// as the JVM's -Xmx reads them) or a plain number of bytes.
+type Bytes float64
+
+// UnmarshalYAML reads a size.
+func (b *Bytes) UnmarshalYAML(n *yaml.Node) error {
+	v, err := parseBytes(n.Value)
+	if n.Kind != yaml.ScalarNode || err != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: want a size like 512MB, 1GB or 4096, got %q", n.Line, n.Value)}}
+	}
+	*b = Bytes(v)
+	return nil
+}
+
+func parseBytes(s string) (float64, error) {
+	unit := 1.0
+	for _, u := range []struct {
+		suffix string
+		scale  float64
+	}{{"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, unit = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.scale
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, errors.New("bad size")
+	}
+	return v * unit, nil
 }
 
 // Pool is a thread pool: a request holds a thread from the moment it is
@@ -134,6 +184,9 @@ type Class struct {
 	Load Load `yaml:"load"`
 	// Objective is what recommend must keep (nil: best effort).
 	Objective *Objective `yaml:"objective"`
+	// Memory is held by each request from thread to response (needs
+	// server.memory).
+	Memory Bytes `yaml:"memory"`
 }
 
 // Approach is one version of a degradable service.
@@ -212,6 +265,10 @@ func (w *Workload) Clone() *Workload {
 	c := *w
 	c.Server.Pools = append([]Pool(nil), w.Server.Pools...)
 	c.Server.Slumps = append([]Slump(nil), w.Server.Slumps...)
+	if w.Server.Memory != nil {
+		m := *w.Server.Memory
+		c.Server.Memory = &m
+	}
 	c.Classes = make([]Class, len(w.Classes))
 	for i, k := range w.Classes {
 		k.Approaches = append([]Approach(nil), k.Approaches...)
@@ -367,6 +424,17 @@ func (w *Workload) Validate() error {
 			return fmt.Errorf("%s.from: slumps must be in order and apart", f)
 		}
 	}
+	if m := s.Memory; m != nil {
+		if !(m.Heap > 0) || !finite(float64(m.Heap)) {
+			return fmt.Errorf("server.memory.heap: want a size > 0, got %g", float64(m.Heap))
+		}
+		if !(m.Base >= 0 && m.Base < m.Heap) {
+			return fmt.Errorf("server.memory.base: want a size below the heap (%g bytes), got %g", float64(m.Heap), float64(m.Base))
+		}
+		if !(m.GCCost >= 0) || !finite(m.GCCost) {
+			return fmt.Errorf("server.memory.gcCost: want a number >= 0, got %g", m.GCCost)
+		}
+	}
 	if len(w.Classes) == 0 {
 		return errors.New("classes: want at least one class")
 	}
@@ -414,6 +482,16 @@ func (w *Workload) Validate() error {
 			}
 			if sel.Window < 1 || sel.Window > 1e6 {
 				return fmt.Errorf("%s.selector.window: want an integer in 1..1000000, got %d", f, sel.Window)
+			}
+		}
+		if k.Memory != 0 {
+			m := s.Memory
+			if m == nil {
+				return fmt.Errorf("%s.memory: needs server.memory (the heap it lives in)", f)
+			}
+			if !(k.Memory > 0) || float64(k.Memory) > float64(m.Heap-m.Base) {
+				return fmt.Errorf("%s.memory: want a size > 0 that fits the heap left by server.memory.base (%g bytes), got %g",
+					f, float64(m.Heap-m.Base), float64(k.Memory))
 			}
 		}
 		if err := k.Load.validate(f + ".load"); err != nil {
