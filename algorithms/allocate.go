@@ -641,7 +641,8 @@ func tierUtilization(o Observation, c Critical) float64 {
 // already bracketed the workload at which the critical resource crosses the
 // hardware threshold (its last step below and its first step at or above),
 // so bisect that bracket down to SmallStep and read minJobs at its upper end,
-// instead of scanning every small step.
+// instead of scanning every small step. A non-empty string instead says why
+// the reading cannot be trusted (demandDrift): the caller scans for the knee.
 func bisectSaturation(ctx context.Context, r *runner, d Deployment, c Critical, opts Options, res MinJobs) (MinJobs, string, error) {
 	type point struct {
 		w int
@@ -753,16 +754,18 @@ func demandDrift(low Observation, lowUsers int, sat Observation, satUsers int, c
 	if limit < 0 || (c.Resource != "cpu" && c.Resource != "") {
 		return ""
 	}
-	busiest := func(o Observation) ServerObservation {
-		var b ServerObservation
-		for _, s := range o.Servers {
-			if s.Tier == c.Tier && s.CPU > b.CPU {
-				b = s
-			}
+	// The busiest server at saturation, and the same server at low load.
+	var l, h ServerObservation
+	for _, s := range sat.Servers {
+		if s.Tier == c.Tier && s.CPU > h.CPU {
+			h = s
 		}
-		return b
 	}
-	l, h := busiest(low), busiest(sat)
+	for _, s := range low.Servers {
+		if s.Name == h.Name {
+			l = s
+		}
+	}
 	if l.Throughput <= 0 || h.Throughput <= 0 || l.CPU <= 0 {
 		return ""
 	}
