@@ -116,7 +116,11 @@ func (s *sources) set(i int, t float64) {
 // next is the earliest source and its time (rounded down by a few ulps).
 func (s *sources) next() (int, float64) {
 	keys := s.key
-	k := minKey((*[16]uint64)(keys))
+	// The first block is minKey written out: one call fewer per event,
+	// and most models have one block.
+	b := (*[16]uint64)(keys)
+	k := min(min(min(b[0], b[1]), min(b[2], b[3])), min(min(b[4], b[5]), min(b[6], b[7])),
+		min(min(b[8], b[9]), min(b[10], b[11])), min(min(b[12], b[13]), min(b[14], b[15])))
 	for i := 16; i < len(keys); i += 16 {
 		k = min(k, minKey((*[16]uint64)(keys[i:])))
 	}
@@ -757,34 +761,48 @@ func (d *delayStation) fire(now float64) {
 }
 
 // wheel is a timing wheel for the many events of bounded, random delay (think
-// times): buckets of a fixed width, each a linked list through per-entity
-// nodes, sorted only when the clock reaches them. Push and pop are O(1) and
-// touch no shared array but the bucket heads; a binary heap of thousands of
-// entries pays a cache miss and a mispredicted branch per level instead.
-// Entities have at most one entry each (the node is theirs). An entry beyond
-// the wheel's span is refused and the caller keeps it elsewhere.
+// times): buckets of a fixed width, each a list of chunks of entries, sorted
+// only when the clock reaches them. Push and pop are O(1) and touch no shared
+// array but the bucket heads; a binary heap of thousands of entries pays a
+// cache miss and a mispredicted branch per level instead. Chunks of a
+// cache line, not one node per entry, make reading a bucket a few dependent
+// loads rather than one per entry. An entry beyond the wheel's span is
+// refused and the caller keeps it elsewhere.
 type wheel struct {
 	inv   float64 // buckets per second
 	mask  int64
-	head  []int32 // per bucket slot: first node, -1 if empty
-	node  []wheelNode
+	slot  []wheelSlot
+	chunk []wheelChunk
+	free  int32     // first free chunk, -1 if none
 	cur   int64     // absolute number of the bucket being consumed
 	run   []delayed // the current bucket, sorted by time, from pos on
 	pos   int
 	count int // entries in buckets after cur
 }
 
-type wheelNode struct {
-	t    float64
-	next int32
+// wheelSlot is a bucket: its newest chunk (-1: empty) and that chunk's
+// entries; older chunks are full.
+type wheelSlot struct {
+	head int32
+	fill int32
+}
+
+// chunkN entries fill a 64-byte chunk.
+const chunkN = 5
+
+type wheelChunk struct {
+	t    [chunkN]float64
+	id   [chunkN]int32
+	next int32 // the bucket's next older chunk, or the next free one; -1: none
 }
 
 // newWheel makes a wheel of 2^bits buckets of width 1/perSecond seconds for
-// entities 0..n-1.
+// about n entries at a time.
 func newWheel(n int, perSecond float64, bits uint) *wheel {
-	w := &wheel{inv: perSecond, mask: 1<<bits - 1, head: make([]int32, 1<<bits), node: make([]wheelNode, n)}
-	for i := range w.head {
-		w.head[i] = -1
+	w := &wheel{inv: perSecond, mask: 1<<bits - 1, slot: make([]wheelSlot, 1<<bits),
+		chunk: make([]wheelChunk, 0, n/chunkN+1<<bits/4), free: -1}
+	for i := range w.slot {
+		w.slot[i].head = -1
 	}
 	return w
 }
@@ -807,9 +825,22 @@ func (w *wheel) push(t float64, id int32) bool {
 	if abs-w.cur > w.mask {
 		return false
 	}
-	slot := abs & w.mask
-	w.node[id] = wheelNode{t: t, next: w.head[slot]}
-	w.head[slot] = id
+	b := &w.slot[abs&w.mask]
+	if b.head < 0 || b.fill == chunkN {
+		c := w.free
+		if c >= 0 {
+			w.free = w.chunk[c].next
+		} else {
+			c = int32(len(w.chunk))
+			w.chunk = append(w.chunk, wheelChunk{})
+		}
+		w.chunk[c].next = b.head
+		b.head, b.fill = c, 0
+	}
+	k := &w.chunk[b.head]
+	k.t[b.fill] = t
+	k.id[b.fill] = id
+	b.fill++
 	w.count++
 	return true
 }
@@ -825,15 +856,23 @@ func (w *wheel) front() float64 {
 	w.run, w.pos = w.run[:0], 0
 	for {
 		w.cur++
-		slot := w.cur & w.mask
-		id := w.head[slot]
-		if id < 0 {
+		b := &w.slot[w.cur&w.mask]
+		if b.head < 0 {
 			continue
 		}
-		w.head[slot] = -1
-		for ; id >= 0; id = w.node[id].next {
-			w.run = append(w.run, delayed{t: w.node[id].t, id: id})
+		// Newest first, then a stable sort: entries of equal time keep
+		// the order a list of single entries gave them.
+		for c, n := b.head, b.fill; c >= 0; n = chunkN {
+			k := &w.chunk[c]
+			for i := n - 1; i >= 0; i-- {
+				w.run = append(w.run, delayed{t: k.t[i], id: k.id[i]})
+			}
+			next := k.next
+			k.next = w.free
+			w.free = c
+			c = next
 		}
+		b.head, b.fill = -1, 0
 		w.count -= len(w.run)
 		// Insertion sort: a bucket holds a few dozen entries at most.
 		r := w.run

@@ -176,6 +176,8 @@ type chain struct {
 	queries    int64
 	servlets   int64
 	lazyEvents int64
+	loaded     int64 // the wheel bucket whose users were touched
+	touch      uint8 // sink of those loads
 
 	stats  Stats
 	onPage func(u int32, state uint8, think float64) // test hook
@@ -356,8 +358,15 @@ func newChain(m *Model, e algorithms.Experiment, seed uint64) (*chain, error) {
 		c.mix.begin(&k.nav)
 		k.pageStart = c.mix.think(&k.rng)
 		c.prepare(int32(i))
-		c.thinkUntil(int32(i), k.pageStart)
+		// Not thinkUntil: its look at the wheel's front would move the
+		// wheel to the first user's bucket, and every later user with an
+		// earlier end would be inserted into that bucket's sorted run,
+		// quadratic in the users.
+		if !c.thinks.push(k.pageStart, int32(i)) {
+			c.push(event{t: k.pageStart, id: int32(i), kind: evThink})
+		}
 	}
+	c.setCand(candThink, c.thinkFront())
 	c.push(event{t: 1, kind: evTick})
 	c.push(event{t: c.start, kind: evWindowStart})
 	c.push(event{t: c.end, kind: evWindowEnd})
@@ -421,7 +430,7 @@ func (c *chain) run(ctx context.Context) error {
 			}
 		case bi == candThink:
 			d := c.thinks.pop()
-			c.setCand(candThink, c.thinks.front())
+			c.setCand(candThink, c.thinkFront())
 			c.thinkEnd(d.id)
 		case bi == candForward:
 			d := c.fwd.pop()
@@ -538,10 +547,28 @@ func (c *chain) sendQuery(u int32) {
 // thinkUntil makes user u think until time t.
 func (c *chain) thinkUntil(u int32, t float64) {
 	if c.thinks.push(t, u) {
-		c.setCand(candThink, c.thinks.front())
+		c.setCand(candThink, c.thinkFront())
 		return
 	}
 	c.push(event{t: t, id: u, kind: evThink})
+}
+
+// thinkFront is the time of the next think end. When the wheel moves to a
+// new bucket, it loads the per-user state of the users in it, all at once:
+// the cache misses overlap, where one at each think end and page end would
+// each stall.
+func (c *chain) thinkFront() float64 {
+	w := c.thinks
+	t := w.front()
+	if w.cur != c.loaded {
+		c.loaded = w.cur
+		x := c.touch
+		for _, d := range w.run[w.pos:] {
+			x ^= c.users[d.id].kind ^ c.cold[d.id].nav.state
+		}
+		c.touch = x
+	}
+	return t
 }
 
 // thinkEnd sends the user's next page, prepared when the think began.
