@@ -438,9 +438,9 @@ func (m *model) arrive(id int32) {
 }
 
 // begin: a thread takes the request; the selector picks its approach. A
-// request whose memory the heap cannot hold fails at once, and the thread
-// takes the next waiting request.
-func (m *model) begin(id int32) {
+// request whose memory the heap cannot hold fails at once (false): the
+// thread stays free.
+func (m *model) begin(id int32) bool {
 	r := &m.reqs[id]
 	s := &m.cls[r.class]
 	if s.mem > 0 {
@@ -449,10 +449,7 @@ func (m *model) begin(id int32) {
 				s.oom++
 			}
 			m.refuse(id)
-			if p := &m.pools[s.pool]; p.queue.Len() > 0 && p.busy < p.size {
-				m.begin(p.queue.Pop())
-			}
-			return
+			return false
 		}
 		m.setLive(m.liveBytes + s.mem)
 	}
@@ -468,6 +465,7 @@ func (m *model) begin(id int32) {
 		work *= s.rng.Exp()
 	}
 	m.cpu.add(m.now, id, int(r.class), work)
+	return true
 }
 
 func (m *model) refuse(id int32) {
@@ -511,8 +509,7 @@ func (m *model) finish(id int32) {
 	}
 	p := &m.pools[s.pool]
 	p.busy--
-	if p.queue.Len() > 0 {
-		m.begin(p.queue.Pop())
+	for p.queue.Len() > 0 && !m.begin(p.queue.Pop()) {
 	}
 	resp := m.now - r.sent
 	if r.counted && resp <= s.limit {

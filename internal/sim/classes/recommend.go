@@ -226,7 +226,6 @@ func Recommend(ctx context.Context, w *Workload, o RecommendOptions) (Recommenda
 	return rec, err
 }
 
-// objectivesMet says every class with an objective meets it in r.
 // mostThroughput looks below the largest feasible best-effort pool, on a
 // geometric grid, for the feasible pool under which the best-effort classes
 // complete the most requests; the largest within 1% of that wins, so that
@@ -272,6 +271,7 @@ func mostThroughput(ctx context.Context, parallel int, best []string, largest in
 	return largest, at, nil
 }
 
+// objectivesMet says every class with an objective meets it in r.
 func objectivesMet(w *Workload, r Result) bool {
 	for i := range w.Classes {
 		k := &w.Classes[i]
