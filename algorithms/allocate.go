@@ -78,8 +78,9 @@ type Options struct {
 	// at the lowest workload measured, the server does more work per
 	// CPU-second as load rises (batching, fewer wake-ups), so its
 	// utilisation reaches the threshold before its throughput stops growing.
-	// Then minJobs is read at the knee of SLO satisfaction instead, with a
-	// warning. A negative value turns the check off.
+	// Then minJobs is read where throughput stops growing instead (the
+	// peak of a small-step scan), with a warning. A negative value turns
+	// the check off.
 	DemandDrift  float64
 	Intervention InterventionOptions
 	// OnStart and OnTrial, when set, are called before and after every
@@ -504,14 +505,17 @@ func InferMinConcurrentJobs(ctx context.Context, x Experimenter, d Deployment, c
 	if opts.Mode == ModePaper && res.KneeThreshold == 0 {
 		res.KneeThreshold = opts.SLA
 	}
+	readPeak := false
 	if opts.Mode == ModeEfficient && opts.MinJobsAt == ReadAtSaturation && c.SaturationWorkload > 0 {
 		bis, drift, err := bisectSaturation(ctx, r, d, c, opts, res)
 		if err != nil || drift == "" {
 			return bis, err
 		}
-		// The utilisation law failed: scan for the knee; the bisection's
-		// trials stay counted (the runner keeps them).
-		opts.MinJobsAt = ReadAtKnee
+		// The utilisation law failed, so saturation is where throughput
+		// stops growing (Algorithm 1's own test): scan until it has not
+		// grown by 0.5% for three steps and read minJobs at its peak. The
+		// bisection's trials stay counted (the runner keeps them).
+		readPeak = true
 		res.Warnings = append(res.Warnings, drift)
 	}
 	start := opts.SmallStep
@@ -544,6 +548,26 @@ func InferMinConcurrentJobs(ctx context.Context, x Experimenter, d Deployment, c
 		return res, err
 	}
 	workload, tpCurr, tpMax := start, 0.0, -1.0
+	if readPeak {
+		best, flat := -1.0, 0
+		for flat < 3 && workload <= opts.MaxWorkload {
+			if err := scan(workload); err != nil {
+				return finish(err)
+			}
+			// Growth under 0.5% is flat: a curve that only creeps
+			// towards its asymptote has stopped growing.
+			if tp := res.Points[len(res.Points)-1].Throughput; tp > best*1.005 {
+				best, flat = tp, 0
+			} else {
+				flat++
+			}
+			workload += opts.SmallStep
+		}
+		at := peakIndex(res.Points)
+		p := res.Points[at]
+		res.Reading, res.WLmin, res.MinJobs = "throughput-peak", p.Workload, LittlesLaw(p.CriticalThroughput, p.CriticalResponseTime)
+		return finish(res.measure(d, obs[at], c))
+	}
 	for tpCurr > tpMax && workload <= opts.MaxWorkload {
 		tpMax = tpCurr
 		if err := scan(workload); err != nil {
@@ -599,16 +623,21 @@ func InferMinConcurrentJobs(ctx context.Context, x Experimenter, d Deployment, c
 		p := res.Points[at]
 		res.WLmin, res.MinJobs = p.Workload, LittlesLaw(p.CriticalThroughput, p.CriticalResponseTime)
 	}
+	return finish(res.measure(d, obs[at], c))
+}
+
+// measure records every tier's throughput and response time at WLmin (o).
+func (res *MinJobs) measure(d Deployment, o Observation, c Critical) error {
 	for _, t := range d.Tiers {
-		tp, rt, n := obs[at].TierTotals(t.Name)
+		tp, rt, n := o.TierTotals(t.Name)
 		if n > 0 && tp > 0 {
 			res.Measurements = append(res.Measurements, TierMeasurement{Tier: t.Name, Throughput: tp, ResponseTime: rt})
 		}
 	}
 	if res.MinJobs <= 0 {
-		return finish(fmt.Errorf("infer-min-jobs: the critical tier %q reported no throughput or response time at %d users", c.Tier, res.WLmin))
+		return fmt.Errorf("infer-min-jobs: the critical tier %q reported no throughput or response time at %d users", c.Tier, res.WLmin)
 	}
-	return finish(nil)
+	return nil
 }
 
 func intervention(points []ScanPoint, opts Options) (InterventionResult, error) {
@@ -642,7 +671,8 @@ func tierUtilization(o Observation, c Critical) float64 {
 // hardware threshold (its last step below and its first step at or above),
 // so bisect that bracket down to SmallStep and read minJobs at its upper end,
 // instead of scanning every small step. A non-empty string instead says why
-// the reading cannot be trusted (demandDrift): the caller scans for the knee.
+// the reading cannot be trusted (demandDrift): the caller scans for the
+// throughput peak.
 func bisectSaturation(ctx context.Context, r *runner, d Deployment, c Critical, opts Options, res MinJobs) (MinJobs, string, error) {
 	type point struct {
 		w int
@@ -775,7 +805,7 @@ func demandDrift(low Observation, lowUsers int, sat Observation, satUsers int, c
 	}
 	return fmt.Sprintf("%s: CPU per request fell %.0f%% from %d users (cpu %.2f at %.1f req/s) to %d (cpu %.2f at %.1f req/s): "+
 		"it does more work per CPU-second as load rises, so its utilisation reaches the threshold before throughput stops growing; "+
-		"minJobs read at the knee of SLO satisfaction instead",
+		"minJobs read where throughput stops growing instead",
 		h.Name, 100*(1-dh/dl), lowUsers, l.CPU, l.Throughput, satUsers, h.CPU, h.Throughput)
 }
 

@@ -404,7 +404,7 @@ func (b batching) RunExperiment(ctx context.Context, e algorithms.Experiment) (a
 	return o, err
 }
 
-func TestSaturationReadingFallsBackToTheKneeWhenDemandFalls(t *testing.T) {
+func TestSaturationReadingFallsBackToTheThroughputPeakWhenDemandFalls(t *testing.T) {
 	d := deployment(t, "1/2/1/2")
 	opts := shortOptions()
 	ctx := context.Background()
@@ -415,9 +415,23 @@ func TestSaturationReadingFallsBackToTheKneeWhenDemandFalls(t *testing.T) {
 
 	m, err := algorithms.InferMinConcurrentJobs(ctx, x, d, c, opts)
 	require.NoError(t, err)
-	assert.Equal(t, "knee", m.Reading)
-	assert.True(t, m.Knee)
+	assert.Equal(t, "throughput-peak", m.Reading)
 	assert.Contains(t, strings.Join(m.Warnings, "\n"), "app-1: CPU per request fell")
+	// Read where throughput stopped growing: no scan point served more,
+	// the scan went on past it, and the jobs there exceed those at the
+	// early utilisation crossing.
+	top := 0.0
+	for _, p := range m.Points {
+		top = math.Max(top, p.Throughput)
+	}
+	var at algorithms.ScanPoint
+	for _, p := range m.Points {
+		if p.Workload == m.WLmin {
+			at = p
+		}
+	}
+	assert.Equal(t, top, at.Throughput)
+	assert.Greater(t, m.Points[len(m.Points)-1].Workload, m.WLmin)
 
 	off := opts
 	off.DemandDrift = -1
@@ -425,6 +439,8 @@ func TestSaturationReadingFallsBackToTheKneeWhenDemandFalls(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "saturation", trusting.Reading)
 	assert.Empty(t, trusting.Warnings)
+	assert.Greater(t, m.WLmin, trusting.WLmin)
+	assert.Greater(t, m.MinJobs, trusting.MinJobs)
 
 	// A server whose demand holds (the plain model) keeps the saturation reading.
 	c, err = algorithms.FindCriticalResource(ctx, rubbosFake(), d, allocation(t, "400-150-60"), opts)
