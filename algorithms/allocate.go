@@ -472,7 +472,8 @@ type MinJobs struct {
 	MinJobs float64 `json:"minJobs"`
 	WLmin   int     `json:"wlMin"`
 	// Reading says where minJobs was read: "knee", "saturation", or
-	// "throughput-peak" when no knee was found.
+	// "throughput-peak" where throughput stopped growing (no knee found, or
+	// the utilisation law failed: see Warnings).
 	Reading       string            `json:"reading"`
 	Knee          bool              `json:"knee"`
 	KneeThreshold float64           `json:"kneeThreshold"`
@@ -547,34 +548,31 @@ func InferMinConcurrentJobs(ctx context.Context, x Experimenter, d Deployment, c
 		res.Trials, res.Experiments = r.trials, len(r.trials)
 		return res, err
 	}
-	workload, tpCurr, tpMax := start, 0.0, -1.0
+	// Raise the workload until throughput stops growing: at the first step
+	// that does not grow (Algorithm 1), or, reading the peak, after three
+	// steps that do not grow by 0.5% (a curve that only creeps towards its
+	// asymptote has stopped growing).
+	patience, growth := 1, 1.0
 	if readPeak {
-		best, flat := -1.0, 0
-		for flat < 3 && workload <= opts.MaxWorkload {
-			if err := scan(workload); err != nil {
-				return finish(err)
-			}
-			// Growth under 0.5% is flat: a curve that only creeps
-			// towards its asymptote has stopped growing.
-			if tp := res.Points[len(res.Points)-1].Throughput; tp > best*1.005 {
-				best, flat = tp, 0
-			} else {
-				flat++
-			}
-			workload += opts.SmallStep
+		patience, growth = 3, 1.005
+	}
+	workload, best, flat := start, -1.0, 0
+	for flat < patience && workload <= opts.MaxWorkload {
+		if err := scan(workload); err != nil {
+			return finish(err)
 		}
+		if tp := res.Points[len(res.Points)-1].Throughput; tp > best*growth {
+			best, flat = tp, 0
+		} else {
+			flat++
+		}
+		workload += opts.SmallStep
+	}
+	if readPeak {
 		at := peakIndex(res.Points)
 		p := res.Points[at]
 		res.Reading, res.WLmin, res.MinJobs = "throughput-peak", p.Workload, LittlesLaw(p.CriticalThroughput, p.CriticalResponseTime)
 		return finish(res.measure(d, obs[at], c))
-	}
-	for tpCurr > tpMax && workload <= opts.MaxWorkload {
-		tpMax = tpCurr
-		if err := scan(workload); err != nil {
-			return finish(err)
-		}
-		tpCurr = res.Points[len(res.Points)-1].Throughput
-		workload += opts.SmallStep
 	}
 	peak := workload - 2*opts.SmallStep // the last point whose throughput still grew
 	knee, err := intervention(res.Points, opts)
@@ -732,6 +730,16 @@ func bisectSaturation(ctx context.Context, r *runner, d Deployment, c Critical, 
 		}
 		lo = &p
 	}
+	// The utilisation law is checked on the bracket, before bisecting it:
+	// if it fails, the bisection's trials would be wasted.
+	low := *lo
+	if len(pts) > 0 && pts[0].w < low.w {
+		low = pts[0]
+	}
+	if drift := demandDrift(low.o, low.w, hi.o, hi.w, c, opts.DemandDrift); drift != "" {
+		res.Trials, res.Experiments = r.trials, len(r.trials)
+		return res, drift, nil
+	}
 	loP, hiP := *lo, *hi
 	for hiP.w-loP.w > opts.SmallStep {
 		p, err := probe((loP.w + hiP.w) / 2)
@@ -751,14 +759,6 @@ func bisectSaturation(ctx context.Context, r *runner, d Deployment, c Critical, 
 	}
 	if res.KneeThreshold == 0 {
 		res.KneeThreshold = opts.KneeFactor * loP.o.ResponseTimes.Mean()
-	}
-	low := loP
-	if len(pts) > 0 && pts[0].w < low.w {
-		low = pts[0]
-	}
-	if drift := demandDrift(low.o, low.w, hiP.o, hiP.w, c, opts.DemandDrift); drift != "" {
-		res.Trials, res.Experiments = r.trials, len(r.trials)
-		return res, drift, nil
 	}
 	a, b := scanPoint(loP), scanPoint(hiP)
 	a.SLOSatisfaction, b.SLOSatisfaction = loP.o.SLOSatisfaction(res.KneeThreshold), hiP.o.SLOSatisfaction(res.KneeThreshold)
@@ -799,7 +799,7 @@ func demandDrift(low Observation, lowUsers int, sat Observation, satUsers int, c
 	if l.Throughput <= 0 || h.Throughput <= 0 || l.CPU <= 0 {
 		return ""
 	}
-	dl, dh := l.CPU/l.Throughput, h.CPU/h.Throughput
+	dl, dh := ServiceDemand(l.CPU, l.Throughput), ServiceDemand(h.CPU, h.Throughput)
 	if dh >= (1-limit)*dl {
 		return ""
 	}

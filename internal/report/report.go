@@ -194,7 +194,7 @@ func WriteRecommendTable(w io.Writer, r RecommendJSON) error {
 	case string(algorithms.ReadAtSaturation):
 		how = "the smallest workload found with the critical resource saturated"
 	case "throughput-peak":
-		how = "throughput peak: no knee found"
+		how = "where throughput stopped growing; the notes say why"
 	}
 	fmt.Fprintf(w, "minJobs %.1f = %.1f req/s x %.4f s in the %s tier at %d users (%s)\n",
 		r.MinJobs, ev.CriticalThroughput, ev.CriticalResponseTime, c.Tier, ev.WLmin, how)
