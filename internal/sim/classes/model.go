@@ -558,9 +558,11 @@ func (m *model) setLive(v float64) {
 		m.heapPeak = max(m.heapPeak, float64(m.memory.Base)+v)
 	}
 	m.liveBytes = max(v, 0) // rounding of sums of sizes
-	g := m.gcSpeed()
-	m.gcShare = 1 - g
-	m.cpu.setSpeed(m.now, m.slump*g)
+	if m.memory.GCCost > 0 { // with no collector cost the speed never moves
+		g := m.gcSpeed()
+		m.gcShare = 1 - g
+		m.cpu.setSpeed(m.now, m.slump*g)
+	}
 }
 
 func (m *model) think(u int32) {
