@@ -682,9 +682,10 @@ func bisectSaturation(ctx context.Context, r *runner, d Deployment, c Critical, 
 			pts = append(pts, point{t.Experiment.Workload.Users, t.Observation})
 		}
 	}
+	var drift string
 	finish := func(err error) (MinJobs, string, error) {
 		res.Trials, res.Experiments = r.trials, len(r.trials)
-		return res, "", err
+		return res, drift, err
 	}
 	probe := func(w int) (point, error) {
 		o, _, _, err := r.run(ctx, c.Reserve, w)
@@ -736,9 +737,8 @@ func bisectSaturation(ctx context.Context, r *runner, d Deployment, c Critical, 
 	if len(pts) > 0 && pts[0].w < low.w {
 		low = pts[0]
 	}
-	if drift := demandDrift(low.o, low.w, hi.o, hi.w, c, opts.DemandDrift); drift != "" {
-		res.Trials, res.Experiments = r.trials, len(r.trials)
-		return res, drift, nil
+	if drift = demandDrift(low.o, low.w, hi.o, hi.w, c, opts.DemandDrift); drift != "" {
+		return finish(nil)
 	}
 	loP, hiP := *lo, *hi
 	for hiP.w-loP.w > opts.SmallStep {
