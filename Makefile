@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin/softalloc
 
-.PHONY: build test bench demo evaluate lint fuzz clean
+.PHONY: build test fmt-check bench demo evaluate lint fuzz clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/softalloc
@@ -15,7 +15,7 @@ build:
 # testbed's end-to-end tests drive real servers for minutes. Both run after it,
 # without -race.
 PACKAGES = $$($(GO) list ./... | grep -v /testbed/e2e)
-test:
+test: fmt-check
 	$(GO) vet ./...
 	$(GO) test -race -count=1 $(PACKAGES)
 	$(GO) test -count=1 -run '^Test(Paper|MVAAgreement|Behaviour|Slow)' $(PACKAGES)
@@ -35,8 +35,11 @@ demo: build
 evaluate: build
 	$(BIN) evaluate --out docs --runtime 2m
 
-lint:
+# gofmt is part of the test: an unformatted file fails CI, not only lint.
+fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+lint: fmt-check
 	$(GO) vet ./...
 	@if $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -version >/dev/null 2>&1; then \
 		$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...; \

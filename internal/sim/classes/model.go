@@ -557,7 +557,7 @@ func (m *model) setLive(v float64) {
 		m.gcLast = m.now
 		m.heapPeak = max(m.heapPeak, float64(m.memory.Base)+v)
 	}
-	m.liveBytes = max(v, 0) // rounding of sums of sizes
+	m.liveBytes = max(v, 0)  // rounding of sums of sizes
 	if m.memory.GCCost > 0 { // with no collector cost the speed never moves
 		g := m.gcSpeed()
 		m.gcShare = 1 - g
