@@ -11,6 +11,7 @@ package algorithms
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -178,9 +179,12 @@ func (t *Timing) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	if j.RampUp < 0 || j.Runtime <= 0 || j.RampDown < 0 {
-		return fmt.Errorf("timing: want rampUpSeconds >= 0, runtimeSeconds > 0, rampDownSeconds >= 0, got %g, %g, %g",
-			j.RampUp, j.Runtime, j.RampDown)
+	// A time.Duration ends at about 292 years; a larger float converts to
+	// whatever the platform gives, a negative runtime on amd64.
+	const most = float64(math.MaxInt64) / float64(time.Second)
+	if !(j.RampUp >= 0 && j.RampUp < most) || !(j.Runtime > 0 && j.Runtime < most) || !(j.RampDown >= 0 && j.RampDown < most) {
+		return fmt.Errorf("timing: want rampUpSeconds >= 0, runtimeSeconds > 0, rampDownSeconds >= 0, each below %.0f, got %g, %g, %g",
+			most, j.RampUp, j.Runtime, j.RampDown)
 	}
 	*t = Timing{
 		RampUp:   time.Duration(j.RampUp * float64(time.Second)),
