@@ -48,6 +48,16 @@ lint: fmt-check
 fuzz:
 	$(GO) test ./internal/topology -run '^$$' -fuzz FuzzParseTopology -fuzztime 20s
 	$(GO) test ./internal/topology -run '^$$' -fuzz FuzzParseAllocation -fuzztime 20s
+	$(GO) test ./internal/topology -run '^$$' -fuzz FuzzParseDeployment -fuzztime 20s -fuzzminimizetime 3s
+# Inputs of these are kilobytes: minimizing each new one for the default 60 s
+# would take all the time, so minimization is cut short.
+	$(GO) test ./internal/runner/exec -run '^$$' -fuzz FuzzParseObservation -fuzztime 20s -fuzzminimizetime 3s
+	$(GO) test ./internal/runner/replay -run '^$$' -fuzz FuzzRead -fuzztime 20s -fuzzminimizetime 3s
+	$(GO) test ./internal/runner/live -run '^$$' -fuzz FuzzParseWorkload -fuzztime 20s -fuzzminimizetime 3s
+	$(GO) test ./internal/sim/classes -run '^$$' -fuzz FuzzParse -fuzztime 20s -fuzzminimizetime 3s
+	$(GO) test ./internal/sim -run '^$$' -fuzz FuzzParseModel -fuzztime 20s -fuzzminimizetime 3s
+	$(GO) test ./internal/sim -run '^$$' -fuzz FuzzParseMix -fuzztime 20s -fuzzminimizetime 3s
+	$(GO) test ./internal/journal -run '^$$' -fuzz FuzzOpen -fuzztime 20s -fuzzminimizetime 3s
 
 clean:
 	rm -rf bin

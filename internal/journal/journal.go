@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/oneline"
 	"github.com/softalloc/softalloc/internal/runner/replay"
 )
 
@@ -183,7 +184,8 @@ func (j *Journal) load(f *os.File) error {
 			return fmt.Errorf("journal %q: line %d: %w", j.path, i+1, err)
 		}
 		if !j.id.same(r) {
-			others[Identity{r.Runner, r.Settings}.String()]++
+			// Runner and settings come from the file: keep the message one line.
+			others[oneline.Escape(Identity{r.Runner, r.Settings}.String())]++
 			continue
 		}
 		j.records[r.Key] = r

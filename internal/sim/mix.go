@@ -4,8 +4,12 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/softalloc/softalloc/internal/oneline"
 )
 
 // Mix is a workload mix of emulated users, as the RUBBoS client runs it: a
@@ -77,7 +81,7 @@ func (t *Transitions) UnmarshalYAML(n *yaml.Node) error {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		p, err := strconv.ParseFloat(v.Value, 64)
-		if err != nil || p < 0 || math.IsInf(p, 0) {
+		if err != nil || !(p >= 0) || math.IsInf(p, 0) { // ParseFloat reads "nan"
 			return typeError("line %d: %s: want a probability >= 0, got %q", v.Line, k.Value, v.Value)
 		}
 		out = append(out, Transition{To: k.Value, P: p})
@@ -138,8 +142,9 @@ func (mx *Mix) compile() error {
 		return fmt.Errorf("interactions: want at least one")
 	case len(mx.Interactions) > 250:
 		return fmt.Errorf("interactions: want at most 250, got %d", len(mx.Interactions))
-	case !(mx.ThinkTime.Mean >= 0) || !(mx.ThinkTime.Cap >= 0):
-		return fmt.Errorf("thinkTime: want mean and cap >= 0, got %g and %g", mx.ThinkTime.Mean, mx.ThinkTime.Cap)
+	case !(mx.ThinkTime.Mean >= 0) || math.IsInf(float64(mx.ThinkTime.Mean), 0) || !(mx.ThinkTime.Cap >= 0):
+		// An infinite mean times a zero draw is a NaN think time.
+		return fmt.Errorf("thinkTime: want a finite mean and a cap >= 0, got %g and %g", mx.ThinkTime.Mean, mx.ThinkTime.Cap)
 	case mx.SessionLength < 0 || mx.SessionLength > math.MaxUint16:
 		return fmt.Errorf("sessionLength: want an integer in [0,%d], got %d", math.MaxUint16, mx.SessionLength)
 	case !(mx.QueriesPerServletPage >= 0):
@@ -147,8 +152,10 @@ func (mx *Mix) compile() error {
 	}
 	index := map[string]int{}
 	for i, it := range mx.Interactions {
-		if it.Name == "" || it.Name == StateBack || it.Name == StateEndOfSession {
-			return fmt.Errorf("interactions[%d].name: want a name other than %q, %q and empty, got %q", i, StateBack, StateEndOfSession, it.Name)
+		// The name goes into the field paths of the messages below.
+		if it.Name == "" || it.Name == StateBack || it.Name == StateEndOfSession || strings.IndexFunc(it.Name, unicode.IsControl) >= 0 {
+			return fmt.Errorf("interactions[%d].name: want a name other than %q, %q and empty, without control characters, got %q",
+				i, StateBack, StateEndOfSession, it.Name)
 		}
 		if _, dup := index[it.Name]; dup {
 			return fmt.Errorf("interactions[%d].name: %q appears twice", i, it.Name)
@@ -192,7 +199,7 @@ func (mx *Mix) compile() error {
 			default:
 				j, ok := index[t.To]
 				if !ok {
-					return fmt.Errorf("%s.next.%s: no interaction of that name", f, t.To)
+					return fmt.Errorf("%s.next.%s: no interaction of that name", f, oneline.Escape(t.To))
 				}
 				to = int16(j)
 			}

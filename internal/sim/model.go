@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/oneline"
 )
 
 // Model holds every parameter of the simulated n-tier chain. DefaultModel is
@@ -173,12 +174,14 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
 		return typeError("line %d: want a duration like 2.5ms or 7s", n.Line)
 	}
-	if v, err := strconv.ParseFloat(n.Value, 64); err == nil {
+	if v, err := strconv.ParseFloat(n.Value, 64); err == nil && !math.IsNaN(v) {
 		*d = Duration(v)
 		return nil
 	}
+	// ParseFloat reads "nan": no time is that, and a NaN passes every
+	// range check written as a comparison.
 	v, err := parseDuration(n.Value)
-	if err != nil {
+	if err != nil || math.IsNaN(v) {
 		return typeError("line %d: want a duration like 2.5ms or 7s, got %q", n.Line, n.Value)
 	}
 	*d = Duration(v)
@@ -300,6 +303,9 @@ func decodeStrict(b []byte, v any) error {
 	}
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
+		if msg := oneline.Escape(err.Error()); msg != err.Error() {
+			return errors.New(msg)
+		}
 		return err
 	}
 	var root yaml.Node
@@ -314,7 +320,9 @@ func decodeStrict(b []byte, v any) error {
 				e = path + ": " + e
 			}
 		}
-		msgs = append(msgs, e)
+		// yaml.v3 leaves a quoted key's newline in "field a\nb not found",
+		// and fieldAt takes keys as they are.
+		msgs = append(msgs, oneline.Escape(e))
 	}
 	return errors.New(strings.Join(msgs, "; "))
 }

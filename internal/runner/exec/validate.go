@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/softalloc/softalloc/algorithms"
 )
@@ -159,7 +160,12 @@ func (c *checker) check(path string, v any, s *shape) {
 			return
 		}
 		for _, k := range sortedKeys(m) {
-			c.check(path+"."+k, m[k], s.elem)
+			if strings.IndexFunc(k, unicode.IsControl) >= 0 {
+				// Observation.Validate would put the key in its message as is.
+				c.add(member(path, k), "want a name without control characters")
+				continue
+			}
+			c.check(member(path, k), m[k], s.elem)
 		}
 	case kindObject:
 		m, ok := v.(map[string]any)
@@ -182,10 +188,20 @@ func (c *checker) check(path string, v any, s *shape) {
 		}
 		for _, k := range sortedKeys(m) {
 			if !known[k] {
-				c.add(path+"."+k, "unknown field; want one of %s", strings.Join(names, ", "))
+				c.add(member(path, k), "unknown field; want one of %s", strings.Join(names, ", "))
 			}
 		}
 	}
+}
+
+// member is the path of key k in the object at path. A key that a plain
+// name cannot show (a newline, a quote) is quoted, so that every problem
+// stays on one line.
+func member(path, k string) string {
+	if q := strconv.Quote(k); k == "" || q[1:len(q)-1] != k {
+		return path + "." + q
+	}
+	return path + "." + k
 }
 
 func sortedKeys(m map[string]any) []string {

@@ -2,6 +2,7 @@ package live
 
 import (
 	"fmt"
+	"math"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -124,7 +125,9 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 		return nil
 	}
 	var secs float64
-	if err := n.Decode(&secs); err == nil && secs >= 0 {
+	// Past about 292 years the nanoseconds overflow, and converting such a
+	// float (or .inf) to an integer gives a platform's arbitrary value.
+	if err := n.Decode(&secs); err == nil && secs >= 0 && secs < float64(math.MaxInt64)/float64(time.Second) {
 		*d = Duration(secs * float64(time.Second))
 		return nil
 	}

@@ -10,8 +10,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/softalloc/softalloc/internal/oneline"
 )
 
 // Workload is a workload file: emulated users walk a Markov chain of
@@ -133,7 +136,7 @@ func ParseWorkload(b []byte) (*Workload, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(w); err != nil {
-		return nil, err
+		return nil, oneline.YAMLError(err)
 	}
 	return w, w.compile()
 }
@@ -143,14 +146,16 @@ func (w *Workload) compile() error {
 	case len(w.Interactions) == 0:
 		return fmt.Errorf("interactions: want at least one")
 	case w.ThinkTime.Mean < 0 || w.ThinkTime.Cap < 0:
-		return fmt.Errorf("thinkTime: want mean and cap >= 0")
+		return fmt.Errorf("thinkTime: want mean and cap >= 0, got %v and %v", time.Duration(w.ThinkTime.Mean), time.Duration(w.ThinkTime.Cap))
 	case w.SessionLength < 0:
 		return fmt.Errorf("sessionLength: want an integer >= 0, got %d", w.SessionLength)
 	}
 	index := map[string]int{}
 	for i, it := range w.Interactions {
-		if it.Name == "" || it.Name == StateBack || it.Name == StateEndOfSession {
-			return fmt.Errorf("interactions[%d].name: want a name other than %q, %q and empty, got %q", i, StateBack, StateEndOfSession, it.Name)
+		// The name goes into the field paths of the messages below.
+		if it.Name == "" || it.Name == StateBack || it.Name == StateEndOfSession || strings.IndexFunc(it.Name, unicode.IsControl) >= 0 {
+			return fmt.Errorf("interactions[%d].name: want a name other than %q, %q and empty, without control characters, got %q",
+				i, StateBack, StateEndOfSession, it.Name)
 		}
 		if _, dup := index[it.Name]; dup {
 			return fmt.Errorf("interactions[%d].name: %q appears twice", i, it.Name)
@@ -202,7 +207,7 @@ func (w *Workload) compile() error {
 			default:
 				j, ok := index[t.To]
 				if !ok {
-					return fmt.Errorf("%s.next.%s: no interaction of that name", f, t.To)
+					return fmt.Errorf("%s.next.%s: no interaction of that name", f, oneline.Escape(t.To))
 				}
 				to = j
 			}
@@ -298,8 +303,9 @@ func parsePath(p string) (*pathTemplate, error) {
 			lo, hi, ok := strings.Cut(arg, ":")
 			a, err1 := strconv.Atoi(lo)
 			b, err2 := strconv.Atoi(hi)
-			if !ok || err1 != nil || err2 != nil || b < a {
-				return nil, fmt.Errorf("{rand:%s}: want {rand:LO:HI} with integers LO <= HI", arg)
+			// render draws from HI-LO+1 values: that count must be an int.
+			if !ok || err1 != nil || err2 != nil || b < a || uint64(b)-uint64(a) >= math.MaxInt64 {
+				return nil, fmt.Errorf("%q: want {rand:LO:HI} with integers LO <= HI, less than 2^63 apart", "{rand:"+arg+"}")
 			}
 			t.parts = append(t.parts, pathPart{kind: partRand, lo: a, hi: b})
 		case "pick":

@@ -105,7 +105,9 @@ func SplitLines(data []byte) (lines [][]byte, torn string) {
 	if len(data) > 0 && data[len(data)-1] != '\n' && len(lines) > 0 {
 		last := lines[len(lines)-1]
 		if !json.Valid(last) {
-			return lines[:len(lines)-1], string(last)
+			// The raw tail, not the scanner's line: that drops a final CR,
+			// and a journal cuts exactly len(torn) bytes off the end.
+			return lines[:len(lines)-1], string(data[bytes.LastIndexByte(data, '\n')+1:])
 		}
 	}
 	return lines, ""
@@ -123,7 +125,16 @@ func (r *Runner) RunExperiment(ctx context.Context, e algorithms.Experiment) (al
 		return o, nil
 	}
 	return algorithms.Observation{}, fmt.Errorf("replay %q: %s, allocation %s, %d users: %w (it has %s)",
-		r.path, e.Deployment.Topology, e.Allocation.Key(), e.Workload.Users, ErrNotRecorded, r.summary(e.Deployment.Topology))
+		r.path, show(e.Deployment.Topology), show(e.Allocation.Key()), e.Workload.Users, ErrNotRecorded, r.summary(e.Deployment.Topology))
+}
+
+// show writes a name from the campaign file as it is, or quoted when it
+// holds what would break the message's line (a newline, a control byte).
+func show(s string) string {
+	if q := strconv.Quote(s); q[1:len(q)-1] != s {
+		return q
+	}
+	return s
 }
 
 // summary lists what the campaign holds for a topology, so a user can see
@@ -143,7 +154,7 @@ func (r *Runner) summary(topology string) string {
 	if len(byAlloc) == 0 {
 		names := make([]string, 0, len(topologies))
 		for t := range topologies {
-			names = append(names, t)
+			names = append(names, show(t))
 		}
 		sort.Strings(names)
 		return "no experiment of that topology; topologies: " + strings.Join(names, ", ")
@@ -151,7 +162,7 @@ func (r *Runner) summary(topology string) string {
 	allocs := make([]string, 0, len(byAlloc))
 	for a, us := range byAlloc {
 		sort.Ints(us)
-		allocs = append(allocs, fmt.Sprintf("%s at %d..%d users (%d)", a, us[0], us[len(us)-1], len(us)))
+		allocs = append(allocs, fmt.Sprintf("%s at %d..%d users (%d)", show(a), us[0], us[len(us)-1], len(us)))
 	}
 	sort.Strings(allocs)
 	return strings.Join(allocs, "; ")

@@ -19,9 +19,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/softalloc/softalloc/internal/oneline"
 	"github.com/softalloc/softalloc/internal/sim"
 )
 
@@ -318,7 +320,7 @@ func Parse(b []byte, name string) (*Workload, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(w); err != nil {
-		return nil, fmt.Errorf("load workload %q: %w", name, err)
+		return nil, fmt.Errorf("load workload %q: %w", name, oneline.YAMLError(err))
 	}
 	w.defaults()
 	if err := w.Validate(); err != nil {
@@ -445,8 +447,9 @@ func (w *Workload) Validate() error {
 	for i := range w.Classes {
 		k := &w.Classes[i]
 		f := fmt.Sprintf("classes[%d]", i)
-		if k.Name == "" || names[k.Name] || strings.ContainsAny(k.Name, ",=") {
-			return fmt.Errorf("%s.name: want a unique name without , or =, got %q", f, k.Name)
+		// The name goes into field paths below and into setup strings.
+		if k.Name == "" || names[k.Name] || strings.ContainsAny(k.Name, ",=") || strings.IndexFunc(k.Name, unicode.IsControl) >= 0 {
+			return fmt.Errorf("%s.name: want a unique name without , or = or control characters, got %q", f, k.Name)
 		}
 		names[k.Name] = true
 		f = "classes." + k.Name
@@ -497,7 +500,7 @@ func (w *Workload) Validate() error {
 		if err := k.Load.validate(f + ".load"); err != nil {
 			return err
 		}
-		if o := k.Objective; o != nil && !o.BestEffort && !(o.Adequacy > 0 && o.Adequacy <= 1) {
+		if o := k.Objective; o != nil && (math.IsNaN(o.Adequacy) || !o.BestEffort && !(o.Adequacy > 0 && o.Adequacy <= 1)) {
 			return fmt.Errorf("%s.objective.adequacy: want a share in (0, 1], got %g", f, o.Adequacy)
 		}
 	}
