@@ -64,6 +64,38 @@ func (id Identity) String() string {
 	return fmt.Sprintf("runner %s (%s)", id.Runner, strings.Join(parts, ", "))
 }
 
+// differences names what sets other apart from id: the whole identity when
+// the runner differs, else only the settings that differ, on both sides.
+func (id Identity) differences(other Identity) (theirs, ours string) {
+	if other.Runner != id.Runner {
+		return other.String(), id.String()
+	}
+	keys := map[string]bool{}
+	for k, v := range id.Settings {
+		if w, ok := other.Settings[k]; !ok || w != v {
+			keys[k] = true
+		}
+	}
+	for k := range other.Settings {
+		if _, ok := id.Settings[k]; !ok {
+			keys[k] = true
+		}
+	}
+	show := func(s map[string]string) string {
+		var parts []string
+		for k := range keys {
+			if v, ok := s[k]; ok {
+				parts = append(parts, k+"="+v)
+			} else {
+				parts = append(parts, "no "+k)
+			}
+		}
+		sort.Strings(parts)
+		return strings.Join(parts, ", ")
+	}
+	return show(other.Settings), show(id.Settings)
+}
+
 func (id Identity) same(r Record) bool {
 	if r.Runner != id.Runner || len(r.Settings) != len(id.Settings) {
 		return false
@@ -97,11 +129,25 @@ func Key(id Identity, e algorithms.Experiment) string {
 // ErrOtherRunner: the journal holds experiments of another runner or settings.
 var ErrOtherRunner = errors.New("journal belongs to another runner")
 
+// ErrInUse: another process has the journal open.
+var ErrInUse = errors.New("journal in use")
+
+// quiet wraps a sentinel without adding its text: the message already says
+// it in full.
+type quiet struct {
+	msg      string
+	sentinel error
+}
+
+func (e quiet) Error() string { return e.msg }
+func (e quiet) Unwrap() error { return e.sentinel }
+
 // Journal is an open journal file.
 type Journal struct {
 	path     string
 	id       Identity
 	f        *os.File
+	lock     *os.File // nil where flock is missing
 	mu       sync.Mutex
 	records  map[string]Record
 	Warnings []string
@@ -131,25 +177,49 @@ func Open(path string, id Identity, opts Options) (*Journal, error) {
 		return nil, fmt.Errorf("journal %q: %w", path, err)
 	}
 	j := &Journal{path: path, id: id, records: map[string]Record{}}
+	// Locked before --fresh renames anything: the other run may be writing.
+	lk, err := lock(path)
+	if err != nil {
+		return nil, err
+	}
+	j.lock = lk
+	if err := j.open(opts); err != nil {
+		j.unlock()
+		return nil, err
+	}
+	return j, nil
+}
+
+func (j *Journal) open(opts Options) error {
+	path := j.path
 	if opts.Fresh {
 		if _, err := os.Stat(path); err == nil {
 			aside := fmt.Sprintf("%s.%s.bak", path, opts.Now().UTC().Format("20060102T150405Z"))
 			if err := os.Rename(path, aside); err != nil {
-				return nil, fmt.Errorf("journal %q: set aside: %w", path, err)
+				return fmt.Errorf("journal %q: set aside: %w", path, err)
 			}
 			j.Warnings = append(j.Warnings, fmt.Sprintf("--fresh: the previous journal is kept as %s", aside))
 		}
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("journal %q: %w", path, err)
+		return fmt.Errorf("journal %q: %w", path, err)
 	}
 	if err := j.load(f); err != nil {
 		f.Close()
-		return nil, err
+		return err
 	}
 	j.f = f
-	return j, nil
+	return nil
+}
+
+func (j *Journal) unlock() error {
+	if j.lock == nil {
+		return nil
+	}
+	err := j.lock.Close() // closing drops the flock
+	j.lock = nil
+	return err
 }
 
 func (j *Journal) load(f *os.File) error {
@@ -175,6 +245,7 @@ func (j *Journal) load(f *os.File) error {
 		}
 	}
 	others := map[string]int{}
+	mine := map[string]bool{}
 	for i, line := range lines {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
@@ -184,20 +255,26 @@ func (j *Journal) load(f *os.File) error {
 			return fmt.Errorf("journal %q: line %d: %w", j.path, i+1, err)
 		}
 		if !j.id.same(r) {
+			theirs, ours := j.id.differences(Identity{r.Runner, r.Settings})
 			// Runner and settings come from the file: keep the message one line.
-			others[oneline.Escape(Identity{r.Runner, r.Settings}.String())]++
+			others[oneline.Escape(theirs)]++
+			mine[ours] = true
 			continue
 		}
 		j.records[r.Key] = r
 	}
 	if len(others) > 0 {
-		var list []string
+		var list, this []string
 		for k, n := range others {
-			list = append(list, fmt.Sprintf("%d of %s", n, k))
+			list = append(list, fmt.Sprintf("%d with %s", n, k))
+		}
+		for k := range mine {
+			this = append(this, k)
 		}
 		sort.Strings(list)
-		return fmt.Errorf("journal %q holds experiments of another runner or settings (%s), and this campaign uses %s: pass --journal PATH to keep a separate journal, or --fresh to set this one aside: %w",
-			j.path, strings.Join(list, "; "), j.id, ErrOtherRunner)
+		sort.Strings(this)
+		return quiet{fmt.Sprintf("journal %q holds experiments of another runner or other settings (%s; this run: %s): pass --journal PATH to keep a separate journal, or --fresh to set this one aside",
+			j.path, strings.Join(list, "; "), strings.Join(this, "; ")), ErrOtherRunner}
 	}
 	if _, err := f.Seek(0, 2); err != nil {
 		return fmt.Errorf("journal %q: %w", j.path, err)
@@ -244,8 +321,14 @@ func (j *Journal) Append(e algorithms.Experiment, o algorithms.Observation, took
 	return nil
 }
 
-// Close closes the file.
-func (j *Journal) Close() error { return j.f.Close() }
+// Close closes the file and lets another run open it.
+func (j *Journal) Close() error {
+	err := j.f.Close()
+	if uerr := j.unlock(); err == nil {
+		err = uerr
+	}
+	return err
+}
 
 // Wrap returns an Experimenter that answers recorded experiments from the
 // journal and records every experiment x finishes before returning it.

@@ -128,15 +128,23 @@ func TestJournalOfAnotherRunnerIsNotMixedIn(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, j.Close())
 
-	for _, other := range []journal.Identity{
-		{Runner: "exec", Settings: map[string]string{"command": "./trial.sh"}},
-		{Runner: "sim", Settings: map[string]string{"seed": "2"}},
+	for _, other := range []struct {
+		id     journal.Identity
+		theirs string
+		this   string
+	}{
+		{journal.Identity{Runner: "exec", Settings: map[string]string{"command": "./trial.sh"}},
+			"1 with runner sim (seed=1)", "this run: runner exec (command=./trial.sh)"},
+		// Same runner: only the setting that differs is named.
+		{journal.Identity{Runner: "sim", Settings: map[string]string{"seed": "2"}}, "1 with seed=1", "this run: seed=2"},
 	} {
-		_, err = journal.Open(path, other, journal.Options{})
+		_, err = journal.Open(path, other.id, journal.Options{})
 		require.Error(t, err)
 		assert.True(t, errors.Is(err, journal.ErrOtherRunner))
-		assert.Contains(t, err.Error(), "1 of runner sim (seed=1)")
+		assert.Contains(t, err.Error(), other.theirs)
+		assert.Contains(t, err.Error(), other.this)
 		assert.Contains(t, err.Error(), "--fresh")
+		assert.NotContains(t, err.Error(), "belongs to another runner", "the sentinel's text is not repeated")
 	}
 
 	// --fresh sets the old journal aside, it never deletes it.
@@ -185,4 +193,29 @@ func TestJournalConcurrentAppends(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 40, j.Len())
 	assert.Empty(t, j.Warnings)
+}
+
+func TestJournalHasOneWriterAtATime(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	j, err := journal.Open(path, simID, journal.Options{})
+	require.NoError(t, err)
+
+	// flock locks belong to an open file, so a second open in this process
+	// stands for a second run.
+	_, err = journal.Open(path, simID, journal.Options{})
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, journal.ErrInUse))
+	assert.Contains(t, err.Error(), "--journal PATH")
+	_, err = journal.Open(path, simID, journal.Options{Fresh: true})
+	require.ErrorIs(t, err, journal.ErrInUse, "--fresh must not set aside a journal another run is writing")
+	_, err = os.Stat(path)
+	require.NoError(t, err)
+
+	_, err = j.Wrap(&counting{}).RunExperiment(context.Background(), experiment(t, 100))
+	require.NoError(t, err)
+	require.NoError(t, j.Close())
+	again, err := journal.Open(path, simID, journal.Options{})
+	require.NoError(t, err, "closing lets the next run in")
+	assert.Equal(t, 1, again.Len())
+	require.NoError(t, again.Close())
 }

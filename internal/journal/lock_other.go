@@ -1,0 +1,9 @@
+//go:build !unix
+
+package journal
+
+import "os"
+
+// lock is a no-op where flock is missing: one run per journal is then the
+// user's to keep.
+func lock(path string) (*os.File, error) { return nil, nil }

@@ -1,0 +1,29 @@
+//go:build unix
+
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// lock takes an exclusive lock on path+".lock" without waiting. The lock is
+// a file of its own, never removed: --fresh renames the journal, and a lock
+// on the journal itself would move with it. The kernel drops the lock when
+// the process dies, so a killed run never leaves the journal locked.
+func lock(path string) (*os.File, error) {
+	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("journal %q: lock: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, quiet{fmt.Sprintf("journal %q is in use by another softalloc run (two runs appending to one journal would interleave their lines): wait for it to finish, or pass --journal PATH", path), ErrInUse}
+		}
+		return nil, fmt.Errorf("journal %q: lock: %w", path, err)
+	}
+	return f, nil
+}
