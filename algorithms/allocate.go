@@ -165,6 +165,13 @@ func (o Options) validate() error {
 		return fmt.Errorf("soft threshold %g: want a share of the runtime in (0,1]", o.SoftThreshold)
 	case o.Step < 1 || o.SmallStep < 1:
 		return fmt.Errorf("workload steps %d and %d: want positive numbers of users", o.Step, o.SmallStep)
+	case o.MaxWorkload < 1:
+		return fmt.Errorf("maximum workload %d: want a positive number of users", o.MaxWorkload)
+	case o.Step > o.MaxWorkload:
+		// The first step would already pass the bound: no experiment at all.
+		return fmt.Errorf("step %d users is larger than the maximum workload %d: want a step of at most %d users", o.Step, o.MaxWorkload, o.MaxWorkload)
+	case o.SmallStep > o.MaxWorkload:
+		return fmt.Errorf("small step %d users is larger than the maximum workload %d: want a small step of at most %d users", o.SmallStep, o.MaxWorkload, o.MaxWorkload)
 	case o.DemandDrift >= 1:
 		return fmt.Errorf("demand drift %g: want a share below 1 (negative: no check)", o.DemandDrift)
 	case o.SLA <= 0 || o.KneeThreshold < 0 || o.KneeFactor <= 0:
@@ -234,6 +241,21 @@ func Saturations(d Deployment, o Observation, opts Options) (hardware, soft []Sa
 // saturated, the multi-bottleneck (or unmonitored) case the paper excludes.
 var ErrNoCriticalResource = errors.New("no saturated hardware resource")
 
+// WorkloadBoundError: FindCriticalResource's scan ended because its next
+// step would pass Options.MaxWorkload, with throughput still growing and no
+// hardware resource saturated yet. A higher bound may find one.
+type WorkloadBoundError struct {
+	MaxWorkload int
+	// Users and Throughput are the last workload measured and its throughput (pages/s).
+	Users      int
+	Throughput float64
+}
+
+func (e *WorkloadBoundError) Error() string {
+	return fmt.Sprintf("find-critical: reached the maximum workload of %d users with throughput still growing (%.1f pages/s at %d users); no hardware resource saturated: raise the maximum workload",
+		e.MaxWorkload, e.Throughput, e.Users)
+}
+
 // Critical is the result of FindCriticalResource.
 type Critical struct {
 	Tier        string  `json:"tier"`
@@ -300,20 +322,22 @@ func FindCriticalResource(ctx context.Context, x Experimenter, d Deployment, s0 
 	doublings := 0
 	warmed, jumpedTo := false, -1
 	var last Observation
+	lastUsers := 0
 	var lastSoft []Saturation
 	var lastSoftThroughput float64
 	for tpCurr > tpMax {
 		tpMax = tpCurr
 		if workload > opts.MaxWorkload {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("stopped at the workload bound of %d users", opts.MaxWorkload))
-			break
+			// Throughput grew up to here: the bound, not saturation, ends the scan.
+			res.Trials, res.Experiments, res.Reserve = r.trials, len(r.trials), s
+			return res, &WorkloadBoundError{MaxWorkload: opts.MaxWorkload, Users: lastUsers, Throughput: tpMax}
 		}
 		o, hw, soft, err := r.run(ctx, s, workload)
 		if err != nil {
 			res.Trials, res.Experiments = r.trials, len(r.trials)
 			return res, err
 		}
-		last = o
+		last, lastUsers = o, workload
 		// The pseudo-code assigns TP; the loop tests TPcurr: they are one value.
 		tpCurr = o.Throughput
 		res.MaxThroughput = math.Max(res.MaxThroughput, o.Throughput)
@@ -398,8 +422,8 @@ func FindCriticalResource(ctx context.Context, x Experimenter, d Deployment, s0 
 		}
 		top = fmt.Sprintf("%s cpu %.2f", busiest.Name, busiest.CPU)
 	}
-	return res, fmt.Errorf("find-critical: throughput stopped growing at %d users (%.1f pages/s) with no hardware resource at or above %.2f (busiest: %s): %w",
-		workload-opts.Step, tpMax, opts.HardwareThreshold, top, ErrNoCriticalResource)
+	return res, fmt.Errorf("find-critical: throughput stopped growing at %d users (%.1f pages/s, after %.1f) with no hardware resource at or above %.2f (busiest: %s): %w",
+		lastUsers, tpCurr, tpMax, opts.HardwareThreshold, top, ErrNoCriticalResource)
 }
 
 // PredictSaturation predicts the workload (users) at which the busiest
@@ -568,6 +592,14 @@ func InferMinConcurrentJobs(ctx context.Context, x Experimenter, d Deployment, c
 		}
 		workload += opts.SmallStep
 	}
+	if len(res.Points) == 0 {
+		return finish(fmt.Errorf("infer-min-jobs: the scan would start at %d users, above the maximum workload of %d users", start, opts.MaxWorkload))
+	}
+	capped := flat < patience
+	if capped {
+		res.Warnings = append(res.Warnings, fmt.Sprintf(
+			"the scan reached the maximum workload of %d users with throughput still growing: minJobs may be read below saturation", opts.MaxWorkload))
+	}
 	if readPeak {
 		at := peakIndex(res.Points)
 		p := res.Points[at]
@@ -575,6 +607,9 @@ func InferMinConcurrentJobs(ctx context.Context, x Experimenter, d Deployment, c
 		return finish(res.measure(d, obs[at], c))
 	}
 	peak := workload - 2*opts.SmallStep // the last point whose throughput still grew
+	if capped {
+		peak = workload - opts.SmallStep // the scan's last point, still growing
+	}
 	knee, err := intervention(res.Points, opts)
 	if err != nil {
 		return finish(fmt.Errorf("infer-min-jobs: %w", err))
@@ -861,28 +896,51 @@ type Sizing struct {
 // and the forced flow law (Formula 3), L = minJobs * RTTratio / Reqratio,
 // which equals its own TP * RTT. Totals are rounded to the nearest integer
 // (at least 1) and split across replicas rounding up: these are lower bounds.
-// minJobs <= 0 means: take it from the critical tier's measurement.
+// minJobs 0 means: take it from the critical tier's measurement. Inputs must
+// be finite, one measurement per tier, and every pool size must fit an int32.
 func CalculateMinAllocation(d Deployment, critical string, minJobs float64, measured []TierMeasurement) (Sizing, error) {
 	ci := d.TierIndex(critical)
 	if ci < 0 {
 		return Sizing{}, fmt.Errorf("critical tier %q is not in the deployment (tiers: %s)", critical, tierNames(d))
 	}
+	switch {
+	case math.IsInf(minJobs, 0):
+		return Sizing{}, fmt.Errorf("minJobs: want a finite number, got %g", minJobs)
+	case !(minJobs >= 0): // NaN too
+		return Sizing{}, fmt.Errorf("minJobs: want > 0, got %g", minJobs)
+	}
 	byTier := map[string]TierMeasurement{}
-	for _, m := range measured {
+	at := map[string]int{}
+	for i, m := range measured {
 		if d.TierIndex(m.Tier) < 0 {
 			return Sizing{}, fmt.Errorf("measured tier %q is not in the deployment (tiers: %s)", m.Tier, tierNames(d))
 		}
-		if !(m.Throughput > 0) || !(m.ResponseTime > 0) {
-			return Sizing{}, fmt.Errorf("tier %q: want throughput > 0 and responseTime > 0, got %g and %g", m.Tier, m.Throughput, m.ResponseTime)
+		// A second row for a tier would silently replace the first.
+		if j, dup := at[m.Tier]; dup {
+			return Sizing{}, fmt.Errorf("tiers[%d] and tiers[%d] are both named %q: want one measurement per tier", j, i, m.Tier)
+		}
+		at[m.Tier] = i
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"throughput", m.Throughput}, {"responseTime", m.ResponseTime}} {
+			if !(f.v > 0) || math.IsInf(f.v, 0) {
+				return Sizing{}, fmt.Errorf("tier %q: %s: want a finite number > 0, got %g", m.Tier, f.name, f.v)
+			}
 		}
 		byTier[m.Tier] = m
 	}
 	crit, haveCrit := byTier[critical]
-	if minJobs <= 0 {
+	source := "minJobs"
+	if minJobs == 0 {
 		if !haveCrit {
 			return Sizing{}, fmt.Errorf("critical tier %q: no throughput and response time measured, and no minJobs given", critical)
 		}
 		minJobs = LittlesLaw(crit.Throughput, crit.ResponseTime)
+		source = fmt.Sprintf("critical tier %q: throughput x responseTime", critical)
+	}
+	if err := poolSize(source, minJobs); err != nil {
+		return Sizing{}, err
 	}
 	out := Sizing{Critical: critical, MinJobs: minJobs}
 	for i, t := range d.Tiers {
@@ -900,6 +958,19 @@ func CalculateMinAllocation(d Deployment, critical string, minJobs float64, meas
 			ts.ReqRatio = crit.Throughput / m.Throughput
 			ts.RTTRatio = m.ResponseTime / crit.ResponseTime
 			ts.Jobs = minJobs * ts.RTTRatio / ts.ReqRatio
+			// Extreme but finite measurements can overflow a ratio, which
+			// no output format can carry.
+			for _, r := range []struct {
+				name string
+				v    float64
+			}{{"Reqratio", ts.ReqRatio}, {"RTTratio", ts.RTTRatio}} {
+				if math.IsInf(r.v, 0) || !(r.v > 0) {
+					return Sizing{}, fmt.Errorf("front tier %q: %s to the critical tier is %g: want a finite ratio; check the tiers' throughput and responseTime", t.Name, r.name, r.v)
+				}
+			}
+			if err := poolSize(fmt.Sprintf("front tier %q: minJobs x RTTratio / Reqratio", t.Name), ts.Jobs); err != nil {
+				return Sizing{}, err
+			}
 		case i == ci:
 			ts.Position, ts.Jobs = "critical", minJobs
 		default:
@@ -913,6 +984,15 @@ func CalculateMinAllocation(d Deployment, critical string, minJobs float64, meas
 		out.Tiers = append(out.Tiers, ts)
 	}
 	return out, nil
+}
+
+// poolSize refuses a number of jobs that no pool can be: not finite, or
+// past an int32 (no server configures more threads than that).
+func poolSize(source string, jobs float64) error {
+	if math.IsNaN(jobs) || math.IsInf(jobs, 0) || math.Round(jobs) > math.MaxInt32 {
+		return fmt.Errorf("%s = %.4g jobs: want a pool size of at most %d", source, jobs, math.MaxInt32)
+	}
+	return nil
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }

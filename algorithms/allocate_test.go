@@ -3,6 +3,7 @@ package algorithms_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -109,12 +110,68 @@ func TestCalculateMinAllocationErrors(t *testing.T) {
 	_, err = algorithms.CalculateMinAllocation(d, "cluster", 0, nil)
 	assert.ErrorContains(t, err, "no throughput and response time measured, and no minJobs given")
 	_, err = algorithms.CalculateMinAllocation(d, "db", 0, []algorithms.TierMeasurement{{Tier: "db", Throughput: -1, ResponseTime: 1}})
-	assert.ErrorContains(t, err, `tier "db": want throughput > 0`)
+	assert.ErrorContains(t, err, `tier "db": throughput: want a finite number > 0, got -1`)
 	// Behind tiers need nothing measured when minJobs is given.
 	sz, err := algorithms.CalculateMinAllocation(d, "web", 40, nil)
 	require.NoError(t, err)
 	for _, ts := range sz.Tiers {
 		assert.Equal(t, 40, ts.TotalThreads)
+	}
+}
+
+func TestCalculateMinAllocationRefusesBadInput(t *testing.T) {
+	d := deployment(t, "1/4/1/4")
+	table1 := func() []algorithms.TierMeasurement {
+		return []algorithms.TierMeasurement{
+			{Tier: "web", Throughput: 847, ResponseTime: 0.147},
+			{Tier: "app", Throughput: 847, ResponseTime: 0.0378},
+			{Tier: "cluster", Throughput: 2728, ResponseTime: 0.0082},
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		minJobs float64
+		edit    func([]algorithms.TierMeasurement) []algorithms.TierMeasurement
+		want    string
+	}{
+		{"duplicate tier", 0, func(m []algorithms.TierMeasurement) []algorithms.TierMeasurement {
+			return append(m, algorithms.TierMeasurement{Tier: "web", Throughput: 1, ResponseTime: 1})
+		}, `tiers[0] and tiers[3] are both named "web": want one measurement per tier`},
+		{"negative minJobs", -5, nil, "minJobs: want > 0, got -5"},
+		{"NaN minJobs", math.NaN(), nil, "minJobs: want > 0, got NaN"},
+		{"infinite minJobs", math.Inf(1), nil, "minJobs: want a finite number, got +Inf"},
+		{"minJobs past int32", 3e9, nil, "minJobs = 3e+09 jobs: want a pool size of at most 2147483647"},
+		{"infinite throughput", 0, func(m []algorithms.TierMeasurement) []algorithms.TierMeasurement {
+			m[1].Throughput = math.Inf(1)
+			return m
+		}, `tier "app": throughput: want a finite number > 0, got +Inf`},
+		{"NaN response time", 0, func(m []algorithms.TierMeasurement) []algorithms.TierMeasurement {
+			m[0].ResponseTime = math.NaN()
+			return m
+		}, `tier "web": responseTime: want a finite number > 0, got NaN`},
+		{"huge throughput", 0, func(m []algorithms.TierMeasurement) []algorithms.TierMeasurement {
+			m[2].Throughput = 1e300
+			return m
+		}, `critical tier "cluster": throughput x responseTime = 8.2e+297 jobs: want a pool size of at most 2147483647`},
+		{"overflowing ratio", 0, func(m []algorithms.TierMeasurement) []algorithms.TierMeasurement {
+			m[2].Throughput, m[2].ResponseTime = 1e300, 1e-300
+			m[0].Throughput = 1e-10
+			return m
+		}, `front tier "web": Reqratio to the critical tier is +Inf: want a finite ratio; check the tiers' throughput and responseTime`},
+		{"front tier past int32", 0, func(m []algorithms.TierMeasurement) []algorithms.TierMeasurement {
+			m[0].ResponseTime = 1e12
+			return m
+		}, `front tier "web": minJobs x RTTratio / Reqratio = 8.47e+14 jobs: want a pool size of at most 2147483647`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := table1()
+			if tc.edit != nil {
+				m = tc.edit(m)
+			}
+			_, err := algorithms.CalculateMinAllocation(d, "cluster", tc.minJobs, m)
+			require.Error(t, err)
+			assert.Equal(t, tc.want, err.Error())
+		})
 	}
 }
 
@@ -216,6 +273,71 @@ func TestFindCriticalResourceWithoutASaturatedResource(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, algorithms.ErrNoCriticalResource))
 	assert.Contains(t, err.Error(), "throughput stopped growing")
+}
+
+func TestFindCriticalResourceSaysTheWorkloadBoundStoppedIt(t *testing.T) {
+	d := deployment(t, "1/2/1/2")
+	x := rubbosFake() // saturates near 5,000 users
+	opts := shortOptions()
+	opts.MaxWorkload = 3000
+	_, err := algorithms.FindCriticalResource(context.Background(), x, d, allocation(t, "400-150-60"), opts)
+	require.Error(t, err)
+	var bound *algorithms.WorkloadBoundError
+	require.ErrorAs(t, err, &bound)
+	assert.Equal(t, 3000, bound.MaxWorkload)
+	assert.Equal(t, 3000, bound.Users, "the last step measured")
+	assert.Greater(t, bound.Throughput, 400.0)
+	assert.NotErrorIs(t, err, algorithms.ErrNoCriticalResource, "throughput did not stop growing")
+	assert.Regexp(t, `^find-critical: reached the maximum workload of 3000 users with throughput still growing \([0-9.]+ pages/s at 3000 users\); no hardware resource saturated: raise the maximum workload$`, err.Error())
+}
+
+func TestOptionsRefuseAStepPastTheWorkloadBound(t *testing.T) {
+	d := deployment(t, "1/2/1/2")
+	for _, tc := range []struct {
+		name string
+		set  func(*algorithms.Options)
+		want string
+	}{
+		{"step", func(o *algorithms.Options) { o.Step = 99999999999 },
+			"step 99999999999 users is larger than the maximum workload 100000: want a step of at most 100000 users"},
+		{"small step", func(o *algorithms.Options) { o.MaxWorkload, o.Step, o.SmallStep = 400, 100, 500 },
+			"small step 500 users is larger than the maximum workload 400: want a small step of at most 400 users"},
+		{"negative bound", func(o *algorithms.Options) { o.MaxWorkload = -1 },
+			"maximum workload -1: want a positive number of users"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := shortOptions()
+			tc.set(&opts)
+			x := rubbosFake()
+			_, err := algorithms.Recommend(context.Background(), x, d, allocation(t, "400-150-60"), opts)
+			require.Error(t, err)
+			assert.Equal(t, tc.want, err.Error())
+			assert.Zero(t, x.calls, "refused before any experiment")
+		})
+	}
+}
+
+func TestInferMinConcurrentJobsAtTheWorkloadBound(t *testing.T) {
+	d := deployment(t, "1/2/1/2")
+	x := rubbosFake()
+	opts := shortOptions()
+	opts.MinJobsAt = algorithms.ReadAtKnee
+	c, err := algorithms.FindCriticalResource(context.Background(), x, d, allocation(t, "400-150-60"), opts)
+	require.NoError(t, err)
+
+	// A bound inside the scan: throughput still grows where it stops.
+	opts.MaxWorkload = c.SaturationWorkload - 500
+	m, err := algorithms.InferMinConcurrentJobs(context.Background(), x, d, c, opts)
+	require.NoError(t, err)
+	assert.Contains(t, strings.Join(m.Warnings, "\n"), fmt.Sprintf("the scan reached the maximum workload of %d users with throughput still growing", opts.MaxWorkload))
+	require.NotEmpty(t, m.Points)
+	assert.LessOrEqual(t, m.Points[len(m.Points)-1].Workload, opts.MaxWorkload)
+
+	// A bound below the scan's start: an error, not an empty reading.
+	opts.MaxWorkload = 1000
+	_, err = algorithms.InferMinConcurrentJobs(context.Background(), x, d, c, opts)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "above the maximum workload of 1000 users")
 }
 
 func TestFindCriticalResourceStopsOnCancel(t *testing.T) {

@@ -4,12 +4,9 @@
 package oneline
 
 import (
-	"errors"
 	"strconv"
 	"strings"
 	"unicode"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // Escape writes control characters as Go escapes (\n, \x00).
@@ -27,19 +24,4 @@ func Escape(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-// YAMLError makes a decoding error one line: yaml.v3 puts each type error
-// on a line of its own and leaves a quoted key's newline in "field a\nb not
-// found".
-func YAMLError(err error) error {
-	msgs := []string{err.Error()}
-	var te *yaml.TypeError
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		msgs = te.Errors
-	}
-	for i, m := range msgs {
-		msgs[i] = Escape(m)
-	}
-	return errors.New(strings.Join(msgs, "; "))
 }

@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -128,6 +130,9 @@ func (mx *Mix) QueryMean(i int) float64 { return mx.states[i].q }
 func parseMix(b []byte, name string) (*Mix, error) {
 	mx := &Mix{}
 	if err := decodeStrict(b, mx); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("load mix %q: the file is empty; want a workload mix: thinkTime, start and interactions (as in internal/sim/rubbos-browse-only.yaml)", name)
+		}
 		return nil, fmt.Errorf("load mix %q: %w", name, err)
 	}
 	if err := mx.compile(); err != nil {

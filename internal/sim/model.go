@@ -1,13 +1,14 @@
 package sim
 
 import (
-	"bytes"
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -245,7 +246,10 @@ func DefaultModel() *Model {
 
 // LoadModel reads a model file; its mix file is read relative to it (the
 // embedded browse-only mix when the file names none). Errors name the file
-// and the field.
+// and the field. A model file is complete, not an overlay on DefaultModel:
+// a left-out gc, finWait or delay has always meant zero (off), which an
+// overlay would silently turn into the default's value; a left-out
+// parameter that has no valid zero is reported as missing.
 func LoadModel(path string) (*Model, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -276,12 +280,19 @@ func LoadMix(path string) (*Mix, error) {
 	return parseMix(b, path)
 }
 
+// completeModel is what a model file must hold, for the messages that find
+// it empty or short.
+const completeModel = "a model file holds every parameter (those whose zero turns something off may be left out); start from a copy of the default model, internal/sim/rubbos.yaml"
+
 func parseModel(b []byte, name string, loadMix func(string) (*Mix, error)) (*Model, error) {
 	m := &Model{}
 	if err := decodeStrict(b, m); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("load model %q: the file is empty; %s", name, completeModel)
+		}
 		return nil, fmt.Errorf("load model %q: %w", name, err)
 	}
-	if err := m.validate(); err != nil {
+	if err := m.validateFile(b); err != nil {
 		return nil, fmt.Errorf("load model %q: %w", name, err)
 	}
 	mix, err := loadMix(m.MixFile)
@@ -292,72 +303,80 @@ func parseModel(b []byte, name string, loadMix func(string) (*Mix, error)) (*Mod
 	return m, nil
 }
 
-// decodeStrict decodes one YAML document, rejecting unknown fields. Its
-// errors name the field by its path ("web.backlogg: line 12: ...").
-func decodeStrict(b []byte, v any) error {
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	err := dec.Decode(v)
-	if err == nil {
+// validateFile is validate for a model read from b: a bad value the file
+// holds comes first, then every required parameter it leaves out, in one
+// message (a field left out reads as zero, which would otherwise be
+// reported as a bad value the file does not hold).
+func (m *Model) validateFile(b []byte) error {
+	probs := m.problems()
+	if len(probs) == 0 {
 		return nil
 	}
-	var te *yaml.TypeError
-	if !errors.As(err, &te) {
-		if msg := oneline.Escape(err.Error()); msg != err.Error() {
-			return errors.New(msg)
-		}
-		return err
-	}
 	var root yaml.Node
-	if yaml.Unmarshal(b, &root) != nil {
-		return err
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		return errors.New(probs[0].String()) // decoded already, so not expected
 	}
-	msgs := make([]string, 0, len(te.Errors))
-	for _, e := range te.Errors {
-		var line int
-		if _, scanErr := fmt.Sscanf(e, "line %d:", &line); scanErr == nil {
-			if path := fieldAt(&root, line, ""); path != "" {
-				e = path + ": " + e
-			}
+	present := map[string]bool{}
+	keyPaths(&root, "", present, 0)
+	var missing []string
+	for _, p := range probs {
+		if present[p.field] {
+			return errors.New(p.String())
 		}
-		// yaml.v3 leaves a quoted key's newline in "field a\nb not found",
-		// and fieldAt takes keys as they are.
-		msgs = append(msgs, oneline.Escape(e))
+		// A section left out whole is named once.
+		f := p.field
+		if top, _, _ := strings.Cut(f, "."); !present[top] {
+			f = top
+		}
+		if !slices.Contains(missing, f) {
+			missing = append(missing, f)
+		}
 	}
-	return errors.New(strings.Join(msgs, "; "))
+	return fmt.Errorf("missing %s: %s", strings.Join(missing, ", "), completeModel)
 }
 
-// fieldAt is the dotted path of the mapping key (or its value) on a line.
-func fieldAt(n *yaml.Node, line int, prefix string) string {
+// keyPaths records the dotted path of every mapping key in the document,
+// through aliases and merge keys as yaml.v3 decodes them. The model nests
+// three deep; depth bounds the walk.
+func keyPaths(n *yaml.Node, prefix string, out map[string]bool, depth int) {
+	if n == nil || depth > 8 {
+		return
+	}
 	switch n.Kind {
 	case yaml.DocumentNode:
 		for _, c := range n.Content {
-			if p := fieldAt(c, line, prefix); p != "" {
-				return p
-			}
+			keyPaths(c, prefix, out, depth+1)
+		}
+	case yaml.AliasNode:
+		keyPaths(n.Alias, prefix, out, depth+1)
+	case yaml.SequenceNode: // the values of a merge key
+		for _, c := range n.Content {
+			keyPaths(c, prefix, out, depth+1)
 		}
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
+			if k.Tag == "!!merge" || (k.Value == "<<" && k.Style == 0) {
+				keyPaths(v, prefix, out, depth+1)
+				continue
+			}
 			path := k.Value
 			if prefix != "" {
 				path = prefix + "." + k.Value
 			}
-			if p := fieldAt(v, line, path); p != "" {
-				return p
-			}
-			if k.Line == line || (v.Kind == yaml.ScalarNode && v.Line == line) {
-				return path
-			}
-		}
-	case yaml.SequenceNode:
-		for i, c := range n.Content {
-			if p := fieldAt(c, line, fmt.Sprintf("%s[%d]", prefix, i)); p != "" {
-				return p
+			out[path] = true
+			if v.Kind == yaml.MappingNode || v.Kind == yaml.AliasNode {
+				keyPaths(v, path, out, depth+1)
 			}
 		}
 	}
-	return ""
+}
+
+// decodeStrict decodes one YAML document, rejecting unknown fields. Its
+// errors name the field by its path ("web.backlog: line 12: ...") and an
+// unknown one by the section it is in; an empty document wraps io.EOF.
+func decodeStrict(b []byte, v any) error {
+	return oneline.DecodeYAML(b, v)
 }
 
 // Validate reports the first parameter out of range, by its YAML path.
@@ -372,6 +391,19 @@ func (m *Model) Validate() error {
 }
 
 func (m *Model) validate() error {
+	if p := m.problems(); len(p) > 0 {
+		return errors.New(p[0].String())
+	}
+	return nil
+}
+
+// problem is a parameter out of range, by its YAML path.
+type problem struct{ field, msg string }
+
+func (p problem) String() string { return p.field + ": " + p.msg }
+
+// problems lists every parameter out of range, in the file's order.
+func (m *Model) problems() []problem {
 	type check struct {
 		field string
 		v     float64
@@ -380,55 +412,47 @@ func (m *Model) validate() error {
 	}
 	nonneg := func(f string, v float64) check { return check{f, v, v >= 0 && !math.IsInf(v, 0), "a time >= 0"} }
 	pos := func(f string, v float64) check { return check{f, v, v > 0 && !math.IsInf(v, 0), "a time > 0"} }
-	checks := []check{
-		nonneg("warmUp", float64(m.WarmUp)),
-		{"cores", float64(m.Cores), m.Cores >= 1, "an integer >= 1"},
-		nonneg("admission.retryAfter", float64(m.Admission.RetryAfter)),
-		{"admission.retryFactor", m.Admission.RetryFactor, m.Admission.RetryFactor >= 1, "a number >= 1"},
+	var out []problem
+	add := func(cs ...check) {
+		for _, c := range cs {
+			if !c.ok || math.IsNaN(c.v) {
+				out = append(out, problem{c.field, fmt.Sprintf("want %s, got %g", c.want, c.v)})
+			}
+		}
+	}
+	oneOf := func(field, got string, want ...string) {
+		if !slices.Contains(want, got) {
+			out = append(out, problem{field, fmt.Sprintf("want %q or %q, got %q", want[0], want[1], got)})
+		}
+	}
+	gc := func(tier string, g GC) {
+		add(nonneg(tier+".gc.workInterval", float64(g.WorkInterval)),
+			check{tier + ".gc.base", g.Base, g.Base >= 0, "a number >= 0"},
+			check{tier + ".gc.perUnit", g.PerUnit, g.PerUnit >= 0, "a number >= 0"})
+	}
+	add(nonneg("warmUp", float64(m.WarmUp)),
+		check{"cores", float64(m.Cores), m.Cores >= 1, "an integer >= 1"})
+	oneOf("loadBalancing", m.LoadBalancing, BalanceRoundRobin, BalanceRandom)
+	oneOf("admission.mode", m.Admission.Mode, AdmissionBounded, AdmissionUnbounded)
+	add(nonneg("admission.retryAfter", float64(m.Admission.RetryAfter)),
+		check{"admission.retryFactor", m.Admission.RetryFactor, m.Admission.RetryFactor >= 1, "a number >= 1"},
 		pos("web.pageDemand", float64(m.Web.PageDemand)),
 		pos("web.staticDemand", float64(m.Web.StaticDemand)),
 		pos("web.imageDemand", float64(m.Web.ImageDemand)),
 		nonneg("web.forwardDelay", float64(m.Web.ForwardDelay)),
-		{"web.backlog", float64(m.Web.Backlog), m.Web.Backlog >= 0, "an integer >= 0"},
+		check{"web.backlog", float64(m.Web.Backlog), m.Web.Backlog >= 0, "an integer >= 0"},
 		nonneg("web.finWait.base", float64(m.Web.FINWait.Base)),
 		nonneg("web.finWait.perUser", float64(m.Web.FINWait.PerUser)),
-		{"web.finWait.threshold", float64(m.Web.FINWait.Threshold), m.Web.FINWait.Threshold >= 0, "an integer >= 0"},
+		check{"web.finWait.threshold", float64(m.Web.FINWait.Threshold), m.Web.FINWait.Threshold >= 0, "an integer >= 0"},
 		pos("app.servletDemand", float64(m.App.ServletDemand)),
 		nonneg("app.queryDelay", float64(m.App.QueryDelay)),
-		{"app.backlog", float64(m.App.Backlog), m.App.Backlog >= 0, "an integer >= 0"},
-		pos("cluster.queryDemand", float64(m.Cluster.QueryDemand)),
-		pos("db.queryDemand", float64(m.DB.QueryDemand)),
-	}
-	for _, g := range []struct {
-		tier string
-		gc   GC
-	}{{"app", m.App.GC}, {"cluster", m.Cluster.GC}} {
-		checks = append(checks,
-			nonneg(g.tier+".gc.workInterval", float64(g.gc.WorkInterval)),
-			check{g.tier + ".gc.base", g.gc.Base, g.gc.Base >= 0, "a number >= 0"},
-			check{g.tier + ".gc.perUnit", g.gc.PerUnit, g.gc.PerUnit >= 0, "a number >= 0"})
-	}
-	for _, c := range checks {
-		if !c.ok || math.IsNaN(c.v) {
-			return fmt.Errorf("%s: want %s, got %g", c.field, c.want, c.v)
-		}
-	}
-	switch m.Admission.Mode {
-	case AdmissionBounded, AdmissionUnbounded:
-	default:
-		return fmt.Errorf("admission.mode: want %q or %q, got %q", AdmissionBounded, AdmissionUnbounded, m.Admission.Mode)
-	}
-	switch m.LoadBalancing {
-	case BalanceRoundRobin, BalanceRandom:
-	default:
-		return fmt.Errorf("loadBalancing: want %q or %q, got %q", BalanceRoundRobin, BalanceRandom, m.LoadBalancing)
-	}
-	switch m.App.AcceptOrder {
-	case OrderFIFO, OrderRandom:
-	default:
-		return fmt.Errorf("app.acceptOrder: want %q or %q, got %q", OrderFIFO, OrderRandom, m.App.AcceptOrder)
-	}
-	return nil
+		check{"app.backlog", float64(m.App.Backlog), m.App.Backlog >= 0, "an integer >= 0"})
+	oneOf("app.acceptOrder", m.App.AcceptOrder, OrderFIFO, OrderRandom)
+	gc("app", m.App.GC)
+	add(pos("cluster.queryDemand", float64(m.Cluster.QueryDemand)))
+	gc("cluster", m.Cluster.GC)
+	add(pos("db.queryDemand", float64(m.DB.QueryDemand)))
+	return out
 }
 
 // DefaultTiming is the simulator's trial: the default model's warm-up, the

@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,7 +94,7 @@ func TestLoadModelErrors(t *testing.T) {
 		file string
 		want []string
 	}{
-		{"unknown-field.yaml", []string{"unknown-field.yaml", "web.backlogg", "not found"}},
+		{"unknown-field.yaml", []string{"unknown-field.yaml", `line 11: unknown field "backlogg" in web; want one of: pageDemand, staticDemand, imageDemand, forwardDelay, backlog, finWait`}},
 		{"bad-value.yaml", []string{"bad-value.yaml", "web.backlog", "-1"}},
 		{"bad-enum.yaml", []string{"bad-enum.yaml", "app.acceptOrder", `"lifo"`}},
 		{"bad-duration.yaml", []string{"bad-duration.yaml", "web.pageDemand", `"fast"`}},
@@ -107,6 +109,57 @@ func TestLoadModelErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestLoadModelNoGoTypeNames(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "m.yaml")
+	require.NoError(t, os.WriteFile(p, []byte("web: {foo: 1}\n"), 0o600))
+	_, err := LoadModel(p)
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "sim.WebModel")
+	assert.Contains(t, err.Error(), `unknown field "foo" in web; want one of: pageDemand,`)
+}
+
+// A model file is complete (the README's --model row, Model's comment): a
+// field left out is named as missing, after any bad value the file holds.
+func TestLoadModelEmptyOrShort(t *testing.T) {
+	full, err := os.ReadFile(filepath.Join("testdata", "small.yaml"))
+	require.NoError(t, err)
+	for _, tc := range []struct{ name, doc, want string }{
+		{"empty", "", `load model "m.yaml": the file is empty; a model file holds every parameter`},
+		{"comments only", "# nothing yet\n", "the file is empty; a model file holds every parameter"},
+		{"bad value first", "web: {pageDemand: -1ms}\n", `load model "m.yaml": web.pageDemand: want a time > 0, got -0.001`},
+		{"missing sections", "web: {pageDemand: 1ms, staticDemand: 1ms, imageDemand: 1ms}\n",
+			`load model "m.yaml": missing cores, loadBalancing, admission, app, cluster, db: a model file holds every parameter`},
+		{"missing in a section", strings.Replace(string(full), "  servletDemand: 1ms\n", "", 1),
+			`load model "m.yaml": missing app.servletDemand: a model file holds every parameter`},
+		{"zero present is a bad value", strings.Replace(string(full), "cores: 2", "cores: 0", 1),
+			`load model "m.yaml": cores: want an integer >= 1, got 0`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseModel([]byte(tc.doc), "m.yaml", func(string) (*Mix, error) { return DefaultModel().Mix, nil })
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestLoadModelAnchorsCountAsGiven(t *testing.T) {
+	full, err := os.ReadFile(filepath.Join("testdata", "small.yaml"))
+	require.NoError(t, err)
+	// Through a merge key db.queryDemand is given, not missing.
+	doc := strings.Replace(string(full), "cluster: {queryDemand: 0.3ms,", "cluster: {<<: &q {queryDemand: 0.3ms},", 1)
+	doc = strings.Replace(doc, "db: {queryDemand: 0.3ms}", "db: {<<: *q}", 1)
+	m, err := parseModel([]byte(doc), "m.yaml", func(string) (*Mix, error) { return DefaultModel().Mix, nil })
+	require.NoError(t, err)
+	assert.InDelta(t, 0.3e-3, float64(m.DB.QueryDemand), 1e-12)
+}
+
+func TestLoadMixEmpty(t *testing.T) {
+	_, err := parseMix([]byte("# nothing\n"), "mix.yaml")
+	require.Error(t, err)
+	assert.Equal(t, `load mix "mix.yaml": the file is empty; want a workload mix: thinkTime, start and interactions (as in internal/sim/rubbos-browse-only.yaml)`, err.Error())
 }
 
 func TestDefaultTiming(t *testing.T) {

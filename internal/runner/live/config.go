@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/softalloc/softalloc/internal/oneline"
 )
 
 // Config is the live runner's part of a deployment file's runner section.
@@ -150,6 +152,8 @@ const (
 // cliKeys are read by the CLI, not by this runner.
 var cliKeys = map[string]bool{"name": true, "command": true, "retries": true, "timeout": true}
 
+var sectionLine = regexp.MustCompile(`line [0-9]+: `)
+
 // ParseConfig reads the runner section of the deployment file at path.
 func ParseConfig(section map[string]any, path string) (Config, error) {
 	var c Config
@@ -168,7 +172,10 @@ func ParseConfig(section map[string]any, path string) (Config, error) {
 	dec := yaml.NewDecoder(strings.NewReader(string(b)))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && len(rest) > 0 {
-		return c, fmt.Errorf("runner section: %s", strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "yaml: ", "")), " "))
+		// The lines are those of the section written out again, not of the
+		// file: drop them, and yaml.v3's Go type names with them.
+		msg := sectionLine.ReplaceAllString(oneline.YAMLError(err).Error(), "")
+		return c, fmt.Errorf("runner section: %s", strings.ReplaceAll(msg, "yaml: ", ""))
 	}
 	c.dir = filepath.Dir(path)
 	if path == "" {

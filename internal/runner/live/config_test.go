@@ -31,7 +31,7 @@ func TestParseConfig(t *testing.T) {
 		sec  map[string]any
 		want string
 	}{
-		{"misspelt key", section(map[string]any{"promethus": "x"}), "field promethus not found"},
+		{"misspelt key", section(map[string]any{"promethus": "x"}), `runner section: unknown field "promethus"`},
 		{"no target", map[string]any{"prometheus": "http://127.0.0.1:2", "workload": "w"}, "target: missing"},
 		{"bad url", section(map[string]any{"target": "ftp://h"}), "want an http:// or https:// URL"},
 		{"unknown preset", section(map[string]any{"tiers": map[string]any{"web": map[string]any{"presets": []any{"nginx"}}}}), `unknown preset "nginx"`},
@@ -41,6 +41,7 @@ func TestParseConfig(t *testing.T) {
 			_, err := ParseConfig(tc.sec, "d.yaml")
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
+			assert.NotContains(t, err.Error(), "live.", "no Go type names")
 		})
 	}
 }

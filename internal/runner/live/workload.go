@@ -1,8 +1,9 @@
 package live
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -133,10 +134,11 @@ func LoadWorkload(path string) (*Workload, error) {
 // ParseWorkload reads a workload file's contents.
 func ParseWorkload(b []byte) (*Workload, error) {
 	w := &Workload{}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(w); err != nil {
-		return nil, oneline.YAMLError(err)
+	if err := oneline.DecodeYAML(b, w); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("the file is empty; want a workload: thinkTime, start and interactions (name, path, next), as in testbed/workload.yaml")
+		}
+		return nil, err
 	}
 	return w, w.compile()
 }

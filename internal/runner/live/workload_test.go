@@ -39,7 +39,8 @@ func TestParseWorkloadErrors(t *testing.T) {
 		{"relative path", base + "  - {name: A, path: a}\n", "want a path starting with /"},
 		{"bad rand", base + "  - {name: A, path: '/a?x={rand:5:1}'}\n", "{rand:LO:HI}"},
 		{"unknown placeholder", base + "  - {name: A, path: '/a?x={user}'}\n", "unknown placeholder"},
-		{"unknown key", base + "  - {name: A, path: /a, imgs: 1}\n", "field imgs not found"},
+		{"unknown key", base + "  - {name: A, path: /a, imgs: 1}\n", `line 4: unknown field "imgs" in interactions[0]; want one of: name, path, embedded, static, queries, next`},
+		{"empty", "# to do\n", "the file is empty; want a workload: thinkTime, start and interactions"},
 		{"reserved name", base + "  - {name: Back, path: /a}\n", "want a name other than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

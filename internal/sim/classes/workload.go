@@ -11,10 +11,10 @@
 package classes
 
 import (
-	"bytes"
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"strconv"
@@ -317,10 +317,11 @@ func LoadWorkload(path string) (*Workload, error) {
 // Parse reads a workload from YAML; name labels errors.
 func Parse(b []byte, name string) (*Workload, error) {
 	w := &Workload{}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(w); err != nil {
-		return nil, fmt.Errorf("load workload %q: %w", name, oneline.YAMLError(err))
+	if err := oneline.DecodeYAML(b, w); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("load workload %q: the file is empty; want a workload: server (cores, policy, admission, pools), classes and run, as in internal/sim/classes/seed000.yaml", name)
+		}
+		return nil, fmt.Errorf("load workload %q: %w", name, err)
 	}
 	w.defaults()
 	if err := w.Validate(); err != nil {
