@@ -81,8 +81,9 @@ resource to saturate with the workload where it did: a hardware resource
 --baseline for later runs.
 
 Exit codes: 0 when capacity holds, 1 with one line per violated check on
-stderr, 2 on usage errors. --metrics-file and --pushgateway export the same
-metrics either way, so a CI job can push them whatever the verdict.`,
+stderr, 2 on usage and configuration errors (found before any experiment).
+--metrics-file and --pushgateway export the same metrics either way, so a CI
+job can push them whatever the verdict.`,
 		Example: `  softalloc check --topology 1/2/1/2 --min-goodput 700 --sla 2s
   softalloc check --topology 1/2/1/2 --output json > capacity.json
   softalloc check --topology 1/2/1/2 --baseline capacity.json --max-regression 5% --critical app/cpu
@@ -141,8 +142,12 @@ func runCheck(cmd *cobra.Command, s Streams, o *checkOptions) error {
 		return usagef("--max-regression and --baseline go together")
 	case o.minGoodput < 0:
 		return usagef("--min-goodput %g: want pages/s >= 0", o.minGoodput)
-	case o.critical != "" && !strings.Contains(o.critical, "/"):
-		return usagef("--critical %q: want TIER/RESOURCE, e.g. app/cpu", o.critical)
+	}
+	if o.critical != "" {
+		tier, res, _ := strings.Cut(o.critical, "/")
+		if tier == "" || res == "" || strings.Contains(res, "/") {
+			return usagef("--critical %q: want TIER/RESOURCE, e.g. app/cpu", o.critical)
+		}
 	}
 	if o.maxRegression != "" {
 		if regression, err = parsePercent(o.maxRegression); err != nil {
@@ -158,7 +163,12 @@ func runCheck(cmd *cobra.Command, s Streams, o *checkOptions) error {
 		if capacity, cp, err = o.capacityFromJournal(cmd, s); err != nil {
 			return err
 		}
+		if err := o.against(cp.deployment, capacity.SLA, base); err != nil {
+			return err
+		}
 	} else {
+		// The flags that need the deployment are checked before the journal opens.
+		o.campaign.preflight = func(c campaign) error { return o.against(c.deployment, c.opts.SLA, base) }
 		if cp, err = o.campaign.setup(cmd, s); err != nil {
 			return err
 		}
@@ -169,10 +179,8 @@ func runCheck(cmd *cobra.Command, s Streams, o *checkOptions) error {
 		capacity = capacityOf(cp.deployment.Topology, cp.runner.Name, formatAllocation(cp.start), cp.opts.SLA, trials)
 		capacity.Critical, capacity.SaturationWorkload = firstSaturated(cp.deployment, trials, cp.opts)
 	}
-	if base.SLA != 0 && base.SLA != capacity.SLA {
-		return usagef("--baseline %q was measured at an SLA of %g s, this check at %g s", o.baseline, base.SLA, capacity.SLA)
-	}
-	doc := CheckJSON{Capacity: capacity, OK: true}
+	// Checks is [] in JSON when there are none, never null.
+	doc := CheckJSON{Capacity: capacity, Checks: []CheckResult{}, OK: true}
 	add := func(name string, ok bool, format string, a ...any) {
 		doc.Checks = append(doc.Checks, CheckResult{Name: name, OK: ok, Message: fmt.Sprintf(format, a...)})
 		doc.OK = doc.OK && ok
@@ -232,6 +240,26 @@ func runCheck(cmd *cobra.Command, s Streams, o *checkOptions) error {
 	return nil
 }
 
+// against checks --critical's tier and the baseline's SLA and deployment
+// against what this check measures: a capacity compared with one of another
+// deployment or SLA would pass or fail for no reason.
+func (o *checkOptions) against(d algorithms.Deployment, sla float64, base Capacity) error {
+	if tier, _, _ := strings.Cut(o.critical, "/"); o.critical != "" && d.TierIndex(tier) < 0 {
+		names := make([]string, len(d.Tiers))
+		for i, t := range d.Tiers {
+			names[i] = t.Name
+		}
+		return usagef("--critical %q: deployment %q has no tier %q; its tiers are %s", o.critical, d.Topology, tier, strings.Join(names, ", "))
+	}
+	if base.SLA != 0 && base.SLA != sla {
+		return usagef("--baseline %q was measured at an SLA of %g s, this check at %g s", o.baseline, base.SLA, sla)
+	}
+	if base.Topology != "" && base.Topology != d.Topology {
+		return usagef("--baseline %q was measured on deployment %s, this check runs on %s", o.baseline, base.Topology, d.Topology)
+	}
+	return nil
+}
+
 func boolFloat(b bool) float64 {
 	if b {
 		return 1
@@ -253,7 +281,7 @@ func (o *checkOptions) capacityFromJournal(cmd *cobra.Command, s Streams) (Capac
 	}
 	data, err := os.ReadFile(o.fromJournal)
 	if err != nil {
-		return c, cp, fmt.Errorf("--from-journal: %w", err)
+		return c, cp, configError(fmt.Errorf("--from-journal: %w", err))
 	}
 	lines, torn := replay.SplitLines(data)
 	if torn != "" {
@@ -271,7 +299,7 @@ func (o *checkOptions) capacityFromJournal(cmd *cobra.Command, s Streams) (Capac
 		}
 		var r rec
 		if err := json.Unmarshal(l, &r); err != nil {
-			return c, cp, fmt.Errorf("journal %q: line %d: %w", o.fromJournal, i+1, err)
+			return c, cp, configError(fmt.Errorf("--from-journal %q: line %d: %w", o.fromJournal, i+1, err))
 		}
 		k := r.Experiment.Deployment.Topology + " " + formatAllocation(r.Experiment.Allocation)
 		groups[k] = append(groups[k], r)

@@ -88,7 +88,7 @@ approach selectors off (the baseline of seed 002).`,
 	fs.IntVar(&o.poolSize, "pool", 0, "pool size (default: the workload's)")
 	fs.DurationVar(&o.duration, "duration", 0, "measured time per trial (default: the workload's)")
 	fs.Uint64Var(&o.seed, "seed", 1, "simulator seed: the same seed gives the same numbers")
-	fs.IntVar(&o.parallel, "parallel", defaultParallel(), "trials run at once")
+	registerParallel(fs, &o.parallel, "trials run at once")
 	fs.StringVar(&o.plot, "plot", "", "also draw each held class's throughput as a share of its solo value, a curve per policy (.svg, .png or .pdf)")
 	fs.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	fs.BoolVar(&o.trial, "trial", false, "run the workload once as it is and print the per-class report")
@@ -107,15 +107,22 @@ func runDegradation(cmd *cobra.Command, s Streams, o *degradationOptions) error 
 	if err := checkOutput(o.output); err != nil {
 		return err
 	}
-	if o.parallel < 1 {
-		return usagef("--parallel %d: want at least 1", o.parallel)
+	if err := checkParallel(o.parallel); err != nil {
+		return err
+	}
+	if err := checkOutputFile("--plot", o.plot, plotExtensions...); err != nil {
+		return err
+	}
+	// Left out, they are the workload's; given, 0 is no pool and no time.
+	if cmd.Flags().Changed("pool") && o.poolSize < 1 {
+		return usagef("--pool: want a pool size >= 1 (leave --pool out for the workload's), got %d", o.poolSize)
+	}
+	if cmd.Flags().Changed("duration") && o.duration <= 0 {
+		return usagef("--duration: want a time > 0 (leave --duration out for the workload's), got %v", o.duration)
 	}
 	w, err := loadClassesWorkload(o.workload)
 	if err != nil {
 		return err
-	}
-	if o.duration < 0 {
-		return usagef("--duration %v: want a time > 0", o.duration)
 	}
 	if o.duration > 0 {
 		w.Run.Duration = classes.Duration(o.duration.Seconds())
@@ -190,9 +197,6 @@ func (o *degradationOptions) setups(w *classes.Workload) ([]classes.Setup, error
 		}
 	default:
 		return nil, usagef("--pools %q: want shared or per-class", o.pools)
-	}
-	if o.poolSize < 0 {
-		return nil, usagef("--pool %d: want a size >= 1", o.poolSize)
 	}
 	weights, err := parseAssignments("--weight", o.weights, func(v string) (float64, error) {
 		x, err := strconv.ParseFloat(v, 64)
@@ -384,7 +388,7 @@ func loadClassesWorkload(path string) (*classes.Workload, error) {
 	}
 	w, err := classes.LoadWorkload(path)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, configError(err)
 	}
 	return w, nil
 }
@@ -476,7 +480,7 @@ func runRecommendClasses(cmd *cobra.Command, s Streams, file string, o *campaign
 	}
 	w, err := classes.LoadWorkload(file)
 	if err != nil {
-		return usageError{err}
+		return configError(err)
 	}
 	rec, err := classes.Recommend(cmd.Context(), w, classes.RecommendOptions{Seed: o.runner.seed})
 	if err != nil {

@@ -10,9 +10,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/topology"
 )
 
 // Streams are the process's standard streams.
@@ -48,6 +53,17 @@ func (e usageError) Unwrap() error { return e.err }
 
 func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
 
+// configError marks a failure to read the command's configuration (a runner's
+// settings, a model, deployment, journal or workload file) as a usage error.
+// No experiment has run then, so for check it must not be the 1 of a
+// regressed capacity.
+func configError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return usageError{err}
+}
+
 // exitError carries a chosen exit code with its message (empty: print nothing).
 type exitError struct {
 	code int
@@ -76,6 +92,10 @@ func Run(ctx context.Context, args []string, s Streams) int {
 		code = ExitUsage
 	}
 	if msg := err.Error(); msg != "" {
+		var wb *algorithms.WorkloadBoundError
+		if errors.As(err, &wb) {
+			msg += " (--max-workload)" // the algorithms package knows no flags
+		}
 		fmt.Fprintf(s.Err, "softalloc: %s\n", strings.ReplaceAll(msg, "\n", " "))
 	}
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
@@ -117,7 +137,7 @@ RUBBoS testbed, so every command gives real answers in seconds.`,
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.SetIn(s.In)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		NewSizeCmd(s),
 		NewFindCriticalCmd(s),
@@ -128,5 +148,46 @@ RUBBoS testbed, so every command gives real answers in seconds.`,
 		NewEvaluateCmd(s),
 		NewDegradationCmd(s),
 	)
+	// No command takes positional arguments.
+	for _, c := range root.Commands() {
+		c.Args = noArgs
+	}
 	return root
+}
+
+// flagError rewrites pflag's complaint about a flag's value, which quotes Go
+// ("strconv.ParseUint: parsing \"abc\": invalid syntax"), as what was expected.
+func flagError(_ *cobra.Command, err error) error {
+	var iv *pflag.InvalidValueError
+	if !errors.As(err, &iv) || iv.GetFlag() == nil {
+		return usageError{err}
+	}
+	f := iv.GetFlag()
+	want := map[string]string{
+		"uint64": "a non-negative integer", "uint": "a non-negative integer", "int": "an integer", "int64": "an integer",
+		"float64": "a number", "duration": "a duration such as 30s or 2m", "bool": "true or false",
+	}[f.Value.Type()]
+	if want == "" {
+		want = "a value of type " + f.Value.Type()
+	}
+	if errors.Is(err, strconv.ErrRange) {
+		want += " in range"
+	}
+	return usagef("--%s: want %s, got %q", f.Name, want, iv.GetValue())
+}
+
+// noArgs refuses positional arguments; a topology given as one most likely
+// meant the topology flag.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	if _, err := topology.ParseTopology(args[0]); err == nil {
+		for _, name := range []string{"topology", "topologies"} {
+			if cmd.Flags().Lookup(name) != nil {
+				return usagef("unexpected argument %q; did you mean --%s %s?", args[0], name, args[0])
+			}
+		}
+	}
+	return usagef("unexpected argument %q: %s takes flags only (see --help)", args[0], cmd.CommandPath())
 }

@@ -101,12 +101,13 @@ func TestSizeErrors(t *testing.T) {
 		msg  string
 	}{
 		{"no file", []string{"size"}, 2, "size: want -f FILE"},
-		{"missing file", []string{"size", "-f", filepath.Join(dir, "nope.yaml")}, 1, "no such file"},
-		{"bad topology", []string{"size", "-f", write("a.yaml", "topology: 1/x/1/4\ncritical: app\n")}, 1, `replica count "x" is not a positive integer`},
-		{"unknown key", []string{"size", "-f", write("b.yaml", "topology: 1/2/1/2\ncritical: app\nthroughput: 3\n")}, 1, "field throughput not found"},
-		{"no critical", []string{"size", "-f", write("c.yaml", "topology: 1/2/1/2\n")}, 1, "critical: want the critical tier's name"},
-		{"unknown tier", []string{"size", "-f", write("d.yaml", "topology: 1/2/1/2\ncritical: app\ntiers: [{name: cache, throughput: 1, responseTime: 1}]\n")}, 1, `measured tier "cache" is not in the deployment`},
-		{"empty", []string{"size", "-f", write("e.yaml", "")}, 1, "the file is empty"},
+		{"missing file", []string{"size", "-f", filepath.Join(dir, "nope.yaml")}, 2, "no such file"},
+		{"bad topology", []string{"size", "-f", write("a.yaml", "topology: 1/x/1/4\ncritical: app\n")}, 2, `replica count "x" is not a positive integer`},
+		{"unknown key", []string{"size", "-f", write("b.yaml", "topology: 1/2/1/2\ncritical: app\nthroughput: 3\n")}, 2,
+			`unknown field "throughput" in the top level; want one of: topology, deployment, critical, minJobs, tiers`},
+		{"no critical", []string{"size", "-f", write("c.yaml", "topology: 1/2/1/2\n")}, 2, "critical: want the critical tier's name"},
+		{"unknown tier", []string{"size", "-f", write("d.yaml", "topology: 1/2/1/2\ncritical: app\ntiers: [{name: cache, throughput: 1, responseTime: 1}]\n")}, 2, `measured tier "cache" is not in the deployment`},
+		{"empty", []string{"size", "-f", write("e.yaml", "")}, 2, "the file is empty"},
 		{"bad output", []string{"size", "-f", table1("1212.yaml"), "-o", "xml"}, 2, `--output "xml": want table or json`},
 		{"unknown flag", []string{"size", "--frobnicate"}, 2, "unknown flag"},
 		{"unknown command", []string{"sizes"}, 2, "unknown command"},
@@ -136,7 +137,8 @@ func TestBadTopologyIsAUsageError(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, `allocation "400-0-6"`)
 
+	// A runner that cannot be built is the configuration's fault, as in every command.
 	_, stderr, code = run(t, "", "recommend", "--topology", "1/2/1/2", "--runner", "nosuch")
-	assert.Equal(t, 1, code)
+	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, `runner "nosuch": want one of`)
 }

@@ -44,7 +44,14 @@ It writes evaluation.md, evaluation.json and SVG plots to --out.`,
   softalloc evaluate --topologies 1/2/1/2,1/4/1/4 --seeds 1 --runtime 3m --out /tmp/eval`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutputDir("--out", o.out); err != nil {
+				return err
+			}
+			if err := checkParallel(o.parallel); err != nil {
+				return err
+			}
 			cfg := evaluate.DefaultConfig()
+			cfg.Parallel = o.parallel
 			if o.topologies != "" {
 				cfg.Topologies = strings.Split(o.topologies, ",")
 			}
@@ -67,15 +74,15 @@ It writes evaluation.md, evaluation.json and SVG plots to --out.`,
 			if cmd.Flags().Changed("ramp-up") {
 				cfg.Timing.RampUp = o.rampUp
 			}
-			if cfg.Timing.Runtime <= 0 || cfg.Timing.RampUp < 0 {
-				return usagef("--runtime must be > 0 and --ramp-up >= 0")
+			if cfg.Timing.RampUp < 0 {
+				return usagef("--ramp-up: want a duration >= 0, got %v", cfg.Timing.RampUp)
 			}
-			if o.parallel > 0 {
-				cfg.Parallel = o.parallel
+			if err := checkSimRuntime(cfg.Timing.Runtime); err != nil {
+				return err
 			}
 			if o.model != "" {
 				if cfg.Model, err = sim.LoadModel(o.model); err != nil {
-					return err
+					return configError(fmt.Errorf("--model: %w", err))
 				}
 			}
 			if !o.quiet {
@@ -98,7 +105,7 @@ It writes evaluation.md, evaluation.json and SVG plots to --out.`,
 	fs.StringVar(&o.seeds, "seeds", "", "comma-separated simulator seeds (default 1,2)")
 	fs.DurationVar(&o.runtime, "runtime", def.Timing.Runtime, "measured runtime of campaign and grid trials")
 	fs.DurationVar(&o.rampUp, "ramp-up", def.Timing.RampUp, "warm-up of campaign and grid trials")
-	fs.IntVar(&o.parallel, "parallel", 0, "grid trials at once (default GOMAXPROCS)")
+	registerParallel(fs, &o.parallel, "grid trials at once")
 	fs.StringVar(&o.model, "model", "", "simulator parameter file (default: the embedded RUBBoS testbed)")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines on stderr")
 	return cmd

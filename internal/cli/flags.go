@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/runner"
+	"github.com/softalloc/softalloc/internal/sim"
 	"github.com/softalloc/softalloc/internal/topology"
 )
 
@@ -47,7 +49,7 @@ func (f *deploymentFlags) resolve() (algorithms.Deployment, algorithms.Allocatio
 	case f.file != "":
 		df, err := topology.LoadDeployment(f.file)
 		if err != nil {
-			return d, a, err
+			return d, a, configError(err)
 		}
 		d, a = df.Deployment, df.Allocation
 		f.loaded = &df
@@ -64,7 +66,7 @@ func (f *deploymentFlags) resolve() (algorithms.Deployment, algorithms.Allocatio
 		}
 	}
 	if err := topology.ValidateAllocation(d, a); err != nil {
-		return d, a, usageError{err}
+		return d, a, f.inFile(err)
 	}
 	return d, a, nil
 }
@@ -75,9 +77,49 @@ func (f *deploymentFlags) parseAllocation(d algorithms.Deployment, s string) (al
 		return a, usageError{err}
 	}
 	if err := topology.ValidateAllocation(d, a); err != nil {
-		return a, usageError{err}
+		return a, f.inFile(err)
 	}
 	return a, nil
+}
+
+// inFile names the deployment file in an allocation's error: the deployment
+// inside it is known by its name field, which need not be the file's.
+func (f *deploymentFlags) inFile(err error) error {
+	if f.file == "" {
+		return usageError{err}
+	}
+	return usagef("deployment file %q: %w", f.file, err)
+}
+
+// checkRunnable refuses, before the first experiment, a deployment and
+// allocation the runner cannot run. Only the simulator has rules of its own
+// (one tier per role, in chain order; web threads, app threads and
+// connections); other runners take what the deployment lists. alloc is the
+// --alloc value the allocation came from, empty when none was given.
+func (f *deploymentFlags) checkRunnable(r runner.Runner, d algorithms.Deployment, a algorithms.Allocation, t algorithms.Timing, alloc string) error {
+	var m *sim.Model
+	switch x := r.Experimenter.(type) {
+	case *sim.Runner:
+		m = x.Model
+	case sim.Runner:
+		m = x.Model
+	default:
+		return nil
+	}
+	// One user: what is checked is the chain and its pools, not a workload.
+	e := algorithms.Experiment{Deployment: d, Allocation: a, Workload: algorithms.Workload{Users: 1}, Timing: t}
+	err := sim.CheckExperiment(m, e)
+	if err == nil {
+		return nil
+	}
+	what, from := fmt.Sprintf("topology %s", f.topology), "the default "+practitionersAllocation
+	if f.file != "" {
+		what, from = fmt.Sprintf("deployment file %q", f.file), "the file's pools"
+	}
+	if alloc != "" {
+		from = "--alloc " + alloc
+	}
+	return usagef("%s (allocation: %s) cannot run on the sim runner: %w", what, from, err)
 }
 
 // runnerFlags choose the runner and the trial timing.
@@ -121,7 +163,8 @@ func (f *runnerFlags) build(cmd *cobra.Command, df *deploymentFlags) (runner.Run
 	}
 	r, err := runner.New(cfg)
 	if err != nil {
-		return r, algorithms.Timing{}, err
+		// New reads settings and files and runs nothing: the configuration is wrong.
+		return r, algorithms.Timing{}, configError(err)
 	}
 	t := r.DefaultTiming
 	fl := cmd.Flags()
@@ -134,10 +177,53 @@ func (f *runnerFlags) build(cmd *cobra.Command, df *deploymentFlags) (runner.Run
 	if fl.Changed("ramp-down") {
 		t.RampDown = f.rampDown
 	}
-	if t.RampUp < 0 || t.Runtime <= 0 || t.RampDown < 0 {
-		return r, t, usagef("timing: want --runtime > 0 and --ramp-up, --ramp-down >= 0, got %v, %v, %v", t.Runtime, t.RampUp, t.RampDown)
+	switch {
+	case t.Runtime <= 0:
+		return r, t, usagef("--runtime: want a duration > 0, got %v", t.Runtime)
+	case t.RampUp < 0:
+		return r, t, usagef("--ramp-up: want a duration >= 0, got %v", t.RampUp)
+	case t.RampDown < 0:
+		return r, t, usagef("--ramp-down: want a duration >= 0, got %v", t.RampDown)
+	case r.Name == "sim":
+		if err := checkSimRuntime(t.Runtime); err != nil {
+			return r, t, err
+		}
 	}
 	return r, t, nil
+}
+
+// minSimRuntime is the shortest measured window the simulator is given. Its
+// users think 7 s between pages, so a window under a second holds a few
+// pages per thousand users (1ns: none, and every figure is 0), and less
+// than two of the JVM's 0.5 s GC work intervals: the numbers would be noise.
+const minSimRuntime = time.Second
+
+func checkSimRuntime(d time.Duration) error {
+	if d < minSimRuntime {
+		return usagef("--runtime: want at least %v on the simulator (shorter windows measure too few pages), got %v", minSimRuntime, d)
+	}
+	return nil
+}
+
+// registerParallel and checkParallel are every command's --parallel.
+func registerParallel(fs *pflag.FlagSet, p *int, usage string) {
+	fs.IntVar(p, "parallel", defaultParallel(), usage)
+}
+
+func checkParallel(n int) error {
+	if n < 1 {
+		return usagef("--parallel: want at least 1 trial at once, got %d", n)
+	}
+	return nil
+}
+
+// check refuses contradicting journal flags. (A method here: journal.go is
+// the journal's own.)
+func (f *journalFlags) check() error {
+	if f.fresh && f.off {
+		return usagef("--fresh and --no-journal contradict: --fresh sets the journal aside and records anew, --no-journal records nothing; give one")
+	}
+	return nil
 }
 
 // algorithmFlags tune Algorithm 1.
@@ -189,14 +275,28 @@ func (f *algorithmFlags) options(t algorithms.Timing) (algorithms.Options, error
 		return o, usagef("--mode %q: want efficient or paper", f.mode)
 	case o.MinJobsAt != algorithms.ReadAtKnee && o.MinJobsAt != algorithms.ReadAtSaturation:
 		return o, usagef("--minjobs-at %q: want knee or saturation", f.minJobsAt)
-	case o.Step < 1 || o.SmallStep < 1 || o.MaxWorkload < 1 || o.ScanSpan < 1:
-		return o, usagef("--step, --small-step, --max-workload and --scan-span: want positive numbers of users")
+	case o.Step < 1:
+		return o, usagef("--step: want a positive number of users, got %d", o.Step)
+	case o.SmallStep < 1:
+		return o, usagef("--small-step: want a positive number of users, got %d", o.SmallStep)
+	case o.MaxWorkload < 1:
+		return o, usagef("--max-workload: want a positive number of users, got %d", o.MaxWorkload)
+	case o.Step > o.MaxWorkload:
+		return o, usagef("--step %d: want at most --max-workload (%d users)", o.Step, o.MaxWorkload)
+	case o.SmallStep > o.MaxWorkload:
+		return o, usagef("--small-step %d: want at most --max-workload (%d users)", o.SmallStep, o.MaxWorkload)
+	case o.ScanSpan < 1:
+		return o, usagef("--scan-span: want a positive number of users, got %d", o.ScanSpan)
 	case !(o.HardwareThreshold > 0 && o.HardwareThreshold <= 1):
 		return o, usagef("--hw-threshold %g: want a utilisation in (0,1]", o.HardwareThreshold)
 	case !(o.SoftThreshold > 0 && o.SoftThreshold <= 1):
 		return o, usagef("--soft-threshold %g: want a share in (0,1]", o.SoftThreshold)
-	case o.SLA <= 0 || o.KneeThreshold < 0 || o.KneeFactor <= 0:
-		return o, usagef("--sla must be > 0, --knee-threshold >= 0 and --knee-factor > 0")
+	case f.sla <= 0:
+		return o, usagef("--sla: want a duration > 0, got %v", f.sla)
+	case f.kneeThreshold < 0:
+		return o, usagef("--knee-threshold: want a duration >= 0, got %v", f.kneeThreshold)
+	case !(o.KneeFactor > 0):
+		return o, usagef("--knee-factor: want a number > 0, got %g", o.KneeFactor)
 	case f.demandDrift < 0 || f.demandDrift >= 1:
 		return o, usagef("--demand-drift %g: want a share in [0,1)", f.demandDrift)
 	}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/pflag"
@@ -33,10 +32,9 @@ func (f *journalFlags) open(s Streams, r runner.Runner) (algorithms.Experimenter
 	}
 	j, err := journal.Open(f.path, journal.Identity{Runner: r.Name, Settings: r.Settings}, journal.Options{Fresh: f.fresh})
 	if err != nil {
-		if errors.Is(err, journal.ErrOtherRunner) {
-			return nil, nil, usageError{err}
-		}
-		return nil, nil, err
+		// No experiment has run: for check, this must not read as the 1 of
+		// a regressed capacity.
+		return nil, nil, configError(err)
 	}
 	for _, w := range j.Warnings {
 		fmt.Fprintf(s.Err, "softalloc: warning: %s\n", w)

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/spf13/pflag"
 
@@ -31,7 +32,7 @@ func (f *metricsFlags) check() error {
 	if f.gateway == "" && len(f.grouping) > 0 {
 		return usagef("--grouping needs --pushgateway")
 	}
-	return nil
+	return checkOutputFile("--metrics-file", f.file)
 }
 
 func (f *metricsFlags) wanted() bool { return f.file != "" || f.gateway != "" }
@@ -43,7 +44,9 @@ func (f *metricsFlags) emit(ctx context.Context, set *metrics.Set) error {
 	}
 	var errs []error
 	if f.file != "" {
-		errs = append(errs, set.WriteFile(f.file))
+		if err := set.WriteFile(f.file); err != nil {
+			errs = append(errs, fmt.Errorf("--metrics-file %q: %w", f.file, plainPathError(err)))
+		}
 	}
 	if f.gateway != "" {
 		grouping, _ := metrics.ParseGrouping(f.grouping)

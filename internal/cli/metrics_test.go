@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -168,8 +169,13 @@ func TestCheckExitCodes(t *testing.T) {
 	_, stderr, code = run(t, "", "check", "--from-journal", j, "--topology", "1/2/1/2", "--alloc", "400-150-60", "--critical", "app/cpu")
 	assert.Equal(t, 0, code, stderr)
 
-	// Usage errors: exit 2.
+	// Usage errors: exit 2. A journal's deployment is checked as a fresh one.
+	otherBase := filepath.Join(dir, "capacity-1414.json")
+	require.Contains(t, baseline, `"topology": "1/2/1/2"`)
+	require.NoError(t, os.WriteFile(otherBase, []byte(strings.Replace(baseline, `"topology": "1/2/1/2"`, `"topology": "1/4/1/4"`, 1)), 0o644))
 	for _, args := range [][]string{
+		{"check", "--from-journal", j, "--topology", "1/2/1/2", "--alloc", "400-150-60", "--critical", "nope/cpu"},
+		{"check", "--from-journal", j, "--topology", "1/2/1/2", "--alloc", "400-150-60", "--baseline", otherBase, "--max-regression", "5%"},
 		{"check", "--topology", "1/2/1/2"},
 		{"check", "--topology", "1/2/1/2", "--max-regression", "5%"},
 		{"check", "--topology", "1/2/1/2", "--baseline", basePath, "--max-regression", "five"},

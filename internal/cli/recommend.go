@@ -23,6 +23,9 @@ type campaignOptions struct {
 	output     string
 	quiet      bool
 	started    time.Time
+	// preflight, when set, checks a command's own flags against the resolved
+	// campaign before the journal opens (and with --fresh sets it aside).
+	preflight func(campaign) error
 }
 
 func (o *campaignOptions) register(cmd *cobra.Command) {
@@ -57,6 +60,9 @@ func (o *campaignOptions) setup(cmd *cobra.Command, s Streams) (campaign, error)
 	if err := o.metrics.check(); err != nil {
 		return c, err
 	}
+	if err := o.journal.check(); err != nil {
+		return c, err
+	}
 	var err error
 	if c.deployment, c.start, err = o.deployment.resolve(); err != nil {
 		return c, err
@@ -65,11 +71,23 @@ func (o *campaignOptions) setup(cmd *cobra.Command, s Streams) (campaign, error)
 	if c.runner, t, err = o.runner.build(cmd, &o.deployment); err != nil {
 		return c, err
 	}
+	alloc := ""
+	if len(o.deployment.allocs) == 1 {
+		alloc = o.deployment.allocs[0]
+	}
+	if err := o.deployment.checkRunnable(c.runner, c.deployment, c.start, t, alloc); err != nil {
+		return c, err
+	}
 	for _, w := range c.runner.Warnings {
 		fmt.Fprintf(s.Err, "softalloc: warning: %s\n", w)
 	}
 	if c.opts, err = o.algorithm.options(t); err != nil {
 		return c, err
+	}
+	if o.preflight != nil {
+		if err := o.preflight(c); err != nil {
+			return c, err
+		}
 	}
 	if c.x, c.journal, err = o.journal.open(s, c.runner); err != nil {
 		return c, err
@@ -156,7 +174,7 @@ pools in front of the tier that bounds the critical server's jobs keep at
 least their reserved size; the table shows the formula's minimum beside them.`,
 		Example: `  softalloc recommend --topology 1/2/1/2
   softalloc recommend --topology 1/4/1/4 --output json
-  softalloc recommend --topology 1/4/1/4 --mode paper --seed 7
+  softalloc recommend --topology 1/4/1/4 --mode paper --seed 7 --journal .softalloc/seed7.jsonl
   softalloc recommend --topology 1/4/1/4 --format apache,tomcat
   softalloc recommend --topology 1/2/1/2 --format all --output json
   softalloc recommend -f deployment.yaml --runner replay --campaign recorded.jsonl`,

@@ -48,7 +48,7 @@ START:END:STEP (5000:8000:200). --sla takes thresholds in seconds (0.5,1,2);
 JSON keys goodput and badput by the threshold as written.`,
 		Example: `  softalloc simulate --topology 1/4/1/4 --alloc 400-6-6 --users 5000:8000:200
   softalloc simulate --topology 1/2/1/2 --alloc 400-150-60 --alloc 400-6-6 --users 6000 --sla 0.5,1,2
-  softalloc simulate --topology 1/4/1/4 --alloc 400-6-6 --users 7000 --output json --seed 7`,
+  softalloc simulate --topology 1/4/1/4 --alloc 400-6-6 --users 7000 --output json --seed 7 --journal .softalloc/seed7.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSimulate(cmd, s, o)
@@ -64,7 +64,7 @@ JSON keys goodput and badput by the threshold as written.`,
 	fs.StringVar(&o.users, "users", "", "workloads: N, N1,N2,... or START:END:STEP (required)")
 	fs.StringVar(&o.slas, "sla", "0.5,1,2", "SLA thresholds in seconds, comma-separated")
 	fs.StringVarP(&o.output, "output", "o", "table", "output format: table, json, csv, or observation (the runner's raw observations, one JSON object a line)")
-	fs.IntVar(&o.parallel, "parallel", defaultParallel(), "trials run at once")
+	registerParallel(fs, &o.parallel, "trials run at once")
 	return cmd
 }
 
@@ -107,10 +107,13 @@ func runSimulate(cmd *cobra.Command, s Streams, o *simulateOptions) error {
 	default:
 		return usagef("--output %q: want table, json, csv or observation", o.output)
 	}
-	if o.parallel < 1 {
-		return usagef("--parallel %d: want at least 1", o.parallel)
+	if err := checkParallel(o.parallel); err != nil {
+		return err
 	}
 	if err := o.metrics.check(); err != nil {
+		return err
+	}
+	if err := o.journal.check(); err != nil {
 		return err
 	}
 	started := time.Now()
@@ -142,6 +145,15 @@ func runSimulate(cmd *cobra.Command, s Streams, o *simulateOptions) error {
 	r, timing, err := o.runner.build(cmd, &o.deployment)
 	if err != nil {
 		return err
+	}
+	for i, a := range allocs {
+		alloc := ""
+		if len(given) > 0 {
+			alloc = given[i]
+		}
+		if err := o.deployment.checkRunnable(r, d, a, timing, alloc); err != nil {
+			return err
+		}
 	}
 	var exps []algorithms.Experiment
 	for _, a := range allocs {

@@ -1,16 +1,15 @@
 package cli
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/spf13/cobra"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/oneline"
 	"github.com/softalloc/softalloc/internal/report"
 	"github.com/softalloc/softalloc/internal/topology"
 )
@@ -21,7 +20,7 @@ type measuredFile struct {
 	Topology   string                       `yaml:"topology"`
 	Deployment string                       `yaml:"deployment"`
 	Critical   string                       `yaml:"critical"`
-	MinJobs    float64                      `yaml:"minJobs"`
+	MinJobs    *float64                     `yaml:"minJobs"` // nil: not given
 	Tiers      []algorithms.TierMeasurement `yaml:"tiers"`
 }
 
@@ -81,15 +80,21 @@ func runSize(s Streams, o sizeOptions) error {
 		data, err = os.ReadFile(o.file)
 	}
 	if err != nil {
-		return fmt.Errorf("size: %w", err)
+		return configError(fmt.Errorf("size: %w", err))
 	}
+	// The measurements file is size's whole input: what is wrong with it is
+	// a usage error, like a bad flag.
 	d, m, err := parseMeasured(data, o.file)
 	if err != nil {
-		return err
+		return configError(err)
 	}
-	sz, err := algorithms.CalculateMinAllocation(d, m.Critical, m.MinJobs, m.Tiers)
+	minJobs := 0.0 // CalculateMinAllocation's "not given"
+	if m.MinJobs != nil {
+		minJobs = *m.MinJobs
+	}
+	sz, err := algorithms.CalculateMinAllocation(d, m.Critical, minJobs, m.Tiers)
 	if err != nil {
-		return fmt.Errorf("size %q: %w", o.file, err)
+		return configError(fmt.Errorf("size %q: %w", o.file, err))
 	}
 	_, tiers := algorithms.RecommendAllocation(d, sz, nil)
 	if o.output == "json" {
@@ -100,9 +105,7 @@ func runSize(s Streams, o sizeOptions) error {
 
 func parseMeasured(data []byte, name string) (algorithms.Deployment, measuredFile, error) {
 	var m measuredFile
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&m); err != nil {
+	if err := oneline.DecodeYAML(data, &m); err != nil {
 		if errors.Is(err, io.EOF) {
 			return algorithms.Deployment{}, m, fmt.Errorf("measurements %q: the file is empty", name)
 		}
@@ -128,6 +131,10 @@ func parseMeasured(data []byte, name string) (algorithms.Deployment, measuredFil
 	}
 	if m.Critical == "" {
 		return d, m, fmt.Errorf("measurements %q: critical: want the critical tier's name (one of the topology's tiers)", name)
+	}
+	// 0 means "not given" to CalculateMinAllocation; a 0 in the file is a value.
+	if m.MinJobs != nil && !(*m.MinJobs > 0) {
+		return d, m, fmt.Errorf("measurements %q: minJobs: want > 0, got %g", name, *m.MinJobs)
 	}
 	return d, m, nil
 }

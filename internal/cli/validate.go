@@ -64,7 +64,7 @@ one real deployment and run their trials one at a time.`,
 	fs.StringVar(&o.threads, "grid-threads", "", "app thread pools of the grid (default: around the recommendation, plus 6,10,20,50,100,150,200)")
 	fs.StringVar(&o.connections, "grid-connections", "", "app connection pools of the grid (default: around the recommendation, plus 6,10,20,60,100,200)")
 	fs.StringVar(&o.plot, "plot", "", "draw goodput against workload for the compared allocations (.svg, .png or .pdf)")
-	fs.IntVar(&o.parallel, "parallel", 0, "trials run at once (default GOMAXPROCS)")
+	registerParallel(fs, &o.parallel, "trials run at once")
 	return cmd
 }
 
@@ -100,6 +100,30 @@ type ValidateJSON struct {
 
 func runValidate(cmd *cobra.Command, s Streams, o *validateOptions) error {
 	ctx := cmd.Context()
+	// Everything the flags can get wrong is refused before recommend runs.
+	if err := checkOutputFile("--plot", o.plot, plotExtensions...); err != nil {
+		return err
+	}
+	if err := checkParallel(o.parallel); err != nil {
+		return err
+	}
+	seeds, err := parseSeeds(o.seeds, o.campaign.runner)
+	if err != nil {
+		return err
+	}
+	threads, err := parseSizes("--grid-threads", o.threads)
+	if err != nil {
+		return err
+	}
+	conns, err := parseSizes("--grid-connections", o.connections)
+	if err != nil {
+		return err
+	}
+	if o.users != "" || o.recommended != "" {
+		if _, err := validateWorkloads(o.users, 0); err != nil {
+			return err
+		}
+	}
 	cp, err := o.campaign.setup(cmd, s)
 	if err != nil {
 		return err
@@ -129,19 +153,7 @@ func runValidate(cmd *cobra.Command, s Streams, o *validateOptions) error {
 	if doc.Workloads, err = validateWorkloads(o.users, saturation); err != nil {
 		return cp.finish(ctx, s, o.campaign.quiet, err)
 	}
-	seeds, err := parseSeeds(o.seeds, o.campaign.runner)
-	if err != nil {
-		return cp.finish(ctx, s, o.campaign.quiet, err)
-	}
 	doc.Seeds = seeds
-	threads, err := parseSizes("--grid-threads", o.threads)
-	if err != nil {
-		return cp.finish(ctx, s, o.campaign.quiet, err)
-	}
-	conns, err := parseSizes("--grid-connections", o.connections)
-	if err != nil {
-		return cp.finish(ctx, s, o.campaign.quiet, err)
-	}
 	grid := evaluate.Grid(d, rec, threads, conns)
 	allocs := make([]algorithms.Allocation, len(grid))
 	roles := make([]string, len(grid))
@@ -155,12 +167,8 @@ func runValidate(cmd *cobra.Command, s Streams, o *validateOptions) error {
 			exps = append(exps, algorithms.Experiment{Deployment: d, Allocation: a, Workload: algorithms.Workload{Users: u}, Timing: cp.opts.Timing})
 		}
 	}
-	parallel := o.parallel
-	if parallel <= 0 {
-		parallel = defaultParallel()
-	}
 	// A runner that drives one real deployment runs its trials one by one.
-	parallel = cp.runner.Workers(parallel)
+	parallel := cp.runner.Workers(o.parallel)
 	curves := make([][]float64, len(allocs))
 	for i := range curves {
 		curves[i] = make([]float64, len(doc.Workloads))

@@ -183,77 +183,15 @@ type chain struct {
 	onPage func(u int32, state uint8, think float64) // test hook
 }
 
-// newChain checks the experiment and builds the trial.
+// newChain checks the experiment (checkExperiment) and builds the trial.
 func newChain(m *Model, e algorithms.Experiment, seed uint64) (*chain, error) {
-	if err := m.Validate(); err != nil {
-		return nil, fmt.Errorf("model %q: %w", m.Name, err)
+	sh, err := checkExperiment(m, e)
+	if err != nil {
+		return nil, err
 	}
-	c := &chain{mix: m.Mix}
+	c := &chain{mix: m.Mix, tiers: sh.tiers, hasCl: sh.hasCl, start: sh.start, end: sh.end}
 	users := e.Workload.Users
-	if users < 1 || users > math.MaxInt32 {
-		return nil, fmt.Errorf("workload.users: want an integer in [1,%d], got %d", math.MaxInt32, users)
-	}
-	t := e.Timing
-	if t == (algorithms.Timing{}) {
-		t = DefaultTiming()
-	}
-	if t.Runtime <= 0 || t.RampUp < 0 {
-		return nil, fmt.Errorf("timing: want rampUp >= 0 and runtime > 0, got %v and %v", t.RampUp, t.Runtime)
-	}
-	c.start = t.RampUp.Seconds()
-	c.end = c.start + t.Runtime.Seconds()
-
-	// The chain: web, app, optional cluster, db, in this order.
-	order := []string{algorithms.RoleWeb, algorithms.RoleApp, algorithms.RoleCluster, algorithms.RoleDB}
-	var seen [4]bool
-	last := -1
-	for i, tr := range e.Deployment.Tiers {
-		r := -1
-		for j, name := range order {
-			if tr.Role == name {
-				r = j
-			}
-		}
-		f := fmt.Sprintf("deployment.tiers[%d] (%q)", i, tr.Name)
-		switch {
-		case r < 0:
-			return nil, fmt.Errorf("%s: unknown role %q, want web, app, cluster or db", f, tr.Role)
-		case seen[r]:
-			return nil, fmt.Errorf("%s: a second tier of role %q; the chain has one tier per role", f, tr.Role)
-		case r < last:
-			return nil, fmt.Errorf("%s: role %q after %q; the chain runs web, app, cluster, db", f, tr.Role, order[last])
-		case tr.Replicas < 1 || tr.Replicas > math.MaxInt16:
-			return nil, fmt.Errorf("%s.replicas: want an integer in [1,%d], got %d", f, math.MaxInt16, tr.Replicas)
-		case tr.Cores < 0:
-			return nil, fmt.Errorf("%s.cores: want an integer >= 0 (0: the model's %d), got %d", f, m.Cores, tr.Cores)
-		}
-		seen[r], last = true, r
-		c.tiers[r] = tr
-	}
-	for _, r := range []int{0, 1, 3} {
-		if !seen[r] {
-			return nil, fmt.Errorf("deployment %q: no tier of role %q; the chain needs web, app and db", e.Deployment.Topology, order[r])
-		}
-	}
-	c.hasCl = seen[2]
-	pool := func(r int, name string, v int) (int32, error) {
-		if v < 1 || v > math.MaxInt32 {
-			return 0, fmt.Errorf("allocation[%q].%s: want a pool size >= 1, got %d", c.tiers[r].Name, name, v)
-		}
-		return int32(v), nil
-	}
-	wT, err := pool(0, algorithms.PoolThreads, e.Allocation[c.tiers[0].Name].Threads)
-	if err != nil {
-		return nil, err
-	}
-	aT, err := pool(1, algorithms.PoolThreads, e.Allocation[c.tiers[1].Name].Threads)
-	if err != nil {
-		return nil, err
-	}
-	aC, err := pool(1, algorithms.PoolConnections, e.Allocation[c.tiers[1].Name].Connections)
-	if err != nil {
-		return nil, err
-	}
+	wT, aT, aC := sh.webThreads, sh.appThreads, sh.appConns
 	cores := func(r int) int {
 		if c.tiers[r].Cores > 0 {
 			return c.tiers[r].Cores

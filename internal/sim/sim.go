@@ -12,6 +12,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/softalloc/softalloc/algorithms"
 )
@@ -73,6 +74,102 @@ func Simulate(ctx context.Context, m *Model, e algorithms.Experiment, seed uint6
 		return algorithms.Observation{}, c.stats, err
 	}
 	return c.observation(), c.collectStats(), nil
+}
+
+// CheckExperiment reports what Simulate would reject in e on model m (nil:
+// DefaultModel), without simulating: the model, the workload, the timing, the
+// chain of roles and the pools the chain needs. It lets a command refuse a
+// deployment before its first experiment rather than experiments into a
+// campaign. The errors are Simulate's, without its "simulate: " prefix.
+func CheckExperiment(m *Model, e algorithms.Experiment) error {
+	if m == nil {
+		m = DefaultModel()
+	}
+	_, err := checkExperiment(m, e)
+	return err
+}
+
+// shape is what checkExperiment reads from a valid experiment for newChain.
+type shape struct {
+	tiers      [4]algorithms.Tier // by role: web, app, cluster, db
+	hasCl      bool
+	start, end float64 // the measured window, simulated seconds
+	webThreads int32
+	appThreads int32
+	appConns   int32
+}
+
+// checkExperiment is newChain's validation: everything it refuses, in the
+// order it refuses it.
+func checkExperiment(m *Model, e algorithms.Experiment) (shape, error) {
+	var sh shape
+	if err := m.Validate(); err != nil {
+		return sh, fmt.Errorf("model %q: %w", m.Name, err)
+	}
+	users := e.Workload.Users
+	if users < 1 || users > math.MaxInt32 {
+		return sh, fmt.Errorf("workload.users: want an integer in [1,%d], got %d", math.MaxInt32, users)
+	}
+	t := e.Timing
+	if t == (algorithms.Timing{}) {
+		t = DefaultTiming()
+	}
+	if t.Runtime <= 0 || t.RampUp < 0 {
+		return sh, fmt.Errorf("timing: want rampUp >= 0 and runtime > 0, got %v and %v", t.RampUp, t.Runtime)
+	}
+	sh.start = t.RampUp.Seconds()
+	sh.end = sh.start + t.Runtime.Seconds()
+
+	// The chain: web, app, optional cluster, db, in this order.
+	order := []string{algorithms.RoleWeb, algorithms.RoleApp, algorithms.RoleCluster, algorithms.RoleDB}
+	var seen [4]bool
+	last := -1
+	for i, tr := range e.Deployment.Tiers {
+		r := -1
+		for j, name := range order {
+			if tr.Role == name {
+				r = j
+			}
+		}
+		f := fmt.Sprintf("deployment.tiers[%d] (%q)", i, tr.Name)
+		switch {
+		case r < 0:
+			return sh, fmt.Errorf("%s: unknown role %q, want web, app, cluster or db", f, tr.Role)
+		case seen[r]:
+			return sh, fmt.Errorf("%s: a second tier of role %q; the chain has one tier per role", f, tr.Role)
+		case r < last:
+			return sh, fmt.Errorf("%s: role %q after %q; the chain runs web, app, cluster, db", f, tr.Role, order[last])
+		case tr.Replicas < 1 || tr.Replicas > math.MaxInt16:
+			return sh, fmt.Errorf("%s.replicas: want an integer in [1,%d], got %d", f, math.MaxInt16, tr.Replicas)
+		case tr.Cores < 0:
+			return sh, fmt.Errorf("%s.cores: want an integer >= 0 (0: the model's %d), got %d", f, m.Cores, tr.Cores)
+		}
+		seen[r], last = true, r
+		sh.tiers[r] = tr
+	}
+	for _, r := range []int{0, 1, 3} {
+		if !seen[r] {
+			return sh, fmt.Errorf("deployment %q: no tier of role %q; the chain needs web, app and db", e.Deployment.Topology, order[r])
+		}
+	}
+	sh.hasCl = seen[2]
+	pool := func(r int, name string, v int) (int32, error) {
+		if v < 1 || v > math.MaxInt32 {
+			return 0, fmt.Errorf("allocation[%q].%s: want a pool size >= 1, got %d", sh.tiers[r].Name, name, v)
+		}
+		return int32(v), nil
+	}
+	var err error
+	if sh.webThreads, err = pool(0, algorithms.PoolThreads, e.Allocation[sh.tiers[0].Name].Threads); err != nil {
+		return sh, err
+	}
+	if sh.appThreads, err = pool(1, algorithms.PoolThreads, e.Allocation[sh.tiers[1].Name].Threads); err != nil {
+		return sh, err
+	}
+	if sh.appConns, err = pool(1, algorithms.PoolConnections, e.Allocation[sh.tiers[1].Name].Connections); err != nil {
+		return sh, err
+	}
+	return sh, nil
 }
 
 // Runner is the simulator as an algorithms.Experimenter. A nil Model means

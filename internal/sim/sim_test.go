@@ -48,10 +48,15 @@ func TestBadExperiments(t *testing.T) {
 			for _, w := range tc.want {
 				assert.Contains(t, err.Error(), w)
 			}
+			// CheckExperiment refuses it up front with Simulate's words.
+			cerr := CheckExperiment(nil, e)
+			require.Error(t, cerr)
+			assert.Equal(t, err.Error(), "simulate: "+cerr.Error())
 			_, err = Runner{}.RunExperiment(context.Background(), e)
 			require.Error(t, err)
 		})
 	}
+	require.NoError(t, CheckExperiment(nil, good()))
 
 	// A broken model is an error too, not a panic.
 	m := DefaultModel()

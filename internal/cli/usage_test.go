@@ -1,0 +1,207 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// usageCase is a command line that must be refused with exit 2 and one line
+// on stderr holding msg, before any experiment: nothing on stdout, no journal.
+type usageCase struct {
+	name string
+	args []string
+	msg  string
+}
+
+func runUsageCases(t *testing.T, cases []usageCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			j := filepath.Join(t.TempDir(), "journal.jsonl")
+			args := tc.args
+			if !strings.HasPrefix(tc.name, "nojournal") {
+				args = append(append([]string(nil), args...), "--journal", j)
+			}
+			stdout, stderr, code := run(t, "", args...)
+			assert.Equal(t, 2, code, stderr)
+			assert.Equal(t, 1, countLines(stderr), stderr)
+			assert.Contains(t, stderr, tc.msg)
+			assert.Empty(t, stdout)
+			assert.NoFileExists(t, j, "refused before the journal opened")
+		})
+	}
+}
+
+func writeFile(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+	return p
+}
+
+// check's exit 1 means capacity regressed: configuration it cannot read is
+// a usage error, as in every other command.
+func TestConfigurationErrorsAreUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	torn := writeFile(t, dir, "torn.jsonl", "{\"runner\": \"sim\"}\nnot json\n{}\n")
+	check := []string{"check", "--min-goodput", "1"}
+	runUsageCases(t, []usageCase{
+		{"runner", append(check, "--topology", "1/2/1/2", "--runner", "foo"), `runner "foo": want one of`},
+		{"model", append(check, "--topology", "1/2/1/2", "--model", "/nonexist"), "/nonexist"},
+		{"replay without campaign", append(check, "--topology", "1/2/1/2", "--runner", "replay"), "want --campaign FILE"},
+		{"deployment file", append(check, "-f", "/nonexist"), `load deployment "/nonexist"`},
+		{"nojournal from-journal", append(check, "--from-journal", "/nonexist.jsonl"), "--from-journal: open /nonexist.jsonl"},
+		{"nojournal from-journal bad line", append(check, "--from-journal", torn), `--from-journal "` + torn + `": line 2`},
+		{"recommend model", []string{"recommend", "--topology", "1/2/1/2", "--model", "/nonexist"}, "/nonexist"},
+		{"nojournal evaluate model", []string{"evaluate", "--model", "/nonexist", "--out", dir}, "--model: load model"},
+	})
+}
+
+func TestOutputPathsAreCheckedFirst(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "nonexist", "d")
+	svgDir := filepath.Join(dir, "d.svg")
+	require.NoError(t, os.Mkdir(svgDir, 0o755))
+	sim := []string{"simulate", "--topology", "1/2/1/2", "--users", "100", "--ramp-up", "1s", "--runtime", "2s"}
+	validate := []string{"validate", "--topology", "1/2/1/2", "--recommended", "400-15-15", "--users", "5000", "--ramp-up", "1s", "--runtime", "2s"}
+	runUsageCases(t, []usageCase{
+		{"plot extension", append(validate, "--plot", "x.txt"), `--plot "x.txt": want a .svg, .png or .pdf file`},
+		{"plot directory missing", append(validate, "--plot", filepath.Join(missing, "x.svg")), `directory "` + missing + `" does not exist`},
+		{"plot is a directory", append(validate, "--plot", svgDir), `--plot "` + svgDir + `": is a directory; want a file`},
+		{"metrics file directory missing", append(sim, "--metrics-file", filepath.Join(missing, "x.prom")), `--metrics-file "` + filepath.Join(missing, "x.prom") + `": directory`},
+		{"metrics file is a directory", append(sim, "--metrics-file", dir), "is a directory"},
+		{"check metrics file", []string{"check", "--topology", "1/2/1/2", "--min-goodput", "1", "--metrics-file", filepath.Join(missing, "c.prom")}, "--metrics-file"},
+		{"nojournal degradation plot", []string{"degradation", "--plot", "scheme.jpg"}, `--plot "scheme.jpg": want a .svg, .png or .pdf file`},
+		{"nojournal evaluate out", []string{"evaluate", "--out", filepath.Join(missing, "eval")}, `--out "` + filepath.Join(missing, "eval") + `": directory "` + missing + `" does not exist`},
+	})
+}
+
+// Unwritable directories can only be tested by a user the kernel says no to.
+func TestOutputDirectoryNotWritable(t *testing.T) {
+	ro := filepath.Join(t.TempDir(), "ro")
+	require.NoError(t, os.Mkdir(ro, 0o555))
+	if f, err := os.Create(filepath.Join(ro, "probe")); err == nil {
+		f.Close()
+		t.Skip("SKIPPED: this user can write a 0555 directory (root); the not-writable check did not run")
+	}
+	runUsageCases(t, []usageCase{
+		{"metrics file", []string{"simulate", "--topology", "1/2/1/2", "--users", "100", "--metrics-file", filepath.Join(ro, "x.prom")}, "is not writable"},
+	})
+}
+
+func TestValidationNamesTheBadFlag(t *testing.T) {
+	fc := []string{"find-critical", "--topology", "1/2/1/2", "--no-journal"}
+	for _, tc := range []struct {
+		args []string
+		line string
+	}{
+		{append(fc, "--step", "-500"), "--step: want a positive number of users, got -500"},
+		{append(fc, "--small-step", "0"), "--small-step: want a positive number of users, got 0"},
+		{append(fc, "--max-workload", "-1"), "--max-workload: want a positive number of users, got -1"},
+		{append(fc, "--scan-span", "0"), "--scan-span: want a positive number of users, got 0"},
+		{append(fc, "--sla", "-1s"), "--sla: want a duration > 0, got -1s"},
+		{append(fc, "--knee-threshold", "-1s"), "--knee-threshold: want a duration >= 0, got -1s"},
+		{append(fc, "--knee-factor", "0"), "--knee-factor: want a number > 0, got 0"},
+		{append(fc, "--runtime", "0s"), "--runtime: want a duration > 0, got 0s"},
+		{append(fc, "--ramp-up", "-1s"), "--ramp-up: want a duration >= 0, got -1s"},
+		{append(fc, "--ramp-down", "-1s"), "--ramp-down: want a duration >= 0, got -1s"},
+		{[]string{"evaluate", "--runtime", "-3s"}, "--runtime: want at least 1s on the simulator (shorter windows measure too few pages), got -3s"},
+		{[]string{"evaluate", "--ramp-up", "-1s"}, "--ramp-up: want a duration >= 0, got -1s"},
+	} {
+		stdout, stderr, code := run(t, "", tc.args...)
+		assert.Equal(t, 2, code, "%v", tc.args)
+		assert.Equal(t, "softalloc: "+tc.line+"\n", stderr)
+		assert.Empty(t, stdout)
+	}
+}
+
+func TestCheckRefusesCriticalAndBaselineUpFront(t *testing.T) {
+	dir := t.TempDir()
+	base := writeFile(t, dir, "capacity.json", `{"capacity": {"topology": "1/4/1/4", "runner": "sim", "slaSeconds": 2, "maxGoodput": 800, "maxThroughput": 900}}`)
+	check := []string{"check", "--topology", "1/2/1/2"}
+	runUsageCases(t, []usageCase{
+		{"unknown tier", append(check, "--critical", "foo/bar"), `--critical "foo/bar": deployment "1/2/1/2" has no tier "foo"; its tiers are web, app, cluster, db`},
+		{"no resource", append(check, "--critical", "app/"), `--critical "app/": want TIER/RESOURCE`},
+		{"no tier", append(check, "--critical", "/cpu"), `--critical "/cpu": want TIER/RESOURCE`},
+		{"two slashes", append(check, "--critical", "app/cpu/0"), `want TIER/RESOURCE`},
+		{"baseline of another topology", append(check, "--baseline", base, "--max-regression", "5%"),
+			`--baseline "` + base + `" was measured on deployment 1/4/1/4, this check runs on 1/2/1/2`},
+		{"baseline at another SLA", append(check, "--baseline", base, "--max-regression", "5%", "--topology", "1/4/1/4", "--sla", "1s"),
+			"measured at an SLA of 2 s, this check at 1 s"},
+	})
+}
+
+// The simulator's chain rules are checked before the first experiment, and
+// the error names the deployment file and where the pools came from.
+func TestDeploymentCheckedBeforeTheFirstExperiment(t *testing.T) {
+	dir := t.TempDir()
+	const web = "  - {name: web, role: web, replicas: 1, pools: {threads: 400}}\n"
+	const app = "  - {name: app, role: app, replicas: 2, pools: {threads: 10, connections: 5}}\n"
+	const db = "  - {name: db, role: db, replicas: 2}\n"
+	noPools := writeFile(t, dir, "nopools.yaml", "name: np\ntiers:\n"+web+"  - {name: app, role: app, replicas: 2}\n"+db)
+	order := writeFile(t, dir, "order.yaml", "name: o\ntiers:\n"+app+web+db)
+	noApp := writeFile(t, dir, "noapp.yaml", "name: na\ntiers:\n"+web+db)
+	twoApps := writeFile(t, dir, "twoapps.yaml", "name: ta\ntiers:\n"+web+app+strings.Replace(app, "name: app", "name: app2", 1)+db)
+	fromFile := func(f string) string {
+		return `deployment file "` + f + `" (allocation: the file's pools) cannot run on the sim runner: `
+	}
+	runUsageCases(t, []usageCase{
+		{"app without pools", []string{"find-critical", "-f", noPools}, fromFile(noPools) + `allocation["app"].threads: want a pool size >= 1, got 0`},
+		{"wrong order", []string{"recommend", "-f", order}, fromFile(order) + `deployment.tiers[1] ("web"): role "web" after "app"`},
+		{"no app tier", []string{"check", "--min-goodput", "1", "-f", noApp}, fromFile(noApp) + `deployment "na": no tier of role "app"`},
+		{"two app tiers", []string{"validate", "-f", twoApps}, fromFile(twoApps) + `deployment.tiers[2] ("app2"): a second tier of role "app"`},
+		{"simulate", []string{"simulate", "-f", noPools, "--users", "100"}, fromFile(noPools)},
+		// --alloc cannot give a pool the file's tier lacks; the error names the file.
+		{"alloc for a tier without pools", []string{"find-critical", "-f", noPools, "--alloc", "400-150-60"},
+			`deployment file "` + noPools + `": allocation "400-150-60": tier "app": threads: set to 150, but the tier has no such pool`},
+	})
+}
+
+func TestParallelIsValidatedEverywhere(t *testing.T) {
+	for _, cmd := range [][]string{
+		{"simulate", "--topology", "1/2/1/2", "--users", "100"},
+		{"validate", "--topology", "1/2/1/2"},
+		{"evaluate"},
+		{"degradation"},
+	} {
+		for _, n := range []string{"0", "-3"} {
+			stdout, stderr, code := run(t, "", append(cmd, "--parallel", n)...)
+			assert.Equal(t, 2, code, "%v --parallel %s", cmd, n)
+			assert.Equal(t, "softalloc: --parallel: want at least 1 trial at once, got "+n+"\n", stderr)
+			assert.Empty(t, stdout)
+		}
+	}
+}
+
+func TestFlagNits(t *testing.T) {
+	runUsageCases(t, []usageCase{
+		{"nojournal seed", []string{"find-critical", "--topology", "1/2/1/2", "--seed", "abc"}, `softalloc: --seed: want a non-negative integer, got "abc"`},
+		{"nojournal negative seed", []string{"simulate", "--seed", "-1"}, `--seed: want a non-negative integer, got "-1"`},
+		{"nojournal duration", []string{"find-critical", "--runtime", "soon"}, `--runtime: want a duration such as 30s or 2m, got "soon"`},
+		{"nojournal fresh and no-journal", []string{"find-critical", "--topology", "1/2/1/2", "--fresh", "--no-journal"}, "--fresh and --no-journal contradict"},
+		{"nojournal pool 0", []string{"degradation", "--pool", "0"}, "--pool: want a pool size >= 1 (leave --pool out for the workload's), got 0"},
+		{"nojournal duration 0", []string{"degradation", "--duration", "0s"}, "--duration: want a time > 0 (leave --duration out for the workload's), got 0s"},
+		{"runtime too short", []string{"simulate", "--topology", "1/2/1/2", "--users", "100", "--runtime", "1ns"}, "--runtime: want at least 1s on the simulator"},
+		{"runtime just short", []string{"recommend", "--topology", "1/2/1/2", "--runtime", "999ms"}, "got 999ms"},
+		{"topology as an argument", []string{"find-critical", "1/2/1/2"}, `softalloc: unexpected argument "1/2/1/2"; did you mean --topology 1/2/1/2?`},
+		{"nojournal topologies as an argument", []string{"evaluate", "1/2/1/2"}, `did you mean --topologies 1/2/1/2?`},
+		{"nojournal other argument", []string{"size", "measured.yaml"}, `unexpected argument "measured.yaml": softalloc size takes flags only`},
+	})
+
+	// The floor lets a one-second window run.
+	_, stderr, code := run(t, "", "simulate", "--topology", "1/2/1/2", "--users", "100", "--ramp-up", "1s", "--runtime", "1s", "--no-journal")
+	assert.Equal(t, 0, code, stderr)
+
+	// check with nothing to check but --output json: "checks" is a list.
+	out, stderr, code := run(t, "", "check", "--topology", "1/2/1/2", "--ramp-up", "1s", "--runtime", "2s", "--max-workload", "1000", "--no-journal", "--output", "json")
+	require.Equal(t, 0, code, stderr)
+	var doc map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	assert.Equal(t, "[]", string(doc["checks"]))
+}
