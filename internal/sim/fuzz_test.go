@@ -5,12 +5,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/softalloc/softalloc/internal/fuzzcheck"
 )
 
 // fuzzSeeds are the package's model or mix files (and the embedded ones),
@@ -49,11 +50,11 @@ func FuzzParseModel(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := parseModel(data, "fuzz.yaml", loadMix)
 		if err != nil {
-			requireOneLine(t, err)
+			fuzzcheck.RequireOneLine(t, err)
 			return
 		}
 		require.NoError(t, m.Validate())
-		require.False(t, hasNaN(reflect.ValueOf(*m)), "a NaN in %+v", *m)
+		require.False(t, fuzzcheck.HasNaN(*m), "a NaN in %+v", *m)
 		out, err := yaml.Marshal(m)
 		require.NoError(t, err)
 		m2, err := parseModel(out, "fuzz.yaml", loadMix)
@@ -72,11 +73,11 @@ func FuzzParseMix(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		mx, err := parseMix(data, "fuzz.yaml")
 		if err != nil {
-			requireOneLine(t, err)
+			fuzzcheck.RequireOneLine(t, err)
 			return
 		}
 		require.Len(t, mx.states, len(mx.Interactions))
-		require.False(t, hasNaN(reflect.ValueOf(*mx)), "a NaN in %+v", *mx)
+		require.False(t, fuzzcheck.HasNaN(*mx), "a NaN in %+v", *mx)
 		require.False(t, math.IsInf(float64(mx.ThinkTime.Mean), 0), "an infinite think time")
 		var sum float64
 		for i, s := range mx.Shares() {
@@ -95,43 +96,4 @@ func FuzzParseMix(f *testing.F) {
 			require.GreaterOrEqual(t, mx.think(&r), 0.0)
 		}
 	})
-}
-
-// requireOneLine: an error is shown and logged as one line of its own.
-func requireOneLine(t *testing.T, err error) {
-	t.Helper()
-	msg := err.Error()
-	require.NotEmpty(t, msg)
-	require.NotContains(t, msg, "\n", "a multi-line error")
-	require.NotContains(t, msg, "\r", "an error with a carriage return")
-}
-
-// hasNaN reports whether any float in v, followed through pointers, lists
-// and maps, is NaN.
-func hasNaN(v reflect.Value) bool {
-	switch v.Kind() {
-	case reflect.Float32, reflect.Float64:
-		return math.IsNaN(v.Float())
-	case reflect.Pointer, reflect.Interface:
-		return !v.IsNil() && hasNaN(v.Elem())
-	case reflect.Struct:
-		for i := 0; i < v.NumField(); i++ {
-			if hasNaN(v.Field(i)) {
-				return true
-			}
-		}
-	case reflect.Slice, reflect.Array:
-		for i := 0; i < v.Len(); i++ {
-			if hasNaN(v.Index(i)) {
-				return true
-			}
-		}
-	case reflect.Map:
-		for it := v.MapRange(); it.Next(); {
-			if hasNaN(it.Value()) {
-				return true
-			}
-		}
-	}
-	return false
 }

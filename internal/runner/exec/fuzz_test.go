@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/softalloc/softalloc/internal/fuzzcheck"
 )
 
 // FuzzParseObservation feeds arbitrary stdout to the parser of a program's
@@ -51,7 +53,7 @@ func FuzzParseObservation(f *testing.F) {
 	f.Fuzz(func(t *testing.T, stdout []byte) {
 		o, err := ParseObservation(stdout, e)
 		if err != nil {
-			requireOneLine(t, err)
+			fuzzcheck.RequireOneLine(t, err)
 			return
 		}
 		require.NoError(t, o.Validate())
@@ -70,13 +72,4 @@ func FuzzParseObservation(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, string(b), string(b2), "round trip")
 	})
-}
-
-// requireOneLine: a parse error is logged and shown as one line of its own.
-func requireOneLine(t *testing.T, err error) {
-	t.Helper()
-	msg := err.Error()
-	require.NotEmpty(t, msg)
-	require.NotContains(t, msg, "\n", "a multi-line error")
-	require.NotContains(t, msg, "\r", "an error with a carriage return")
 }

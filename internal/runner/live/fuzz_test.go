@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/softalloc/softalloc/internal/fuzzcheck"
 )
 
 // FuzzParseWorkload feeds arbitrary workload files to ParseWorkload. A
@@ -39,7 +41,7 @@ func FuzzParseWorkload(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		w, err := ParseWorkload(data)
 		if err != nil {
-			requireOneLine(t, err)
+			fuzzcheck.RequireOneLine(t, err)
 			return
 		}
 		require.Len(t, w.states, len(w.Interactions))
@@ -70,13 +72,4 @@ func FuzzParseWorkload(f *testing.F) {
 			require.GreaterOrEqual(t, w.think(r, time.Duration(w.ThinkTime.Mean)), time.Duration(0))
 		}
 	})
-}
-
-// requireOneLine: an error is shown and logged as one line of its own.
-func requireOneLine(t *testing.T, err error) {
-	t.Helper()
-	msg := err.Error()
-	require.NotEmpty(t, msg)
-	require.NotContains(t, msg, "\n", "a multi-line error")
-	require.NotContains(t, msg, "\r", "an error with a carriage return")
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/fuzzcheck"
 )
 
 // fuzzRecord is one line as a journal writes it: a campaign record with the
@@ -62,7 +63,7 @@ func FuzzRead(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := Read(bytes.NewReader(data), "fuzz.jsonl")
 		if err != nil {
-			requireOneLine(t, err)
+			fuzzcheck.RequireOneLine(t, err)
 			return
 		}
 		require.NotEmpty(t, r.records)
@@ -85,21 +86,12 @@ func FuzzRead(f *testing.F) {
 		miss := algorithms.Experiment{Deployment: algorithms.Deployment{Topology: "no such"}, Workload: algorithms.Workload{Users: -1}}
 		_, err = r.RunExperiment(context.Background(), miss)
 		require.ErrorIs(t, err, ErrNotRecorded)
-		requireOneLine(t, err)
+		fuzzcheck.RequireOneLine(t, err)
 		for topology := range r.records {
 			miss.Deployment.Topology = strings.Split(topology, "|")[0]
 			_, err = r.RunExperiment(context.Background(), miss)
 			require.ErrorIs(t, err, ErrNotRecorded)
-			requireOneLine(t, err)
+			fuzzcheck.RequireOneLine(t, err)
 		}
 	})
-}
-
-// requireOneLine: an error is shown and logged as one line of its own.
-func requireOneLine(t *testing.T, err error) {
-	t.Helper()
-	msg := err.Error()
-	require.NotEmpty(t, msg)
-	require.NotContains(t, msg, "\n", "a multi-line error")
-	require.NotContains(t, msg, "\r", "an error with a carriage return")
 }

@@ -1,14 +1,14 @@
 package classes
 
 import (
-	"math"
 	"os"
 	"path/filepath"
-	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/softalloc/softalloc/internal/fuzzcheck"
 )
 
 // FuzzParse feeds arbitrary workload files to Parse. A workload that parses
@@ -37,14 +37,14 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		w, err := Parse(data, "fuzz.yaml")
 		if err != nil {
-			requireOneLine(t, err)
+			fuzzcheck.RequireOneLine(t, err)
 			return
 		}
 		require.NoError(t, w.Validate())
 		out, err := yaml.Marshal(w)
 		require.NoError(t, err)
 		// A NaN passes range checks written as comparisons: none may get in.
-		require.False(t, hasNaN(reflect.ValueOf(w)), "a NaN in:\n%s", out)
+		require.False(t, fuzzcheck.HasNaN(w), "a NaN in:\n%s", out)
 		w2, err := Parse(out, "fuzz.yaml")
 		require.NoError(t, err, "the parsed workload, written back:\n%s", out)
 		// Compared as YAML: a nil list and an empty one are the same workload.
@@ -52,43 +52,4 @@ func FuzzParse(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, string(out), string(out2), "round trip of:\n%s", data)
 	})
-}
-
-// requireOneLine: an error is shown and logged as one line of its own.
-func requireOneLine(t *testing.T, err error) {
-	t.Helper()
-	msg := err.Error()
-	require.NotEmpty(t, msg)
-	require.NotContains(t, msg, "\n", "a multi-line error")
-	require.NotContains(t, msg, "\r", "an error with a carriage return")
-}
-
-// hasNaN reports whether any float in v, followed through pointers, lists
-// and maps, is NaN.
-func hasNaN(v reflect.Value) bool {
-	switch v.Kind() {
-	case reflect.Float32, reflect.Float64:
-		return math.IsNaN(v.Float())
-	case reflect.Pointer, reflect.Interface:
-		return !v.IsNil() && hasNaN(v.Elem())
-	case reflect.Struct:
-		for i := 0; i < v.NumField(); i++ {
-			if hasNaN(v.Field(i)) {
-				return true
-			}
-		}
-	case reflect.Slice, reflect.Array:
-		for i := 0; i < v.Len(); i++ {
-			if hasNaN(v.Index(i)) {
-				return true
-			}
-		}
-	case reflect.Map:
-		for it := v.MapRange(); it.Next(); {
-			if hasNaN(it.Value()) {
-				return true
-			}
-		}
-	}
-	return false
 }
