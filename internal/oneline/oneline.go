@@ -25,3 +25,12 @@ func Escape(s string) string {
 	}
 	return b.String()
 }
+
+// Quote writes s as it is, or Go-quoted when it holds what a plain name
+// cannot show (a control character, a quote, nothing at all).
+func Quote(s string) string {
+	if q := strconv.Quote(s); s == "" || q[1:len(q)-1] != s {
+		return q
+	}
+	return s
+}

@@ -91,3 +91,10 @@ func TestYAMLErrorDropsGoTypeNames(t *testing.T) {
 	require.ErrorContains(t, err, "oneline.testInner", "yaml.v3 names the Go type")
 	assert.Equal(t, `line 1: unknown field "sizee"`, YAMLError(err).Error())
 }
+
+func TestQuoteOnlyWhenAPlainNameCannotShowIt(t *testing.T) {
+	assert.Equal(t, "1/4/1/4", Quote("1/4/1/4"))
+	assert.Equal(t, `"a\nb"`, Quote("a\nb"))
+	assert.Equal(t, `""`, Quote(""))
+	assert.Equal(t, `"say \"hi\""`, Quote(`say "hi"`))
+}

@@ -129,7 +129,7 @@ func (mx *Mix) QueryMean(i int) float64 { return mx.states[i].q }
 
 func parseMix(b []byte, name string) (*Mix, error) {
 	mx := &Mix{}
-	if err := decodeStrict(b, mx); err != nil {
+	if err := oneline.DecodeYAML(b, mx); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("load mix %q: the file is empty; want a workload mix: thinkTime, start and interactions (as in internal/sim/rubbos-browse-only.yaml)", name)
 		}

@@ -286,7 +286,7 @@ const completeModel = "a model file holds every parameter (those whose zero turn
 
 func parseModel(b []byte, name string, loadMix func(string) (*Mix, error)) (*Model, error) {
 	m := &Model{}
-	if err := decodeStrict(b, m); err != nil {
+	if err := oneline.DecodeYAML(b, m); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("load model %q: the file is empty; %s", name, completeModel)
 		}
@@ -370,13 +370,6 @@ func keyPaths(n *yaml.Node, prefix string, out map[string]bool, depth int) {
 			}
 		}
 	}
-}
-
-// decodeStrict decodes one YAML document, rejecting unknown fields. Its
-// errors name the field by its path ("web.backlog: line 12: ...") and an
-// unknown one by the section it is in; an empty document wraps io.EOF.
-func decodeStrict(b []byte, v any) error {
-	return oneline.DecodeYAML(b, v)
 }
 
 // Validate reports the first parameter out of range, by its YAML path.

@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/oneline"
 )
 
 // InvalidObservationError lists what is wrong with a program's observation,
@@ -197,12 +198,7 @@ func (c *checker) check(path string, v any, s *shape) {
 // member is the path of key k in the object at path. A key that a plain
 // name cannot show (a newline, a quote) is quoted, so that every problem
 // stays on one line.
-func member(path, k string) string {
-	if q := strconv.Quote(k); k == "" || q[1:len(q)-1] != k {
-		return path + "." + q
-	}
-	return path + "." + k
-}
+func member(path, k string) string { return path + "." + oneline.Quote(k) }
 
 func sortedKeys(m map[string]any) []string {
 	keys := make([]string, 0, len(m))

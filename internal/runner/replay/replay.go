@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/oneline"
 )
 
 // Record is one line of a campaign file.
@@ -125,16 +126,7 @@ func (r *Runner) RunExperiment(ctx context.Context, e algorithms.Experiment) (al
 		return o, nil
 	}
 	return algorithms.Observation{}, fmt.Errorf("replay %q: %s, allocation %s, %d users: %w (it has %s)",
-		r.path, show(e.Deployment.Topology), show(e.Allocation.Key()), e.Workload.Users, ErrNotRecorded, r.summary(e.Deployment.Topology))
-}
-
-// show writes a name from the campaign file as it is, or quoted when it
-// holds what would break the message's line (a newline, a control byte).
-func show(s string) string {
-	if q := strconv.Quote(s); q[1:len(q)-1] != s {
-		return q
-	}
-	return s
+		r.path, oneline.Quote(e.Deployment.Topology), oneline.Quote(e.Allocation.Key()), e.Workload.Users, ErrNotRecorded, r.summary(e.Deployment.Topology))
 }
 
 // summary lists what the campaign holds for a topology, so a user can see
@@ -154,7 +146,7 @@ func (r *Runner) summary(topology string) string {
 	if len(byAlloc) == 0 {
 		names := make([]string, 0, len(topologies))
 		for t := range topologies {
-			names = append(names, show(t))
+			names = append(names, oneline.Quote(t))
 		}
 		sort.Strings(names)
 		return "no experiment of that topology; topologies: " + strings.Join(names, ", ")
@@ -162,7 +154,7 @@ func (r *Runner) summary(topology string) string {
 	allocs := make([]string, 0, len(byAlloc))
 	for a, us := range byAlloc {
 		sort.Ints(us)
-		allocs = append(allocs, fmt.Sprintf("%s at %d..%d users (%d)", show(a), us[0], us[len(us)-1], len(us)))
+		allocs = append(allocs, fmt.Sprintf("%s at %d..%d users (%d)", oneline.Quote(a), us[0], us[len(us)-1], len(us)))
 	}
 	sort.Strings(allocs)
 	return strings.Join(allocs, "; ")
