@@ -217,15 +217,6 @@ func checkParallel(n int) error {
 	return nil
 }
 
-// check refuses contradicting journal flags. (A method here: journal.go is
-// the journal's own.)
-func (f *journalFlags) check() error {
-	if f.fresh && f.off {
-		return usagef("--fresh and --no-journal contradict: --fresh sets the journal aside and records anew, --no-journal records nothing; give one")
-	}
-	return nil
-}
-
 // algorithmFlags tune Algorithm 1.
 type algorithmFlags struct {
 	mode          string

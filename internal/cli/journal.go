@@ -24,6 +24,14 @@ func (f *journalFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.off, "no-journal", false, "record nothing and reuse nothing")
 }
 
+// check refuses contradicting journal flags.
+func (f *journalFlags) check() error {
+	if f.fresh && f.off {
+		return usagef("--fresh and --no-journal contradict: --fresh sets the journal aside and records anew, --no-journal records nothing; give one")
+	}
+	return nil
+}
+
 // open wraps the runner in the journal. The replay runner answers from a
 // recording already and is never journaled.
 func (f *journalFlags) open(s Streams, r runner.Runner) (algorithms.Experimenter, *journal.Journal, error) {
