@@ -12,8 +12,16 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		// A second signal kills at once: the journal survives a torn line.
+		signal.Stop(sigs)
+		cancel(cli.Signaled{Signal: s})
+	}()
 	code := cli.Run(ctx, os.Args[1:], cli.StandardStreams())
-	stop()
+	cancel(nil)
 	os.Exit(code)
 }

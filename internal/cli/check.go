@@ -195,8 +195,8 @@ func runCheck(cmd *cobra.Command, s Streams, o *checkOptions) error {
 			now, was float64
 		}{{"goodput", capacity.MaxGoodput, base.MaxGoodput}, {"throughput", capacity.MaxThroughput, base.MaxThroughput}} {
 			floor := f.was * (1 - regression)
-			add("max-regression-"+f.name, f.now >= floor, "max %s is %.1f pages/s, %+.1f%% against the baseline's %.1f; the floor is %.1f (-%s)",
-				f.name, f.now, 100*(f.now/f.was-1), f.was, floor, o.maxRegression)
+			add("max-regression-"+f.name, f.now >= floor, "max %s is %.1f pages/s, %s against the baseline's %.1f; the floor is %.1f (-%s)",
+				f.name, f.now, percent(100*(f.now/f.was-1), true), f.was, floor, o.maxRegression)
 		}
 	}
 	if o.critical != "" {
@@ -421,4 +421,18 @@ func writeCheckTable(w io.Writer, doc CheckJSON) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", ch.Name, res, ch.Message)
 	}
 	return tw.Flush()
+}
+
+// percent formats v (already in percent) with one decimal and no "-0.0%":
+// a change too small to show is no change. signed adds "+" to the rest.
+func percent(v float64, signed bool) string {
+	f := "%.1f"
+	if signed {
+		f = "%+.1f"
+	}
+	out := fmt.Sprintf(f, v)
+	if strings.Trim(out, "+-0.") == "" {
+		out = strings.TrimLeft(out, "+-")
+	}
+	return out + "%"
 }

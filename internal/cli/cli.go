@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -73,6 +74,23 @@ type exitError struct {
 func (e exitError) Error() string { return e.err.Error() }
 func (e exitError) Unwrap() error { return e.err }
 
+// Signaled is the cause of a context cancelled by a signal: an interrupted
+// run exits 128 plus the signal's number, as a shell reports it.
+type Signaled struct{ Signal os.Signal }
+
+func (s Signaled) Error() string { return "received " + s.Signal.String() }
+
+// interruptedCode is the exit code of a run cut short by ctx's cancellation.
+func interruptedCode(ctx context.Context) int {
+	var s Signaled
+	if errors.As(context.Cause(ctx), &s) {
+		if n, ok := s.Signal.(syscall.Signal); ok {
+			return 128 + int(n)
+		}
+	}
+	return 128 + 2 // SIGINT, what a cancellation without a signal stands for
+}
+
 // Run executes the command line and returns the exit code. Errors are printed
 // here, once, as one line.
 func Run(ctx context.Context, args []string, s Streams) int {
@@ -100,6 +118,7 @@ func Run(ctx context.Context, args []string, s Streams) int {
 	}
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		fmt.Fprintln(s.Err, "softalloc: interrupted")
+		code = interruptedCode(ctx)
 	}
 	return code
 }

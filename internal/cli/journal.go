@@ -60,7 +60,7 @@ func finishJournal(ctx context.Context, s Streams, j *journal.Journal, quiet boo
 		err = cerr
 	}
 	if err != nil && ctx.Err() != nil {
-		return exitError{130, fmt.Errorf("interrupted: %d finished experiments are safe in %s (%d run now, %d reused); run the same command again to resume",
+		return exitError{interruptedCode(ctx), fmt.Errorf("interrupted: %d finished experiments are safe in %s (%d run now, %d reused); run the same command again to resume",
 			j.Len(), j.Path(), j.Ran, j.Reused)}
 	}
 	if !quiet && s.ErrIsTerminal && err == nil {

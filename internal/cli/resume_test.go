@@ -33,6 +33,20 @@ func journalKeys(t *testing.T, path string) []string {
 	return keys
 }
 
+// waitForRecords polls until the journal holds n finished experiments.
+func waitForRecords(t *testing.T, path string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		data, _ := os.ReadFile(path)
+		if bytes.Count(data, []byte("\n")) >= n {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "fewer than %d experiments finished within a minute", n)
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // A real SIGINT to a real process mid-campaign keeps every finished
 // experiment; running the command again runs none of them twice and gives
 // the same answer as an uninterrupted run.
@@ -54,16 +68,7 @@ func TestInterruptedCampaignResumes(t *testing.T) {
 	cmd = exec.Command(bin, args...)
 	cmd.Dir, cmd.Stderr = dir, &stderr
 	require.NoError(t, cmd.Start())
-	// Interrupt once a few experiments are on disk.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		data, _ := os.ReadFile(journalPath)
-		if bytes.Count(data, []byte("\n")) >= 5 {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "no experiment finished within a minute")
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitForRecords(t, journalPath, 5)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 	err = cmd.Wait()
 	var exit *exec.ExitError
@@ -87,4 +92,25 @@ func TestInterruptedCampaignResumes(t *testing.T) {
 	}
 	assert.Equal(t, before, after[:len(before)], "finished experiments are kept as they were")
 	assert.ElementsMatch(t, wantKeys, after, "the same experiments as the uninterrupted run")
+}
+
+// SIGTERM, what a CI job's timeout or a container stop sends, exits 143 as
+// a shell reports it (128 + 15), with the finished experiments kept.
+func TestTerminatedCampaignExits143(t *testing.T) {
+	bin := softallocBinary(t)
+	dir := t.TempDir()
+	journalPath := filepath.Join(dir, "j.jsonl")
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "recommend", "--topology", "1/2/1/2", "--mode", "paper", "--ramp-up", "10s", "--runtime", "20s",
+		"--journal", journalPath, "--quiet")
+	cmd.Dir, cmd.Stderr = dir, &stderr
+	require.NoError(t, cmd.Start())
+	waitForRecords(t, journalPath, 1)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	require.True(t, errors.As(err, &exit), "the terminated run fails: %v", err)
+	assert.Equal(t, 143, exit.ExitCode(), "stderr: %s", stderr.String())
+	assert.Contains(t, stderr.String(), "run the same command again to resume")
+	assert.NotEmpty(t, journalKeys(t, journalPath))
 }
