@@ -81,7 +81,8 @@ resource to saturate with the workload where it did: a hardware resource
 --baseline for later runs.
 
 Exit codes: 0 when capacity holds, 1 with one line per violated check on
-stderr, 2 on usage and configuration errors (found before any experiment).
+stderr, 2 on usage and configuration errors (found before any experiment),
+130 or 143 when SIGINT or SIGTERM interrupts it.
 --metrics-file and --pushgateway export the same metrics either way, so a CI
 job can push them whatever the verdict.`,
 		Example: `  softalloc check --topology 1/2/1/2 --min-goodput 700 --sla 2s
