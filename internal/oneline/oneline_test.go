@@ -35,7 +35,8 @@ type testInner struct {
 	Policy  string `yaml:"policy,omitempty"`
 	Skipped int    `yaml:"-"`
 	Plain   bool
-	hidden  int
+	//lint:ignore U1000 an unexported field yaml cannot set, which the list of allowed keys must leave out
+	hidden int
 }
 
 type testDoc struct {

@@ -49,9 +49,9 @@ func DecodeYAML(data []byte, v any) error {
 
 var (
 	// yaml.v3's own wording, which names Go types.
-	unknownField = regexp.MustCompile("^line ([0-9]+): field (.*) not found in type (\\S+)$")
-	cannotInto   = regexp.MustCompile("^line ([0-9]+): cannot unmarshal (!!\\w+)( `(.*)`)? into (\\S+)$")
-	atLine       = regexp.MustCompile("^line ([0-9]+): ")
+	unknownField = regexp.MustCompile(`^line ([0-9]+): field (.*) not found in type (\S+)$`)
+	cannotInto   = regexp.MustCompile("^line ([0-9]+): cannot unmarshal (!!\\w+)( `(.*)`)? into (\\S+)$") // a backquote inside: no raw string
+	atLine       = regexp.MustCompile(`^line ([0-9]+): `)
 )
 
 // explain rewrites one of yaml.v3's type errors. root is the document and
