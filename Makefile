@@ -45,19 +45,22 @@ lint: fmt-check
 		$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...; \
 	else echo "staticcheck unavailable: skipped"; fi
 
+# Budgets are executions (5-25 s each here), not durations: a duration
+# can end the run with a spurious "context deadline exceeded" and no failing
+# input (a race in Go 1.26's fuzz coordinator, go.dev/issue/75804).
 fuzz:
-	$(GO) test ./internal/topology -run '^$$' -fuzz FuzzParseTopology -fuzztime 20s
-	$(GO) test ./internal/topology -run '^$$' -fuzz FuzzParseAllocation -fuzztime 20s
-	$(GO) test ./internal/topology -run '^$$' -fuzz FuzzParseDeployment -fuzztime 20s -fuzzminimizetime 3s
+	$(GO) test ./internal/topology -run '^$$' -fuzz FuzzParseTopology -fuzztime 140000x
+	$(GO) test ./internal/topology -run '^$$' -fuzz FuzzParseAllocation -fuzztime 120000x
+	$(GO) test ./internal/topology -run '^$$' -fuzz FuzzParseDeployment -fuzztime 100000x -fuzzminimizetime 3s
 # Inputs of these are kilobytes: minimizing each new one for the default 60 s
 # would take all the time, so minimization is cut short.
-	$(GO) test ./internal/runner/exec -run '^$$' -fuzz FuzzParseObservation -fuzztime 20s -fuzzminimizetime 3s
-	$(GO) test ./internal/runner/replay -run '^$$' -fuzz FuzzRead -fuzztime 20s -fuzzminimizetime 3s
-	$(GO) test ./internal/runner/live -run '^$$' -fuzz FuzzParseWorkload -fuzztime 20s -fuzzminimizetime 3s
-	$(GO) test ./internal/sim/classes -run '^$$' -fuzz FuzzParse -fuzztime 20s -fuzzminimizetime 3s
-	$(GO) test ./internal/sim -run '^$$' -fuzz FuzzParseModel -fuzztime 20s -fuzzminimizetime 3s
-	$(GO) test ./internal/sim -run '^$$' -fuzz FuzzParseMix -fuzztime 20s -fuzzminimizetime 3s
-	$(GO) test ./internal/journal -run '^$$' -fuzz FuzzOpen -fuzztime 20s -fuzzminimizetime 3s
+	$(GO) test ./internal/runner/exec -run '^$$' -fuzz FuzzParseObservation -fuzztime 140000x -fuzzminimizetime 3s
+	$(GO) test ./internal/runner/replay -run '^$$' -fuzz FuzzRead -fuzztime 50000x -fuzzminimizetime 3s
+	$(GO) test ./internal/runner/live -run '^$$' -fuzz FuzzParseWorkload -fuzztime 45000x -fuzzminimizetime 3s
+	$(GO) test ./internal/sim/classes -run '^$$' -fuzz FuzzParse -fuzztime 23000x -fuzzminimizetime 3s
+	$(GO) test ./internal/sim -run '^$$' -fuzz FuzzParseModel -fuzztime 70000x -fuzzminimizetime 3s
+	$(GO) test ./internal/sim -run '^$$' -fuzz FuzzParseMix -fuzztime 60000x -fuzzminimizetime 3s
+	$(GO) test ./internal/journal -run '^$$' -fuzz FuzzOpen -fuzztime 4000x -fuzzminimizetime 3s
 
 clean:
 	rm -rf bin
