@@ -15,8 +15,7 @@ build:
 # testbed's end-to-end tests drive real servers for minutes. Both run after it,
 # without -race.
 PACKAGES = $$($(GO) list ./... | grep -v /testbed/e2e)
-test: fmt-check
-	$(GO) vet ./...
+test: lint
 	$(GO) test -race -count=1 $(PACKAGES)
 	$(GO) test -count=1 -run '^Test(Paper|MVAAgreement|Behaviour|Slow)' $(PACKAGES)
 	$(GO) test -count=1 -timeout 15m ./testbed/e2e/
@@ -35,7 +34,7 @@ demo: build
 evaluate: build
 	$(BIN) evaluate --out docs --runtime 2m
 
-# gofmt is part of the test: an unformatted file fails CI, not only lint.
+# gofmt, vet and staticcheck are part of the test: a lint finding fails CI.
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
