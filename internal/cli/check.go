@@ -197,7 +197,7 @@ func runCheck(cmd *cobra.Command, s Streams, o *checkOptions) error {
 		}{{"goodput", capacity.MaxGoodput, base.MaxGoodput}, {"throughput", capacity.MaxThroughput, base.MaxThroughput}} {
 			floor := f.was * (1 - regression)
 			add("max-regression-"+f.name, f.now >= floor, "max %s is %.1f pages/s, %s against the baseline's %.1f; the floor is %.1f (-%s)",
-				f.name, f.now, percent(100*(f.now/f.was-1), true), f.was, floor, o.maxRegression)
+				f.name, f.now, report.Percent(100*(f.now/f.was-1), 1, true), f.was, floor, o.maxRegression)
 		}
 	}
 	if o.critical != "" {
@@ -422,18 +422,4 @@ func writeCheckTable(w io.Writer, doc CheckJSON) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", ch.Name, res, ch.Message)
 	}
 	return tw.Flush()
-}
-
-// percent formats v (already in percent) with one decimal and no "-0.0%":
-// a change too small to show is no change. signed adds "+" to the rest.
-func percent(v float64, signed bool) string {
-	f := "%.1f"
-	if signed {
-		f = "%+.1f"
-	}
-	out := fmt.Sprintf(f, v)
-	if strings.Trim(out, "+-0.") == "" {
-		out = strings.TrimLeft(out, "+-")
-	}
-	return out + "%"
 }

@@ -279,7 +279,7 @@ func writeSchemes(w io.Writer, swept string, names []string, schemes []classes.S
 				c := p.Class(n)
 				drop, rt := "-", "-"
 				if c.Solo > 0 {
-					drop = percent(-100*c.Drop, false)
+					drop = report.Percent(-100*c.Drop, 1, false)
 				}
 				if c.Throughput > 0 {
 					rt = fmt.Sprintf("%.3f", c.ResponseTime)

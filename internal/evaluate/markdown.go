@@ -80,10 +80,10 @@ func Markdown(w io.Writer, rep Report) error {
 	for _, r := range rep.Results {
 		e, pp := r.Campaigns[0], r.Campaigns[1]
 		o := r.Campaigns[len(r.Campaigns)-1]
-		p("| %s | %d | %d (%s) | %d (%s) | %d | %d x %d = %d | %s | %d (%d, %+.0f%%) | %.1f | %.1f |\n", r.Topology, r.Seed,
+		p("| %s | %d | %d (%s) | %d (%s) | %d | %d x %d = %d | %s | %d (%d, %s) | %.1f | %.1f |\n", r.Topology, r.Seed,
 			e.Experiments, e.Mode, o.Experiments, o.Mode, pp.Experiments,
 			r.GridAllocations, len(r.GridWorkloads), r.GridAllocations*len(r.GridWorkloads), e.Critical, e.Saturation, e.Predicted,
-			100*(float64(e.Predicted)/math.Max(1, float64(e.Saturation))-1), e.WallSeconds, pp.WallSeconds)
+			report.Percent(100*(float64(e.Predicted)/math.Max(1, float64(e.Saturation))-1), 0, true), e.WallSeconds, pp.WallSeconds)
 	}
 	p("\n![experiments per topology](evaluation-experiments.svg)\n\n")
 

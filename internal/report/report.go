@@ -216,3 +216,18 @@ func writeWarnings(w io.Writer, warnings []string) {
 		fmt.Fprintf(w, "  - %s\n", strings.TrimSpace(s))
 	}
 }
+
+// Percent formats v (already in percent) to the given decimals with no
+// negative zero: a change too small to show is no change, "0%" or "0.0%".
+// signed puts "+" before the others.
+func Percent(v float64, decimals int, signed bool) string {
+	f := "%." + strconv.Itoa(decimals) + "f"
+	if signed {
+		f = "%+." + strconv.Itoa(decimals) + "f"
+	}
+	out := fmt.Sprintf(f, v)
+	if strings.Trim(out, "+-0.") == "" {
+		out = strings.TrimLeft(out, "+-")
+	}
+	return out + "%"
+}
