@@ -75,6 +75,21 @@ type LoadResult struct {
 	Errors ErrorCounts
 	// Requests is every HTTP request sent in the whole trial.
 	Requests int64
+	// ThinkSeconds and Thinks are the think time the users actually slept
+	// in the window, and how many think periods that was: a busy machine
+	// wakes a timer late, so the response time law holds with the think time
+	// slept, not the nominal one.
+	ThinkSeconds float64
+	Thinks       int64
+}
+
+// MeanThinkTime is the mean think time actually slept in the window, in seconds
+// (0 when no think period ended in it).
+func (r LoadResult) MeanThinkTime() float64 {
+	if r.Thinks == 0 {
+		return 0
+	}
+	return r.ThinkSeconds / float64(r.Thinks)
 }
 
 // ErrRequestBound is a trial stopped by its MaxRequests bound.
@@ -85,10 +100,12 @@ var ErrRequestBound = errors.New("request bound reached")
 const recorderShards = 32
 
 type shard struct {
-	mu     sync.Mutex
-	rec    algorithms.Recorder
-	pages  int64
-	errors ErrorCounts
+	mu           sync.Mutex
+	rec          algorithms.Recorder
+	pages        int64
+	errors       ErrorCounts
+	thinkSeconds float64
+	thinks       int64
 }
 
 // Run runs the trial; it returns when the ramp-down ends or ctx is done.
@@ -150,6 +167,8 @@ func (l *Load) Run(ctx context.Context) (LoadResult, error) {
 		h = h.Merge(s.rec.Histogram())
 		res.Pages += s.pages
 		res.Errors.add(s.errors)
+		res.ThinkSeconds += s.thinkSeconds
+		res.Thinks += s.thinks
 	}
 	res.ResponseTimes = h
 	if bound.Load() {
@@ -216,8 +235,15 @@ func (u *user) run(ctx context.Context) {
 			}
 			u.sh.mu.Unlock()
 		}
-		if !sleepUntil(ctx, time.Now().Add(w.think(u.r, u.think))) {
+		asleep := time.Now()
+		if !sleepUntil(ctx, asleep.Add(w.think(u.r, u.think))) {
 			return
+		}
+		if awake := time.Now(); !awake.Before(u.t0) && awake.Before(u.t1) {
+			u.sh.mu.Lock()
+			u.sh.thinkSeconds += awake.Sub(asleep).Seconds()
+			u.sh.thinks++
+			u.sh.mu.Unlock()
 		}
 		w.step(&s, u.r)
 	}

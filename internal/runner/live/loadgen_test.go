@@ -53,9 +53,13 @@ func TestLoadMeasuresPages(t *testing.T) {
 	assert.Less(t, time.Since(start), short.Total()+10*time.Second, "the trial stops by itself")
 	// A closed loop obeys the response time law, X = N / (Z + R), however
 	// fast this (possibly busy) machine serves: 20 users, 10 ms think time.
+	// Z is the think time the users slept: on a loaded machine (the race
+	// detector beside a CPU hog) 10 ms timers wake late, by as much again.
 	require.Greater(t, res.Pages, int64(50))
-	want := 20 / (0.010 + res.ResponseTimes.Mean())
-	assert.InEpsilon(t, want, float64(res.Pages), 0.35, "pages in the 1 s window against N/(Z+R)")
+	require.Positive(t, res.Thinks)
+	assert.GreaterOrEqual(t, res.MeanThinkTime(), 0.010, "a timer never wakes early")
+	want := 20 / (res.MeanThinkTime() + res.ResponseTimes.Mean())
+	assert.InEpsilon(t, want, float64(res.Pages), 0.10, "pages in the 1 s window against N/(Z+R)")
 	assert.Equal(t, res.Pages, res.ResponseTimes.Count())
 	assert.Zero(t, res.Errors.Total())
 	assert.InDelta(t, 1.0, res.WindowEnd.Sub(res.WindowStart).Seconds(), 1e-9)
