@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -271,8 +273,12 @@ type Critical struct {
 	// Reserve is the allocation the procedure ended with (S_reserve).
 	Reserve Allocation `json:"reserve"`
 	// Saturated lists every saturated hardware resource at that workload.
-	Saturated   []Saturation `json:"saturated"`
-	Experiments int          `json:"experiments"`
+	Saturated []Saturation `json:"saturated"`
+	// Throttled: the critical CPU's usage stayed below the threshold, and
+	// its saturation was read from its quota throttling (CPUSaturation)
+	// once throughput stopped growing.
+	Throttled   bool `json:"throttled,omitempty"`
+	Experiments int  `json:"experiments"`
 	Trials      []Trial      `json:"-"`
 	Warnings    []string     `json:"warnings,omitempty"`
 }
@@ -376,8 +382,11 @@ func FindCriticalResource(ctx context.Context, x Experimenter, d Deployment, s0 
 				// workload: the full pool is a symptom, the bottleneck is
 				// elsewhere (an unmonitored resource, or several at once).
 				res.Trials, res.Experiments, res.Reserve = r.trials, len(r.trials), s
-				return res, fmt.Errorf("find-critical: %s stayed saturated after doubling the allocation and throughput did not grow (%.1f -> %.1f pages/s at %d users), with no hardware resource at or above %.2f: %w",
-					soft[0], lastSoftThroughput, o.Throughput, workload, opts.HardwareThreshold, ErrNoCriticalResource)
+				if c, ok := throttledCritical(res, o, workload, opts); ok {
+					return c, nil
+				}
+				return res, fmt.Errorf("find-critical: %s stayed saturated after doubling the allocation and throughput did not grow (%.1f -> %.1f pages/s at %d users), with no hardware resource at or above %.2f (busiest: %s): %w",
+					soft[0], lastSoftThroughput, o.Throughput, workload, opts.HardwareThreshold, busiestHardware(o), ErrNoCriticalResource)
 			}
 			lastSoft, lastSoftThroughput = soft, o.Throughput
 			if doublings >= opts.MaxDoublings {
@@ -412,19 +421,78 @@ func FindCriticalResource(ctx context.Context, x Experimenter, d Deployment, s0 
 		}
 	}
 	res.Trials, res.Experiments, res.Reserve = r.trials, len(r.trials), s
-	top := "no server"
-	if len(last.Servers) > 0 {
-		busiest := last.Servers[0]
-		for _, sv := range last.Servers {
-			if sv.CPU > busiest.CPU {
-				busiest = sv
-			}
-		}
-		top = fmt.Sprintf("%s cpu %.2f", busiest.Name, busiest.CPU)
+	if c, ok := throttledCritical(res, last, lastUsers, opts); ok {
+		return c, nil
 	}
 	return res, fmt.Errorf("find-critical: throughput stopped growing at %d users (%.1f pages/s, after %.1f) with no hardware resource at or above %.2f (busiest: %s): %w",
-		lastUsers, tpCurr, tpMax, opts.HardwareThreshold, top, ErrNoCriticalResource)
+		lastUsers, tpCurr, tpMax, opts.HardwareThreshold, busiestHardware(last), ErrNoCriticalResource)
 }
+
+// throttledCritical answers when throughput stopped growing at workload
+// with no hardware resource at the threshold, but a CPU-capped server was
+// throttled in at least the threshold's share of its quota periods: its
+// CPU is the critical resource, saturated from the first workload at the
+// reserve allocation where its throttling reached the threshold. Usage stays
+// the first test; throttling alone can read saturation early, while
+// throughput still grows (issue 25's testbed runs with 20 ms quota slices).
+func throttledCritical(res Critical, o Observation, workload int, opts Options) (Critical, bool) {
+	var sat []Saturation
+	for _, s := range o.Servers {
+		if s.Throttled >= opts.HardwareThreshold {
+			sat = append(sat, Saturation{s.Name, s.Tier, "cpu", s.CPUSaturation(), true})
+		}
+	}
+	if len(sat) == 0 {
+		return res, false
+	}
+	sort.SliceStable(sat, func(i, j int) bool { return sat[i].Utilization > sat[j].Utilization })
+	c := sat[0]
+	res.Tier, res.Server, res.Resource, res.Utilization = c.Tier, c.Server, c.Resource, c.Utilization
+	res.Saturated, res.Throttled, res.SaturationWorkload = sat, true, workload
+	for _, t := range res.Trials {
+		s, ok := t.Observation.Server(c.Server)
+		if ok && t.Experiment.Allocation.Key() == res.Reserve.Key() && s.Throttled >= opts.HardwareThreshold &&
+			t.Experiment.Workload.Users < res.SaturationWorkload {
+			res.SaturationWorkload = t.Experiment.Workload.Users
+		}
+	}
+	srv, _ := o.Server(c.Server)
+	res.Warnings = append(res.Warnings, fmt.Sprintf(
+		"throughput stopped growing with no hardware resource at %.2f, but %s was throttled in %.2f of its CPU quota's periods (usage %.2f of the quota): its CPU is taken as the critical resource, saturated from %d users; a capped server can lose quota it cannot use",
+		opts.HardwareThreshold, c.Server, srv.Throttled, srv.CPU, res.SaturationWorkload))
+	return res, true
+}
+
+// busiestHardware names the three highest hardware readings of an
+// observation, with CPU throttling where a quota was measured, so that an
+// answer without a critical resource still says what was seen.
+func busiestHardware(o Observation) string {
+	type reading struct {
+		what string
+		u    float64
+	}
+	var rs []reading
+	for _, s := range o.Servers {
+		cpu := fmt.Sprintf("%s cpu %.2f", s.Name, s.CPU)
+		if s.Throttled > 0 {
+			cpu += fmt.Sprintf(" (throttled in %.2f of its quota periods)", s.Throttled)
+		}
+		rs = append(rs, reading{cpu, s.CPUSaturation()})
+		for _, r := range slices.Sorted(maps.Keys(s.Resources)) {
+			rs = append(rs, reading{fmt.Sprintf("%s %s %.2f", s.Name, r, s.Resources[r]), s.Resources[r]})
+		}
+	}
+	if len(rs) == 0 {
+		return "no server"
+	}
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].u > rs[j].u })
+	parts := make([]string, 0, 3)
+	for _, r := range rs[:min(3, len(rs))] {
+		parts = append(parts, r.what)
+	}
+	return strings.Join(parts, ", ")
+}
+
 
 // PredictSaturation predicts the workload (users) at which the busiest
 // server's CPU reaches threshold, from one trial at a low workload: the
@@ -690,10 +758,13 @@ func tierUtilization(o Observation, c Critical) float64 {
 		if s.Tier != c.Tier {
 			continue
 		}
-		if c.Resource == "cpu" || c.Resource == "" {
-			u = math.Max(u, s.CPU)
-		} else {
+		switch {
+		case c.Resource != "cpu" && c.Resource != "":
 			u = math.Max(u, s.Resources[c.Resource])
+		case c.Throttled:
+			u = math.Max(u, s.CPUSaturation())
+		default:
+			u = math.Max(u, s.CPU)
 		}
 	}
 	return u

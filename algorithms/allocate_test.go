@@ -275,6 +275,49 @@ func TestFindCriticalResourceWithoutASaturatedResource(t *testing.T) {
 	assert.Contains(t, err.Error(), "throughput stopped growing")
 }
 
+// A CPU-capped tier can be saturated while its mean usage stays below its
+// quota (issue 25: a DB capped at 0.2 cores never read 0.95); the share of
+// quota periods in which it was throttled shows the saturation.
+func TestFindCriticalResourceCountsCPUThrottling(t *testing.T) {
+	d := deployment(t, "1/2/1/2")
+	x := rubbosFake()
+	x.app, x.capped, x.quotaLoss = 0.0008, "cluster", 0.12 // the cluster is the bottleneck
+	_, err := algorithms.FindCriticalResource(context.Background(), x, d, allocation(t, "400-150-60"), shortOptions())
+	require.ErrorIs(t, err, algorithms.ErrNoCriticalResource, "usage alone never reaches 0.95")
+	assert.Regexp(t, `busiest: cluster-1 cpu 0\.8[0-9]`, err.Error(), "the answer names what was seen")
+
+	x.reportThrottled = true
+	c, err := algorithms.FindCriticalResource(context.Background(), x, d, allocation(t, "400-150-60"), shortOptions())
+	require.NoError(t, err)
+	assert.Equal(t, "cluster", c.Tier)
+	assert.Equal(t, "cpu", c.Resource)
+	assert.GreaterOrEqual(t, c.Utilization, 0.95, "the throttled share, not the usage")
+	assert.True(t, c.Throttled)
+	require.NotEmpty(t, c.Warnings)
+	assert.Contains(t, c.Warnings[len(c.Warnings)-1], "cluster-1 was throttled in")
+	srv, ok := c.Trials[len(c.Trials)-1].Observation.Server("cluster-1")
+	require.True(t, ok)
+	assert.Less(t, srv.CPU, 0.95)
+	// minJobs is read where the same signal crosses the threshold.
+	m, err := algorithms.InferMinConcurrentJobs(context.Background(), x, d, c, shortOptions())
+	require.NoError(t, err)
+	assert.Equal(t, string(algorithms.ReadAtSaturation), m.Reading)
+	at := m.Points[len(m.Points)-1]
+	for _, p := range m.Points {
+		if p.Workload == m.WLmin {
+			at = p
+		}
+	}
+	assert.GreaterOrEqual(t, at.CriticalUtilization, 0.95, "read where the throttled share crosses")
+	assert.Greater(t, m.MinJobs, 1.0)
+
+	// Without a critical resource, the throttling seen is named.
+	x.hidden = 0.01
+	_, err = algorithms.FindCriticalResource(context.Background(), x, d, allocation(t, "100000-100000-100000"), shortOptions())
+	require.ErrorIs(t, err, algorithms.ErrNoCriticalResource)
+	assert.Regexp(t, `busiest: cluster-1 cpu 0\.[0-9]+ \(throttled in 0\.[0-9]+ of its quota periods\)`, err.Error())
+}
+
 func TestFindCriticalResourceSaysTheWorkloadBoundStoppedIt(t *testing.T) {
 	d := deployment(t, "1/2/1/2")
 	x := rubbosFake() // saturates near 5,000 users

@@ -21,7 +21,13 @@ type mvaExperimenter struct {
 	// hidden adds an unmonitored station: throughput stops growing with no
 	// hardware resource reported saturated.
 	hidden float64
-	calls  int
+	// capped names a tier under a CPU quota that loses a share of it
+	// (quotaLoss): its usage reads that much below the utilisation, and
+	// throttled (when reportThrottled) is the utilisation itself.
+	capped          string
+	quotaLoss       float64
+	reportThrottled bool
+	calls           int
 }
 
 func rubbosFake() *mvaExperimenter {
@@ -128,6 +134,12 @@ func (m *mvaExperimenter) RunExperiment(ctx context.Context, e algorithms.Experi
 			own := at.Residence[k+rep] * float64(t.Replicas) // per page of this server
 			s := algorithms.ServerObservation{Name: t.ServerName(rep), Tier: t.Name, CPU: math.Min(u, 1),
 				Throughput: tp, ResponseTime: (own + behind) / visits}
+			if t.Name == m.capped {
+				s.CPU *= 1 - m.quotaLoss
+				if m.reportThrottled {
+					s.Throttled = math.Min(u, 1)
+				}
+			}
 			p := e.Allocation[t.Name]
 			for _, pool := range []struct {
 				name string

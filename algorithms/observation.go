@@ -57,7 +57,19 @@ type ServerObservation struct {
 	// GCShare is the share of the runtime the server spent in stop-the-world
 	// garbage collection (a JVM's GC time / wall time), if measured.
 	GCShare float64 `json:"gcShare,omitempty"`
+	// Throttled is, for a server under a CPU quota (a cgroup or a container
+	// limit), the share of the quota's enforcement periods in which it ran
+	// out of quota, in [0,1]; 0 when it has no quota or it was not measured.
+	Throttled float64 `json:"throttled,omitempty"`
 }
+
+// CPUSaturation is how close the server's CPU is to saturation: its
+// utilisation or, under a CPU quota, the share of quota periods in which it
+// was throttled, whichever is higher. A capped server that runs out of quota
+// in nearly every period can be saturated while its mean usage stays below
+// the quota (the kernel hands quota out to each core in slices, and what is
+// left of a slice on another core is lost for the period).
+func (s ServerObservation) CPUSaturation() float64 { return math.Max(s.CPU, s.Throttled) }
 
 // PoolObservation is one soft-resource pool of a server.
 type PoolObservation struct {
@@ -157,6 +169,8 @@ func (o Observation) Validate() error {
 			return bad(f+".tier", "a tier name", `""`)
 		case !(s.CPU >= 0 && s.CPU <= 1):
 			return bad(f+".cpu", "a number in [0,1]", s.CPU)
+		case !(s.Throttled >= 0 && s.Throttled <= 1):
+			return bad(f+".throttled", "a number in [0,1]", s.Throttled)
 		case !(s.Throughput >= 0) || math.IsInf(s.Throughput, 0):
 			return bad(f+".throughput", "a number >= 0", s.Throughput)
 		case !(s.ResponseTime >= 0) || math.IsInf(s.ResponseTime, 0):

@@ -64,6 +64,7 @@ type stats struct {
 	limit          float64 // cores
 	throttled      float64 // seconds
 	throttledCount float64 // periods
+	periods        float64 // quota periods in which the tier had work
 }
 
 type source interface {
@@ -82,14 +83,17 @@ var (
 		"The tier's CPU cap in cores (quota / period), or the machine's cores when uncapped.", []string{"tier"}, nil)
 	descThrottled = prometheus.NewDesc("softalloc_testbed_cpu_throttled_seconds_total",
 		"Time the tier's processes were held back by the CPU quota.", []string{"tier"}, nil)
-	descPeriods = prometheus.NewDesc("softalloc_testbed_cpu_throttled_periods_total",
+	descThrottledPeriods = prometheus.NewDesc("softalloc_testbed_cpu_throttled_periods_total",
 		"Quota periods in which the tier was throttled.", []string{"tier"}, nil)
+	descPeriods = prometheus.NewDesc("softalloc_testbed_cpu_periods_total",
+		"Quota periods in which the tier had work to run (cpu.stat's nr_periods).", []string{"tier"}, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descUsage
 	ch <- descLimit
 	ch <- descThrottled
+	ch <- descThrottledPeriods
 	ch <- descPeriods
 }
 
@@ -104,7 +108,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descLimit, prometheus.GaugeValue, s.limit, t)
 		if s.throttled >= 0 {
 			ch <- prometheus.MustNewConstMetric(descThrottled, prometheus.CounterValue, s.throttled, t)
-			ch <- prometheus.MustNewConstMetric(descPeriods, prometheus.CounterValue, s.throttledCount, t)
+			ch <- prometheus.MustNewConstMetric(descThrottledPeriods, prometheus.CounterValue, s.throttledCount, t)
+			ch <- prometheus.MustNewConstMetric(descPeriods, prometheus.CounterValue, s.periods, t)
 		}
 	}
 }
@@ -158,7 +163,7 @@ func (s v1) read(tier string) (stats, error) {
 		st.limit = quota / period
 	}
 	if kv, err := readKV(filepath.Join(s.cpu, tier, "cpu.stat")); err == nil {
-		st.throttled, st.throttledCount = kv["throttled_time"]/1e9, kv["nr_throttled"]
+		st.throttled, st.throttledCount, st.periods = kv["throttled_time"]/1e9, kv["nr_throttled"], kv["nr_periods"]
 	}
 	return st, nil
 }
@@ -171,7 +176,7 @@ func (s v2) read(tier string) (stats, error) {
 		return stats{}, err
 	}
 	st := stats{usage: kv["usage_usec"] / 1e6, limit: float64(runtime.NumCPU()),
-		throttled: kv["throttled_usec"] / 1e6, throttledCount: kv["nr_throttled"]}
+		throttled: kv["throttled_usec"] / 1e6, throttledCount: kv["nr_throttled"], periods: kv["nr_periods"]}
 	b, err := os.ReadFile(filepath.Join(s.root, tier, "cpu.max"))
 	if err != nil {
 		return stats{}, err

@@ -157,6 +157,41 @@ func setCaps(t *testing.T, caps string) {
 	run(t, exec.Command(filepath.Join(repo, "testbed", "testbed.sh"), append([]string{"caps"}, strings.Fields(caps)...)...))
 }
 
+// dbReadings returns db-1's CPU and throttled share in the journal's trial at users.
+func dbReadings(t *testing.T, journal string, users int) (cpu, throttled float64) {
+	t.Helper()
+	data, err := os.ReadFile(journal)
+	require.NoError(t, err)
+	found := false
+	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		var rec struct {
+			Experiment struct {
+				Workload struct {
+					Users int `json:"users"`
+				} `json:"workload"`
+			} `json:"experiment"`
+			Observation struct {
+				Servers []struct {
+					Name      string  `json:"name"`
+					CPU       float64 `json:"cpu"`
+					Throttled float64 `json:"throttled"`
+				} `json:"servers"`
+			} `json:"observation"`
+		}
+		require.NoError(t, json.Unmarshal(line, &rec))
+		if rec.Experiment.Workload.Users != users {
+			continue
+		}
+		for _, s := range rec.Observation.Servers {
+			if s.Name == "db-1" {
+				cpu, throttled, found = s.CPU, s.Throttled, true
+			}
+		}
+	}
+	require.True(t, found, "no trial at %d users in %s", users, journal)
+	return cpu, throttled
+}
+
 type critical struct {
 	Tier               string  `json:"tier"`
 	Resource           string  `json:"resource"`
@@ -238,6 +273,12 @@ func TestLiveTestbed(t *testing.T) {
 		assert.Equal(t, "db", c.Tier)
 		assert.Equal(t, "cpu", c.Resource)
 		setCaps(t, appCritical)
+		// The cgroup preset reads the real exporter's throttling counters:
+		// a capped tier that saturates its quota is throttled in most periods.
+		cpu, throttled := dbReadings(t, journalB, c.SaturationWorkload)
+		t.Logf("db-1 at %d users: cpu %.3f, throttled in %.3f of its quota periods", c.SaturationWorkload, cpu, throttled)
+		assert.Greater(t, throttled, 0.5)
+		assert.GreaterOrEqual(t, max(cpu, throttled), 0.95)
 	})
 
 	t.Run("recommend beats under-allocation and is near the grid's best", func(t *testing.T) {

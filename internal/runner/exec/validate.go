@@ -97,6 +97,7 @@ var observationShape = &shape{kind: kindObject, want: "a JSON object", fields: [
 			{"throughput", true, number("a number >= 0")},
 			{"responseTime", true, number("a number of seconds >= 0")},
 			{"gcShare", false, number("a number in [0,1]")},
+			{"throttled", false, number("a number in [0,1]")},
 		}}}},
 	{"drops", false, integer("an integer >= 0")},
 	{"retries", false, integer("an integer >= 0")},

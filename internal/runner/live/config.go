@@ -92,6 +92,10 @@ type TierConfig struct {
 type Queries struct {
 	// CPU is the utilisation in [0,1] of all the server's cores.
 	CPU string `yaml:"cpu"`
+	// Throttled is, under a CPU quota, the share in [0,1] of the quota's
+	// periods in which the server was throttled (cgroup cpu.stat's
+	// nr_throttled / nr_periods).
+	Throttled string `yaml:"throttled"`
 	// Throughput is requests per second the server completed.
 	Throughput string `yaml:"throughput"`
 	// ResponseTime is the mean residence per request, seconds.
@@ -258,7 +262,8 @@ func (c Config) path(p string) string {
 // starting point: a deployment file overrides any query it needs to.
 //
 //   - node: node_exporter on each server ({node}: its instance).
-//   - cgroup: testbed/cgexporter, per-tier CPU over the tier's cgroup quota.
+//   - cgroup: testbed/cgexporter, per-tier CPU over the tier's cgroup quota,
+//     and the share of quota periods in which the tier was throttled.
 //   - apache: apache_exporter (mod_status with ExtendedStatus On) ({instance}).
 //   - tomcat: the JMX exporter with its example tomcat.yml rules ({instance}).
 //   - hikari: HikariCP's Micrometer metrics ({instance}).
@@ -274,6 +279,7 @@ var Presets = map[string]Queries{
 	},
 	"cgroup": {
 		CPU: `sum(rate(softalloc_testbed_cpu_usage_seconds_total{tier="{tier}"}[{window}])) / sum(softalloc_testbed_cpu_limit_cores{tier="{tier}"})`,
+		Throttled: `sum(rate(softalloc_testbed_cpu_throttled_periods_total{tier="{tier}"}[{window}])) / sum(rate(softalloc_testbed_cpu_periods_total{tier="{tier}"}[{window}]))`,
 	},
 	"apache": {
 		Throughput:   `sum(rate(apache_accesses_total{instance="{instance}"}[{window}]))`,
@@ -335,8 +341,7 @@ func PresetNames() []string {
 
 // merge lays b over a: b's non-empty queries win.
 func merge(a, b Queries) Queries {
-	out := Queries{CPU: a.CPU, Throughput: a.Throughput, ResponseTime: a.ResponseTime,
-		Pools: map[string]PoolQueries{}, Resources: map[string]string{}}
+	out := Queries{Pools: map[string]PoolQueries{}, Resources: map[string]string{}}
 	pick := func(x, y string) string {
 		if y != "" {
 			return y
@@ -344,6 +349,7 @@ func merge(a, b Queries) Queries {
 		return x
 	}
 	out.CPU, out.Throughput, out.ResponseTime = pick(a.CPU, b.CPU), pick(a.Throughput, b.Throughput), pick(a.ResponseTime, b.ResponseTime)
+	out.Throttled = pick(a.Throttled, b.Throttled)
 	for _, q := range []Queries{a, b} {
 		for name, p := range q.Pools {
 			o := out.Pools[name]

@@ -405,6 +405,10 @@ func (r *Runner) server(ctx context.Context, t algorithms.Tier, i int, q Queries
 	}
 	// rate() extrapolates to the window's edges, which can overshoot 1 by a little.
 	s.CPU = unit(v)
+	if v, _, err = eval("throttled", q.Throttled, false); err != nil {
+		return s, err
+	}
+	s.Throttled = unit(v)
 	if s.Throughput, _, err = eval("throughput", q.Throughput, false); err != nil {
 		return s, err
 	}

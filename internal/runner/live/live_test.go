@@ -62,6 +62,7 @@ func TestRunExperiment(t *testing.T) {
 	prom, seen := fakePrometheus(t, map[string]string{
 		`cpu_usage{tier="web"}`: "0.2", `cpu_usage{tier="app"}`: "1.02", `cpu_usage{tier="db"}`: "0.4",
 		"pages_total": "150", "page_seconds": "0.05", "busy_threads": "7.5", "size_threads": "20", "full_threads": "0.3",
+		"throttled_periods": "0.97",
 	})
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "w.yaml"), []byte(
 		"thinkTime: {mean: 20ms}\nstart: A\ninteractions:\n  - {name: A, path: /a, embedded: [/logo], next: {A: 1}}\n"), 0o644))
@@ -78,7 +79,7 @@ func TestRunExperiment(t *testing.T) {
 				"pools": map[string]any{"threads": map[string]any{"busy": "busy_threads", "size": "size_threads", "fullShare": "full_threads"},
 					"connections": map[string]any{"busy": "busy_connections"}}},
 				"servers": []any{map[string]any{"instance": "app:1"}}},
-			"db": map[string]any{"queries": map[string]any{"cpu": `cpu_usage{tier="{tier}"}`}},
+			"db": map[string]any{"queries": map[string]any{"cpu": `cpu_usage{tier="{tier}"}`, "throttled": `throttled_periods{tier="{tier}"}`}},
 		},
 	}
 	r, err := New(sec, filepath.Join(dir, "deployment.yaml"))
@@ -117,6 +118,8 @@ func TestRunExperiment(t *testing.T) {
 		"no size query: the allocation's size; no series: 0 busy; no fullShare query: unknown")
 	assert.Equal(t, algorithms.PoolObservation{Name: "threads", Size: 20, Busy: 7.5, FullShare: 0.3}, app1.Pools[1])
 	assert.InDelta(t, 0.4, db.CPU, 1e-9)
+	assert.InDelta(t, 0.97, db.Throttled, 1e-9)
+	assert.Zero(t, web.Throttled, "no throttled query: not measured")
 	assert.Contains(t, *seen, `cpu_usage{tier="web"}[700ms]`, "placeholders are substituted")
 	assert.Contains(t, *seen, `pages_total{instance="app:1"}`)
 
