@@ -157,6 +157,14 @@ func (o Observation) Validate() error {
 	if err := o.ResponseTimes.Validate(); err != nil {
 		return fmt.Errorf("observation.responseTimes.%w", err)
 	}
+	for _, n := range []struct {
+		name string
+		v    int64
+	}{{"drops", o.Drops}, {"retries", o.Retries}, {"errors", o.Errors}} {
+		if n.v < 0 {
+			return bad(n.name, "an integer >= 0", n.v)
+		}
+	}
 	if len(o.Servers) == 0 {
 		return bad("servers", "at least one server", "none")
 	}
@@ -171,6 +179,8 @@ func (o Observation) Validate() error {
 			return bad(f+".cpu", "a number in [0,1]", s.CPU)
 		case !(s.Throttled >= 0 && s.Throttled <= 1):
 			return bad(f+".throttled", "a number in [0,1]", s.Throttled)
+		case !(s.GCShare >= 0 && s.GCShare <= 1):
+			return bad(f+".gcShare", "a number in [0,1]", s.GCShare)
 		case !(s.Throughput >= 0) || math.IsInf(s.Throughput, 0):
 			return bad(f+".throughput", "a number >= 0", s.Throughput)
 		case !(s.ResponseTime >= 0) || math.IsInf(s.ResponseTime, 0):

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/softalloc/softalloc/internal/evaluate"
-	"github.com/softalloc/softalloc/internal/sim"
+	"github.com/softalloc/softalloc/internal/runner"
 )
 
 type evaluateOptions struct {
@@ -81,9 +81,11 @@ It writes evaluation.md, evaluation.json and SVG plots to --out.`,
 				return err
 			}
 			if o.model != "" {
-				if cfg.Model, err = sim.LoadModel(o.model); err != nil {
+				// Read once now: a bad file is refused before any measurement.
+				if _, err := runner.New(runner.Config{Name: "sim", ModelPath: o.model}); err != nil {
 					return configError(fmt.Errorf("--model: %w", err))
 				}
+				cfg.ModelPath = o.model
 			}
 			if !o.quiet {
 				cfg.Log = func(format string, a ...any) { fmt.Fprintf(s.Err, "evaluate: "+format+"\n", a...) }

@@ -17,7 +17,6 @@ import (
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/metrics"
 	"github.com/softalloc/softalloc/internal/report"
-	"github.com/softalloc/softalloc/internal/runner"
 )
 
 type simulateOptions struct {
@@ -165,7 +164,7 @@ func runSimulate(cmd *cobra.Command, s Streams, o *simulateOptions) error {
 	if err != nil {
 		return err
 	}
-	obs, err := runner.RunParallel(cmd.Context(), x, exps, r.Workers(o.parallel))
+	obs, err := algorithms.RunAll(cmd.Context(), x, exps, r.Workers(o.parallel))
 	if err = finishJournal(cmd.Context(), s, j, false, err); err != nil {
 		return err
 	}

@@ -59,7 +59,7 @@ func TestConfigurationErrorsAreUsageErrors(t *testing.T) {
 		{"nojournal from-journal", append(check, "--from-journal", "/nonexist.jsonl"), "--from-journal: open /nonexist.jsonl"},
 		{"nojournal from-journal bad line", append(check, "--from-journal", torn), `--from-journal "` + torn + `": line 2`},
 		{"recommend model", []string{"recommend", "--topology", "1/2/1/2", "--model", "/nonexist"}, "/nonexist"},
-		{"nojournal evaluate model", []string{"evaluate", "--model", "/nonexist", "--out", dir}, "--model: load model"},
+		{"nojournal evaluate model", []string{"evaluate", "--model", "/nonexist", "--out", dir}, "--model: runner sim: load model"},
 	})
 }
 

@@ -11,10 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/softalloc/softalloc/algorithms"
-	"github.com/softalloc/softalloc/internal/evaluate"
 	"github.com/softalloc/softalloc/internal/journal"
 	"github.com/softalloc/softalloc/internal/report"
-	"github.com/softalloc/softalloc/internal/runner"
 	"github.com/softalloc/softalloc/internal/topology"
 )
 
@@ -154,76 +152,51 @@ func runValidate(cmd *cobra.Command, s Streams, o *validateOptions) error {
 		return cp.finish(ctx, s, o.campaign.quiet, err)
 	}
 	doc.Seeds = seeds
-	grid := evaluate.Grid(d, rec, threads, conns)
-	allocs := make([]algorithms.Allocation, len(grid))
-	roles := make([]string, len(grid))
-	for i, g := range grid {
-		allocs[i], roles[i] = g.Allocation, g.Role
-	}
-	doc.GridExperiments = len(allocs) * len(doc.Workloads)
-	var exps []algorithms.Experiment
-	for _, a := range allocs {
-		for _, u := range doc.Workloads {
-			exps = append(exps, algorithms.Experiment{Deployment: d, Allocation: a, Workload: algorithms.Workload{Users: u}, Timing: cp.opts.Timing})
-		}
-	}
-	// A runner that drives one real deployment runs its trials one by one.
-	parallel := cp.runner.Workers(o.parallel)
-	curves := make([][]float64, len(allocs))
-	for i := range curves {
-		curves[i] = make([]float64, len(doc.Workloads))
-	}
-	for si, seed := range seeds {
-		x := cp.x
-		var j *journal.Journal
-		if si > 0 || (len(seeds) > 0 && seed != o.campaign.runner.seed) {
-			// Each seed is its own runner, journaled beside the main journal.
-			r, err := runner.New(runner.Config{Name: "sim", Seed: seed, ModelPath: o.campaign.runner.model})
-			if err != nil {
-				return cp.finish(ctx, s, o.campaign.quiet, err)
-			}
-			jf := o.campaign.journal
-			if !jf.off {
-				jf.path = fmt.Sprintf("%s.seed-%d", jf.path, seed)
-			}
-			if x, j, err = jf.open(s, r); err != nil {
-				return cp.finish(ctx, s, o.campaign.quiet, err)
-			}
-		}
-		obs, err := runner.RunParallel(ctx, x, exps, parallel)
-		if j != nil {
+	// One experimenter per seed, each journaled beside the main journal.
+	xs := make([]algorithms.Experimenter, len(seeds))
+	var journals []*journal.Journal
+	closeJournals := func(err error) error {
+		for _, j := range journals {
 			err = finishJournal(ctx, s, j, true, err)
 		}
-		if err != nil {
-			return cp.finish(ctx, s, o.campaign.quiet, err)
+		return cp.finish(ctx, s, o.campaign.quiet, err)
+	}
+	for si, seed := range seeds {
+		if si == 0 && seed == o.campaign.runner.seed {
+			xs[si] = cp.x
+			continue
 		}
-		for i, ob := range obs {
-			curves[i/len(doc.Workloads)][i%len(doc.Workloads)] += ob.Goodput(cp.opts.SLA) / float64(len(seeds))
+		r, err := cp.runner.WithSeed(seed)
+		if err != nil {
+			return closeJournals(err)
+		}
+		jf := o.campaign.journal
+		if !jf.off {
+			jf.path = fmt.Sprintf("%s.seed-%d", jf.path, seed)
+		}
+		x, j, err := jf.open(s, r)
+		if err != nil {
+			return closeJournals(err)
+		}
+		xs[si] = x
+		if j != nil {
+			journals = append(journals, j)
 		}
 	}
-	if err := cp.finish(ctx, s, o.campaign.quiet, nil); err != nil {
+	grid := algorithms.Grid(d, rec, threads, conns)
+	// A runner that drives one real deployment runs its trials one by one.
+	cmp, err := algorithms.Compare(ctx, xs, d, grid, algorithms.CompareOptions{Workloads: doc.Workloads,
+		SLAs: []float64{cp.opts.SLA}, Timing: cp.opts.Timing, Parallel: cp.runner.Workers(o.parallel)})
+	if err := closeJournals(err); err != nil {
 		return err
 	}
-	results := make([]ValidateAllocation, len(allocs))
-	best := 0
-	for i, a := range allocs {
-		v := ValidateAllocation{Allocation: formatAllocation(a), Role: roles[i], Goodput: curves[i]}
-		for k, g := range curves[i] {
-			if g > v.MaxGoodput {
-				v.MaxGoodput, v.AtUsers = g, doc.Workloads[k]
-			}
-		}
-		results[i] = v
-		if v.MaxGoodput > results[best].MaxGoodput {
-			best = i
-		}
+	doc.GridExperiments = cmp.Experiments
+	results := make([]ValidateAllocation, len(cmp.Entries))
+	for i, e := range cmp.Entries {
+		results[i] = ValidateAllocation{Allocation: formatAllocation(e.Allocation), Role: e.Role, Goodput: e.Goodput[0],
+			MaxGoodput: e.MaxGoodput[0], AtUsers: e.AtUsers[0], Ratio: e.Ratio[0]}
 	}
-	for i := range results {
-		if results[best].MaxGoodput > 0 {
-			results[i].Ratio = results[i].MaxGoodput / results[best].MaxGoodput
-		}
-	}
-	doc.Best = results[best]
+	doc.Best = results[cmp.Best[0]]
 	doc.Grid = results
 	for _, v := range results {
 		switch v.Role {
@@ -290,7 +263,7 @@ func validateWorkloads(users string, saturation int) ([]int, error) {
 	if saturation <= 0 {
 		return nil, usagef("validate: want --users when --recommended is given (e.g. --users 5000:7500:500)")
 	}
-	return evaluate.Workloads(saturation), nil
+	return algorithms.GridWorkloads(saturation), nil
 }
 
 func parseSizes(flag, s string) ([]int, error) {

@@ -1,3 +1,7 @@
+// Package evaluate measures softalloc on the simulator: how fast the
+// simulator is, how few experiments a recommendation needs, and how close it
+// comes to the best allocation of an exhaustive grid (algorithms.Compare,
+// which `softalloc validate` runs too). `softalloc evaluate` writes the report.
 package evaluate
 
 import (
@@ -29,7 +33,8 @@ type Config struct {
 	SLAs   []float64
 	// Parallel trials of a grid at once.
 	Parallel int
-	Model    *sim.Model
+	// ModelPath is the simulator's parameter file ("": the embedded RUBBoS testbed).
+	ModelPath string
 	// SpeedUsers are the workloads of the growth-with-users trials;
 	// SpeedTiming the speed section's trial (the simulator's default trial).
 	SpeedUsers  []int
@@ -49,6 +54,15 @@ func DefaultConfig() Config {
 		SpeedUsers:  []int{1000, 10000, 100000},
 		SpeedTiming: sim.DefaultTiming(),
 	}
+}
+
+// experimenter is the sim runner with a seed, as --runner sim builds it.
+func (cfg Config) experimenter(seed uint64) (algorithms.Experimenter, error) {
+	r, err := runner.New(runner.Config{Name: "sim", Seed: seed, ModelPath: cfg.ModelPath})
+	if err != nil {
+		return nil, err
+	}
+	return r.Experimenter, nil
 }
 
 // Machine describes where the figures were measured.
@@ -195,6 +209,13 @@ func measureSpeed(ctx context.Context, cfg Config, logf func(string, ...any)) (S
 	jobs = append(jobs, job{"replicas", "1/16/4/16", 28000})
 	var sp Speed
 	practitioners, _ := topology.ParseAllocation("400-150-60")
+	var model *sim.Model
+	if cfg.ModelPath != "" {
+		var err error
+		if model, err = sim.LoadModel(cfg.ModelPath); err != nil {
+			return sp, err
+		}
+	}
 	for _, j := range jobs {
 		d, err := parse(j.topo)
 		if err != nil {
@@ -202,7 +223,7 @@ func measureSpeed(ctx context.Context, cfg Config, logf func(string, ...any)) (S
 		}
 		e := algorithms.Experiment{Deployment: d, Allocation: practitioners, Workload: algorithms.Workload{Users: j.users}, Timing: cfg.SpeedTiming}
 		t0 := time.Now()
-		_, st, err := sim.Simulate(ctx, cfg.Model, e, 1)
+		_, st, err := sim.Simulate(ctx, model, e, 1)
 		if err != nil {
 			return sp, fmt.Errorf("speed %s at %d users: %w", j.topo, j.users, err)
 		}
@@ -235,7 +256,11 @@ func runCampaign(ctx context.Context, cfg Config, d algorithms.Deployment, seed 
 	opts.Mode, opts.Timing, opts.MinJobsAt = mode, cfg.Timing, reading
 	start, _ := topology.ParseAllocation("400-150-60")
 	t0 := time.Now()
-	rec, err := algorithms.Recommend(ctx, &sim.Runner{Model: cfg.Model, Seed: seed}, d, start, opts)
+	x, err := cfg.experimenter(seed)
+	if err != nil {
+		return algorithms.Recommendation{}, Campaign{}, err
+	}
+	rec, err := algorithms.Recommend(ctx, x, d, start, opts)
 	c := Campaign{Mode: string(mode) + " (" + string(reading) + ")", Seed: seed, Experiments: rec.Experiments, WallSeconds: time.Since(t0).Seconds(),
 		Critical: rec.Critical.Tier + "/" + rec.Critical.Resource, Saturation: rec.Critical.SaturationWorkload,
 		Predicted: rec.Critical.PredictedSaturation, MinJobs: rec.MinJobs.MinJobs, Reading: rec.MinJobs.Reading}
@@ -282,58 +307,44 @@ func evaluateTopology(ctx context.Context, cfg Config, topo string, seed uint64,
 	if cE.Error != "" {
 		return res, nil
 	}
-	grid := Grid(d, recE.Allocation, nil, nil)
+	grid := algorithms.Grid(d, recE.Allocation, nil, nil)
 	if cO.Error == "" {
-		grid = append(grid, GridEntry{recO.Allocation, "recommended-" + string(other)})
+		grid = append(grid, algorithms.GridEntry{Allocation: recO.Allocation, Role: "recommended-" + string(other)})
 	}
 	if cP.Error == "" {
-		grid = append(grid, GridEntry{recP.Allocation, "recommended-paper"})
+		grid = append(grid, algorithms.GridEntry{Allocation: recP.Allocation, Role: "recommended-paper"})
 	}
-	res.GridWorkloads = Workloads(recE.Critical.SaturationWorkload)
+	res.GridWorkloads = algorithms.GridWorkloads(recE.Critical.SaturationWorkload)
 	res.GridAllocations = len(grid)
-	var exps []algorithms.Experiment
-	for _, g := range grid {
-		for _, u := range res.GridWorkloads {
-			exps = append(exps, algorithms.Experiment{Deployment: d, Allocation: g.Allocation, Workload: algorithms.Workload{Users: u}, Timing: cfg.Timing})
-		}
+	x, err := cfg.experimenter(seed)
+	if err != nil {
+		return res, err
 	}
-	obs, err := runner.RunParallel(ctx, &sim.Runner{Model: cfg.Model, Seed: seed}, exps, cfg.Parallel)
+	cmp, err := algorithms.Compare(ctx, []algorithms.Experimenter{x}, d, grid,
+		algorithms.CompareOptions{Workloads: res.GridWorkloads, SLAs: cfg.SLAs, Timing: cfg.Timing, Parallel: cfg.Parallel})
 	if err != nil {
 		return res, err
 	}
 	nw := len(res.GridWorkloads)
 	key := func(t float64) string { return fmt.Sprintf("%g", t) }
-	// maxGoodput[i][sla]: allocation i's highest goodput over the workloads.
-	maxGoodput := make([]map[string]float64, len(grid))
-	best := map[string]float64{}
-	bestAt := map[string]int{}
-	for i := range grid {
-		maxGoodput[i] = map[string]float64{}
-		for _, t := range cfg.SLAs {
-			for k := 0; k < nw; k++ {
-				maxGoodput[i][key(t)] = max(maxGoodput[i][key(t)], obs[i*nw+k].Goodput(t))
-			}
-			if maxGoodput[i][key(t)] > best[key(t)] {
-				best[key(t)], bestAt[key(t)] = maxGoodput[i][key(t)], i
-			}
-		}
-	}
 	ratio := func(i int) map[string]float64 {
 		r := map[string]float64{}
-		for _, t := range cfg.SLAs {
-			if best[key(t)] > 0 {
-				r[key(t)] = maxGoodput[i][key(t)] / best[key(t)]
+		for s, t := range cfg.SLAs {
+			if cmp.Entries[cmp.Best[s]].MaxGoodput[s] > 0 {
+				r[key(t)] = cmp.Entries[i].Ratio[s]
 			}
 		}
 		return r
 	}
-	slaTop := key(cfg.SLAs[len(cfg.SLAs)-1])
-	res.GridBest = Quality{Role: "grid best at " + slaTop + " s", Allocation: format(grid[bestAt[slaTop]].Allocation), Ratio: ratio(bestAt[slaTop])}
+	top := len(cfg.SLAs) - 1
+	slaTop := key(cfg.SLAs[top])
+	res.GridBest = Quality{Role: "grid best at " + slaTop + " s", Allocation: format(grid[cmp.Best[top]].Allocation), Ratio: ratio(cmp.Best[top])}
 	// An allocation can fill several roles (the two readings may agree).
-	for _, role := range []string{RoleRecommended, "recommended-" + string(other), "recommended-paper", RolePractitioners, RoleTomcatDefaults, RoleHikari} {
+	for _, role := range []string{algorithms.RoleRecommended, "recommended-" + string(other), "recommended-paper",
+		algorithms.RolePractitioners, algorithms.RoleTomcatDefaults, algorithms.RoleHikari} {
 		var a algorithms.Allocation
 		switch role {
-		case RoleRecommended:
+		case algorithms.RoleRecommended:
 			a = recE.Allocation
 		case "recommended-" + string(other):
 			a = recO.Allocation
@@ -358,15 +369,16 @@ func evaluateTopology(ctx context.Context, cfg Config, topo string, seed uint64,
 	// saw, judged by that allocation's true maximum.
 	res.RandomBudget = cE.Experiments
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	picks := rng.Perm(len(exps))[:min(res.RandomBudget, len(exps))]
-	for _, t := range cfg.SLAs {
+	picks := rng.Perm(cmp.Experiments)[:min(res.RandomBudget, cmp.Experiments)]
+	for s, t := range cfg.SLAs {
 		chosen, seen := -1, -1.0
 		for _, p := range picks {
-			if g := obs[p].Goodput(t); g > seen {
+			if g := cmp.Entries[p/nw].Goodput[s][p%nw]; g > seen {
 				chosen, seen = p/nw, g
 			}
 		}
-		q := Quality{Role: "random search", Allocation: format(grid[chosen].Allocation), Ratio: map[string]float64{key(t): maxGoodput[chosen][key(t)] / best[key(t)]}}
+		best := cmp.Entries[cmp.Best[s]].MaxGoodput[s]
+		q := Quality{Role: "random search", Allocation: format(grid[chosen].Allocation), Ratio: map[string]float64{key(t): cmp.Entries[chosen].MaxGoodput[s] / best}}
 		res.Compared = append(res.Compared, q)
 	}
 	logf("%s seed %d: grid of %d allocations x %d workloads; recommended at %s s: %.3f", topo, seed, len(grid), nw, slaTop, ratio(0)[slaTop])

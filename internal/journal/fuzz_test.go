@@ -11,6 +11,7 @@ import (
 
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/journal"
+	"github.com/softalloc/softalloc/internal/wire"
 )
 
 // fuzzLine is a record as Append writes it.
@@ -26,9 +27,9 @@ func fuzzLine(f *testing.F, id journal.Identity, users int) []byte {
 		Timing:     algorithms.Timing{RampUp: time.Minute, Runtime: 2 * time.Minute},
 	}
 	b, err := json.Marshal(journal.Record{Key: journal.Key(id, e), Runner: id.Runner, Settings: id.Settings,
-		Finished: time.Date(2026, 11, 23, 4, 50, 33, 0, time.UTC), Seconds: 0.5, Experiment: e,
-		Observation: algorithms.Observation{RuntimeSeconds: 120, Throughput: float64(users) / 7,
-			Servers: []algorithms.ServerObservation{{Name: "app-1", Tier: "app", CPU: 0.5}}}})
+		Finished: time.Date(2026, 11, 23, 4, 50, 33, 0, time.UTC), Seconds: 0.5, Experiment: wire.FromExperiment(e),
+		Observation: wire.FromObservation(algorithms.Observation{RuntimeSeconds: 120, Throughput: float64(users) / 7,
+			Servers: []algorithms.ServerObservation{{Name: "app-1", Tier: "app", CPU: 0.5}}})})
 	if err != nil {
 		f.Fatal(err)
 	}

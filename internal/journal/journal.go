@@ -26,6 +26,7 @@ import (
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/oneline"
 	"github.com/softalloc/softalloc/internal/runner/replay"
+	"github.com/softalloc/softalloc/internal/wire"
 )
 
 // DefaultPath is where a journal lives when the user names none.
@@ -39,10 +40,11 @@ type Record struct {
 	Runner   string            `json:"runner"`
 	Settings map[string]string `json:"settings"`
 	// Finished is when the experiment ended; Seconds how long it ran.
-	Finished    time.Time              `json:"finished"`
-	Seconds     float64                `json:"seconds"`
-	Experiment  algorithms.Experiment  `json:"experiment"`
-	Observation algorithms.Observation `json:"observation"`
+	Finished time.Time `json:"finished"`
+	Seconds  float64   `json:"seconds"`
+	// Experiment and Observation are the record's replay part (wire.Record).
+	Experiment  wire.Experiment  `json:"experiment"`
+	Observation wire.Observation `json:"observation"`
 }
 
 // Identity is the runner a journal belongs to.
@@ -114,11 +116,11 @@ func Key(id Identity, e algorithms.Experiment) string {
 	b, err := json.Marshal(struct {
 		Runner     string
 		Settings   map[string]string
-		Deployment algorithms.Deployment
+		Deployment wire.Deployment
 		Allocation string
 		Users      int
-		Timing     algorithms.Timing
-	}{id.Runner, id.Settings, e.Deployment, e.Allocation.Key(), e.Workload.Users, e.Timing})
+		Timing     wire.Timing
+	}{id.Runner, id.Settings, wire.FromDeployment(e.Deployment), e.Allocation.Key(), e.Workload.Users, wire.FromTiming(e.Timing)})
 	if err != nil {
 		panic(fmt.Sprintf("journal key: %v", err)) // plain data: cannot fail
 	}
@@ -149,7 +151,7 @@ type Journal struct {
 	f        *os.File
 	lock     *os.File // nil where flock is missing
 	mu       sync.Mutex
-	records  map[string]Record
+	records  map[string]algorithms.Observation
 	Warnings []string
 	// Reused and Ran count this process's experiments.
 	Reused, Ran int
@@ -176,7 +178,7 @@ func Open(path string, id Identity, opts Options) (*Journal, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("journal %q: %w", path, err)
 	}
-	j := &Journal{path: path, id: id, records: map[string]Record{}}
+	j := &Journal{path: path, id: id, records: map[string]algorithms.Observation{}}
 	// Locked before --fresh renames anything: the other run may be writing.
 	lk, err := lock(path)
 	if err != nil {
@@ -261,7 +263,13 @@ func (j *Journal) load(f *os.File) error {
 			mine[ours] = true
 			continue
 		}
-		j.records[r.Key] = r
+		// A record edited by hand (a CPU of 7.5) is refused, not reused: it
+		// enters the algorithm as any runner's observation would.
+		if _, _, err := (wire.Record{Experiment: r.Experiment, Observation: r.Observation}).Algorithms(); err != nil {
+			return fmt.Errorf("journal %q: line %d: %w", j.path, i+1, err)
+		}
+		o, _ := r.Observation.Algorithms()
+		j.records[r.Key] = o
 	}
 	if len(others) > 0 {
 		var list, this []string
@@ -296,14 +304,14 @@ func (j *Journal) Len() int {
 func (j *Journal) Lookup(e algorithms.Experiment) (algorithms.Observation, bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	r, ok := j.records[Key(j.id, e)]
-	return r.Observation, ok
+	o, ok := j.records[Key(j.id, e)]
+	return o, ok
 }
 
 // Append writes a finished experiment and syncs it to disk before returning.
 func (j *Journal) Append(e algorithms.Experiment, o algorithms.Observation, took time.Duration, finished time.Time) error {
 	r := Record{Key: Key(j.id, e), Runner: j.id.Runner, Settings: j.id.Settings, Finished: finished.UTC(),
-		Seconds: took.Seconds(), Experiment: e, Observation: o}
+		Seconds: took.Seconds(), Experiment: wire.FromExperiment(e), Observation: wire.FromObservation(o)}
 	b, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("journal %q: %w", j.path, err)
@@ -317,7 +325,7 @@ func (j *Journal) Append(e algorithms.Experiment, o algorithms.Observation, took
 	if err := j.f.Sync(); err != nil {
 		return fmt.Errorf("journal %q: sync: %w", j.path, err)
 	}
-	j.records[r.Key] = r
+	j.records[r.Key] = o
 	return nil
 }
 

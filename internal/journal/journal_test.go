@@ -219,3 +219,45 @@ func TestJournalHasOneWriterAtATime(t *testing.T) {
 	assert.Equal(t, 1, again.Len())
 	require.NoError(t, again.Close())
 }
+
+// The key is what finds a record again: it must not change when the
+// types behind the format do (journals written by earlier versions resume).
+func TestKeyIsStable(t *testing.T) {
+	d, err := topology.ParseTopology("1/4/1/4")
+	require.NoError(t, err)
+	a, err := topology.ParseAllocation("400-150-60")
+	require.NoError(t, err)
+	e := algorithms.Experiment{Deployment: d, Allocation: a, Workload: algorithms.Workload{Users: 6000},
+		Timing: algorithms.Timing{RampUp: time.Minute, Runtime: 12 * time.Minute, RampDown: 1500 * time.Millisecond}}
+	id := journal.Identity{Runner: "sim", Settings: map[string]string{"seed": "1", "model": "default@abc"}}
+	assert.Equal(t, "7ec5dd8be06ca4aabd00ef69", journal.Key(id, e), "the key of b67725b's journals")
+}
+
+// A record edited by hand is refused with the line and the field, as the
+// same record is through --runner replay (issue 25: a CPU of 7.5 and a
+// negative throughput were reused silently).
+func TestEditedRecordIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	j, err := journal.Open(path, simID, journal.Options{})
+	require.NoError(t, err)
+	_, err = j.Wrap(&counting{}).RunExperiment(context.Background(), experiment(t, 100))
+	require.NoError(t, err)
+	require.NoError(t, j.Close())
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	for _, edit := range []struct{ from, to, want string }{
+		{`"cpu":0.5`, `"cpu":7.5`, `line 1: observation.servers[0].cpu: want a number in [0,1], got 7.5`},
+		{`"throughput":14.285714285714286`, `"throughput":-100`, `line 1: observation.throughput: want a number >= 0, got -100`},
+		{`"users":100`, `"users":0`, `line 1: experiment: want a topology and users >= 1`},
+	} {
+		bad := strings.Replace(string(data), edit.from, edit.to, 1)
+		require.NotEqual(t, string(data), bad, edit.from)
+		require.NoError(t, os.WriteFile(path, []byte(bad), 0o644))
+		_, err := journal.Open(path, simID, journal.Options{})
+		require.Error(t, err, edit.to)
+		assert.Contains(t, err.Error(), edit.want)
+		_, err = replay.Load(path)
+		require.Error(t, err, "replay refuses it too")
+		assert.Contains(t, err.Error(), edit.want)
+	}
+}

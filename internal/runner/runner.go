@@ -1,5 +1,8 @@
 // Package runner turns a runner name and its settings into an
-// algorithms.Experimenter: the registry behind --runner.
+// algorithms.Experimenter: the registry behind --runner. A runner is where
+// experiments run (sim, replay, exec, live); what a caller may need to know
+// of one beyond RunExperiment it learns here, from optional interfaces the
+// experimenter implements, never from its concrete type.
 package runner
 
 import (
@@ -39,7 +42,8 @@ type Config struct {
 	DeploymentPath string
 }
 
-// Runner is an Experimenter with what the CLI needs to know of it.
+// Runner is a configured runner: an Experimenter with what a command needs
+// to know of it.
 type Runner struct {
 	algorithms.Experimenter
 	Name string
@@ -53,6 +57,35 @@ type Runner struct {
 	// are independent computations (sim, replay), false for runners that
 	// drive one real deployment (exec, live).
 	Parallel bool
+	// Seeded says WithSeed gives other random numbers (the simulator).
+	Seeded bool
+	// config is what the runner was built from, for WithSeed.
+	config Config
+}
+
+// ExperimentChecker is implemented by runners that can tell, without
+// running it, that an experiment cannot run (the simulator's rules on tiers
+// and pools), so that a campaign fails before its first experiment.
+type ExperimentChecker interface {
+	CheckExperiment(e algorithms.Experiment) error
+}
+
+// Check reports what the runner would refuse in e, if it can tell beforehand.
+func (r Runner) Check(e algorithms.Experiment) error {
+	if c, ok := r.Experimenter.(ExperimentChecker); ok {
+		return c.CheckExperiment(e)
+	}
+	return nil
+}
+
+// WithSeed is the same runner with another seed (runners with Seeded only).
+func (r Runner) WithSeed(seed uint64) (Runner, error) {
+	if !r.Seeded {
+		return Runner{}, fmt.Errorf("only the sim runner has seeds (runner %q)", r.Name)
+	}
+	cfg := r.config
+	cfg.Seed = seed
+	return New(cfg)
 }
 
 // Workers is how many trials to run at once for a request of n.
@@ -90,7 +123,9 @@ func New(cfg Config) (Runner, error) {
 	if !ok {
 		return Runner{}, fmt.Errorf("runner %q: want one of %s", cfg.Name, strings.Join(Names(), ", "))
 	}
-	return f(cfg)
+	r, err := f(cfg)
+	r.config = cfg
+	return r, err
 }
 
 func newSim(cfg Config) (Runner, error) {
@@ -116,6 +151,7 @@ func newSim(cfg Config) (Runner, error) {
 		DefaultTiming: sim.DefaultTiming(),
 		Settings:      map[string]string{"seed": fmt.Sprint(cfg.Seed), "model": model + "@" + hex.EncodeToString(sum[:6])},
 		Parallel:      true,
+		Seeded:        true,
 	}, nil
 }
 

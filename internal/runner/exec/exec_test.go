@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/wire"
 )
 
 // A program that reads the experiment and prints a valid observation: the
@@ -55,12 +56,12 @@ func TestRequest(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ProtocolVersion, req.ProtocolVersion)
 	assert.Equal(t, 1, req.Attempt)
-	assert.Regexp(t, `^1-2-2-u6000-[0-9a-f]{12}$`, req.ExperimentID)
+	assert.Equal(t, "1-2-2-u6000-a9c89d0f4139", req.ExperimentID, "the id of b67725b: a program's result directories keep their names")
 	require.Len(t, req.Tiers, 3)
 	assert.Equal(t, []string{"app-1", "app-2"}, req.Tiers[1].Servers)
-	assert.Equal(t, algorithms.TierPools{Threads: 150, Connections: 60}, req.Tiers[1].Pools)
-	assert.Equal(t, algorithms.TierPools{}, req.Tiers[2].Pools)
-	assert.Equal(t, e.Allocation, req.Allocation)
+	assert.Equal(t, wire.Pools{Threads: 150, Connections: 60}, req.Tiers[1].Pools)
+	assert.Equal(t, wire.Pools{}, req.Tiers[2].Pools)
+	assert.Equal(t, wire.FromExperiment(e).Allocation, req.Allocation)
 
 	// Stable, and different for anything that defines the experiment.
 	again, err := ExperimentID(testExperiment())
@@ -464,7 +465,7 @@ func TestShapeMatchesResponse(t *testing.T) {
 func observationJSONForShape(t *testing.T) any {
 	o := testObservation()
 	o.Errors = 1
-	b := marshal(t, Response{ProtocolVersion: ProtocolVersion, Observation: o})
+	b := marshal(t, Response{ProtocolVersion: ProtocolVersion, Observation: wire.FromObservation(o)})
 	var v any
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.UseNumber()

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/wire"
 )
 
 // testExperiment is a 1/2/2 chain: servers web-1, app-1, app-2, db-1, db-2.
@@ -58,7 +59,7 @@ func testObservation() algorithms.Observation {
 // that tests can break it field by field.
 func observationJSON(t *testing.T) map[string]any {
 	t.Helper()
-	b, err := json.Marshal(Response{ProtocolVersion: ProtocolVersion, Observation: testObservation()})
+	b, err := json.Marshal(Response{ProtocolVersion: ProtocolVersion, Observation: wire.FromObservation(testObservation())})
 	require.NoError(t, err)
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(b, &m))

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/wire"
 )
 
 // ProtocolVersion is the version of the messages below. A change that an
@@ -30,9 +31,9 @@ type Request struct {
 	Tiers    []RequestTier `json:"tiers"`
 	// Allocation repeats the tiers' pools keyed by tier name, for programs
 	// that look a tier up rather than walk the list.
-	Allocation algorithms.Allocation `json:"allocation"`
-	Workload   algorithms.Workload   `json:"workload"`
-	Timing     algorithms.Timing     `json:"timing"`
+	Allocation map[string]wire.Pools `json:"allocation"`
+	Workload   wire.Workload         `json:"workload"`
+	Timing     wire.Timing           `json:"timing"`
 }
 
 // RequestTier is one tier of the chain, front first.
@@ -43,7 +44,7 @@ type RequestTier struct {
 	Cores    int    `json:"cores"`
 	// Pools are the per-server sizes to set; a pool the tier does not have
 	// of its own (a database's threads follow upstream connections) is absent.
-	Pools algorithms.TierPools `json:"pools"`
+	Pools wire.Pools `json:"pools"`
 	// Servers are the names the observation must use for this tier's
 	// servers, in order; spelled out so programs need not know the rule.
 	Servers []string `json:"servers"`
@@ -53,7 +54,7 @@ type RequestTier struct {
 // observation's fields plus the protocol version, all in one JSON object.
 type Response struct {
 	ProtocolVersion int `json:"protocolVersion"`
-	algorithms.Observation
+	wire.Observation
 }
 
 // NewRequest builds the message for experiment e (attempt 1).
@@ -71,9 +72,9 @@ func NewRequest(e algorithms.Experiment) (Request, error) {
 	r := Request{
 		ProtocolVersion: ProtocolVersion,
 		Topology:        e.Deployment.Topology,
-		Allocation:      algorithms.Allocation{},
-		Workload:        e.Workload,
-		Timing:          e.Timing,
+		Allocation:      map[string]wire.Pools{},
+		Workload:        wire.Workload{Users: e.Workload.Users},
+		Timing:          wire.FromTiming(e.Timing),
 	}
 	for _, t := range e.Deployment.Tiers {
 		rt := RequestTier{Name: t.Name, Role: t.Role, Replicas: t.Replicas, Cores: t.Cores, Servers: []string{}}

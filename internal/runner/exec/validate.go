@@ -265,34 +265,11 @@ func ParseObservation(stdout []byte, e algorithms.Experiment) (algorithms.Observ
 		return algorithms.Observation{}, &InvalidObservationError{Problems: []string{
 			fmt.Sprintf("observation.protocolVersion: want %d, got %d", ProtocolVersion, r.ProtocolVersion)}}
 	}
-	o := r.Observation
-	if err := o.Validate(); err != nil {
+	o, err := r.Observation.Algorithms()
+	if err != nil {
 		return algorithms.Observation{}, &InvalidObservationError{Problems: []string{err.Error()}}
 	}
-	if err := checkExtra(o); err != nil {
-		return algorithms.Observation{}, err
-	}
 	return matchServers(o, e)
-}
-
-// checkExtra covers what Observation.Validate leaves to the runners.
-func checkExtra(o algorithms.Observation) error {
-	var c checker
-	for name, n := range map[string]int64{"drops": o.Drops, "retries": o.Retries, "errors": o.Errors} {
-		if n < 0 {
-			c.add("observation."+name, "want an integer >= 0, got %d", n)
-		}
-	}
-	for i, s := range o.Servers {
-		if !(s.GCShare >= 0 && s.GCShare <= 1) {
-			c.add(fmt.Sprintf("observation.servers[%d].gcShare", i), "want a number in [0,1], got %v", s.GCShare)
-		}
-	}
-	if len(c.problems) > 0 {
-		sort.Strings(c.problems)
-		return &InvalidObservationError{Problems: c.problems}
-	}
-	return nil
 }
 
 // matchServers checks the observation's servers against the deployment's

@@ -278,7 +278,7 @@ var Presets = map[string]Queries{
 		CPU: `1 - avg(rate(node_cpu_seconds_total{mode="idle",instance="{node}"}[{window}]))`,
 	},
 	"cgroup": {
-		CPU: `sum(rate(softalloc_testbed_cpu_usage_seconds_total{tier="{tier}"}[{window}])) / sum(softalloc_testbed_cpu_limit_cores{tier="{tier}"})`,
+		CPU:       `sum(rate(softalloc_testbed_cpu_usage_seconds_total{tier="{tier}"}[{window}])) / sum(softalloc_testbed_cpu_limit_cores{tier="{tier}"})`,
 		Throttled: `sum(rate(softalloc_testbed_cpu_throttled_periods_total{tier="{tier}"}[{window}])) / sum(rate(softalloc_testbed_cpu_periods_total{tier="{tier}"}[{window}]))`,
 	},
 	"apache": {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/fuzzcheck"
+	"github.com/softalloc/softalloc/internal/wire"
 )
 
 // fuzzRecord is one line as a journal writes it: a campaign record with the
@@ -75,11 +76,11 @@ func FuzzRead(f *testing.F) {
 		}
 		lines, _ := SplitLines(data)
 		for i, line := range lines {
-			var rec Record
+			var rec wire.Record
 			if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, &rec) != nil {
 				continue
 			}
-			_, err := r.RunExperiment(context.Background(), rec.Experiment)
+			_, err := r.RunExperiment(context.Background(), rec.Experiment.Algorithms())
 			require.NoError(t, err, "line %d", i+1)
 		}
 		// A miss lists what the campaign has, from the file: still one line.

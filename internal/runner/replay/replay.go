@@ -24,13 +24,8 @@ import (
 
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/oneline"
+	"github.com/softalloc/softalloc/internal/wire"
 )
-
-// Record is one line of a campaign file.
-type Record struct {
-	Experiment  algorithms.Experiment  `json:"experiment"`
-	Observation algorithms.Observation `json:"observation"`
-}
 
 // Runner answers from the records it loaded. Experiments are matched on
 // topology, allocation and workload; the trial timing is not compared, since
@@ -76,18 +71,16 @@ func Read(r io.Reader, name string) (*Runner, error) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		var rec Record
+		var rec wire.Record
 		if err := json.Unmarshal(line, &rec); err != nil {
 			return nil, fmt.Errorf("replay campaign %q: line %d: %w", name, i+1, err)
 		}
-		if err := rec.Observation.Validate(); err != nil {
+		e, o, err := rec.Algorithms()
+		if err != nil {
 			return nil, fmt.Errorf("replay campaign %q: line %d: %w", name, i+1, err)
 		}
-		if rec.Experiment.Workload.Users < 1 || rec.Experiment.Deployment.Topology == "" {
-			return nil, fmt.Errorf("replay campaign %q: line %d: experiment: want a topology and users >= 1", name, i+1)
-		}
 		// A later record of the same experiment replaces an earlier one.
-		run.records[Key(rec.Experiment)] = rec.Observation
+		run.records[Key(e)] = o
 	}
 	if len(run.records) == 0 {
 		return nil, fmt.Errorf("replay campaign %q: no experiments recorded", name)

@@ -1,0 +1,254 @@
+package algorithms
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// TierSize is one tier's pool sizes from CalculateMinAllocation.
+type TierSize struct {
+	Name     string `json:"name"`
+	Replicas int    `json:"replicas"`
+	// Jobs is the tier's mean concurrent jobs L (all servers).
+	Jobs             float64 `json:"jobs"`
+	TotalThreads     int     `json:"totalThreads"`
+	ThreadsPerServer int     `json:"threadsPerServer"`
+	// Connections are set for tiers with a connection pool only.
+	HasConnections       bool `json:"-"`
+	TotalConnections     int  `json:"totalConnections"`
+	ConnectionsPerServer int  `json:"connectionsPerServer"`
+	// ReqRatio (critical tier requests per request of this tier) and
+	// RTTRatio (this tier's RTT over the critical tier's) for front tiers.
+	ReqRatio float64 `json:"reqRatio,omitempty"`
+	RTTRatio float64 `json:"rttRatio,omitempty"`
+	Position string  `json:"position"` // "front", "critical" or "behind"
+}
+
+// Sizing is the result of CalculateMinAllocation.
+type Sizing struct {
+	Critical string     `json:"critical"`
+	MinJobs  float64    `json:"minJobs"`
+	Tiers    []TierSize `json:"tiers"`
+}
+
+// CalculateMinAllocation is Algorithm 1's third procedure. The critical tier
+// and the tiers behind it get minJobs; a tier in front gets, by Little's law
+// and the forced flow law (Formula 3), L = minJobs * RTTratio / Reqratio,
+// which equals its own TP * RTT. Totals are rounded to the nearest integer
+// (at least 1) and split across replicas rounding up: these are lower bounds.
+// minJobs 0 means: take it from the critical tier's measurement. Inputs must
+// be finite, one measurement per tier, and every pool size must fit an int32.
+func CalculateMinAllocation(d Deployment, critical string, minJobs float64, measured []TierMeasurement) (Sizing, error) {
+	ci := d.TierIndex(critical)
+	if ci < 0 {
+		return Sizing{}, fmt.Errorf("critical tier %q is not in the deployment (tiers: %s)", critical, tierNames(d))
+	}
+	switch {
+	case math.IsInf(minJobs, 0):
+		return Sizing{}, fmt.Errorf("minJobs: want a finite number, got %g", minJobs)
+	case !(minJobs >= 0): // NaN too
+		return Sizing{}, fmt.Errorf("minJobs: want > 0, got %g", minJobs)
+	}
+	byTier := map[string]TierMeasurement{}
+	at := map[string]int{}
+	for i, m := range measured {
+		if d.TierIndex(m.Tier) < 0 {
+			return Sizing{}, fmt.Errorf("measured tier %q is not in the deployment (tiers: %s)", m.Tier, tierNames(d))
+		}
+		// A second row for a tier would silently replace the first.
+		if j, dup := at[m.Tier]; dup {
+			return Sizing{}, fmt.Errorf("tiers[%d] and tiers[%d] are both named %q: want one measurement per tier", j, i, m.Tier)
+		}
+		at[m.Tier] = i
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"throughput", m.Throughput}, {"responseTime", m.ResponseTime}} {
+			if !(f.v > 0) || math.IsInf(f.v, 0) {
+				return Sizing{}, fmt.Errorf("tier %q: %s: want a finite number > 0, got %g", m.Tier, f.name, f.v)
+			}
+		}
+		byTier[m.Tier] = m
+	}
+	crit, haveCrit := byTier[critical]
+	source := "minJobs"
+	if minJobs == 0 {
+		if !haveCrit {
+			return Sizing{}, fmt.Errorf("critical tier %q: no throughput and response time measured, and no minJobs given", critical)
+		}
+		minJobs = LittlesLaw(crit.Throughput, crit.ResponseTime)
+		source = fmt.Sprintf("critical tier %q: throughput x responseTime", critical)
+	}
+	if err := poolSize(source, minJobs); err != nil {
+		return Sizing{}, err
+	}
+	out := Sizing{Critical: critical, MinJobs: minJobs}
+	for i, t := range d.Tiers {
+		ts := TierSize{Name: t.Name, Replicas: t.Replicas, HasConnections: t.HasPool(PoolConnections)}
+		switch {
+		case i < ci:
+			m, ok := byTier[t.Name]
+			if !ok {
+				return Sizing{}, fmt.Errorf("front tier %q: throughput and response time are needed to size it", t.Name)
+			}
+			if !haveCrit {
+				return Sizing{}, fmt.Errorf("critical tier %q: throughput and response time are needed to size the front tiers", critical)
+			}
+			ts.Position = "front"
+			ts.ReqRatio = crit.Throughput / m.Throughput
+			ts.RTTRatio = m.ResponseTime / crit.ResponseTime
+			ts.Jobs = minJobs * ts.RTTRatio / ts.ReqRatio
+			// Extreme but finite measurements can overflow a ratio, which
+			// no output format can carry.
+			for _, r := range []struct {
+				name string
+				v    float64
+			}{{"Reqratio", ts.ReqRatio}, {"RTTratio", ts.RTTRatio}} {
+				if math.IsInf(r.v, 0) || !(r.v > 0) {
+					return Sizing{}, fmt.Errorf("front tier %q: %s to the critical tier is %g: want a finite ratio; check the tiers' throughput and responseTime", t.Name, r.name, r.v)
+				}
+			}
+			if err := poolSize(fmt.Sprintf("front tier %q: minJobs x RTTratio / Reqratio", t.Name), ts.Jobs); err != nil {
+				return Sizing{}, err
+			}
+		case i == ci:
+			ts.Position, ts.Jobs = "critical", minJobs
+		default:
+			ts.Position, ts.Jobs = "behind", minJobs
+		}
+		ts.TotalThreads = max(1, int(math.Round(ts.Jobs)))
+		ts.ThreadsPerServer = ceilDiv(ts.TotalThreads, max(1, t.Replicas))
+		if ts.HasConnections {
+			ts.TotalConnections, ts.ConnectionsPerServer = ts.TotalThreads, ts.ThreadsPerServer
+		}
+		out.Tiers = append(out.Tiers, ts)
+	}
+	return out, nil
+}
+
+// poolSize refuses a number of jobs that no pool can be: not finite, or
+// past an int32 (no server configures more threads than that).
+func poolSize(source string, jobs float64) error {
+	if math.IsNaN(jobs) || math.IsInf(jobs, 0) || math.Round(jobs) > math.MaxInt32 {
+		return fmt.Errorf("%s = %.4g jobs: want a pool size of at most %d", source, jobs, math.MaxInt32)
+	}
+	return nil
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+func tierNames(d Deployment) string {
+	names := make([]string, len(d.Tiers))
+	for i, t := range d.Tiers {
+		names[i] = t.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// TierRecommendation is recommend's answer for one tier: pool sizes per
+// server, and the formula's minimum where a larger buffer was kept.
+type TierRecommendation struct {
+	Name                 string `json:"name"`
+	Replicas             int    `json:"replicas"`
+	ThreadsPerServer     int    `json:"threadsPerServer"`
+	ConnectionsPerServer *int   `json:"connectionsPerServer"`
+	TotalThreads         int    `json:"totalThreads"`
+	TotalConnections     *int   `json:"totalConnections"`
+	// Minimum is Formula 3's value where recommend kept a larger buffer.
+	Minimum *TierMinimum `json:"minimum,omitempty"`
+}
+
+// TierMinimum is the formula's per-server sizes.
+type TierMinimum struct {
+	ThreadsPerServer     int  `json:"threadsPerServer"`
+	ConnectionsPerServer *int `json:"connectionsPerServer"`
+}
+
+// BoundingPool is the pool that bounds the critical tier's concurrent jobs:
+// the critical tier's own thread pool if it has one; else the nearest tier in
+// front whose connections lead to it (C-JDBC and MySQL threads follow the app
+// tier's DB connections), else that tier's threads. It returns the tier's
+// index and the pool's name.
+func BoundingPool(d Deployment, critical string) (int, string) {
+	ci := d.TierIndex(critical)
+	if ci >= 0 && d.Tiers[ci].HasPool(PoolThreads) {
+		return ci, PoolThreads
+	}
+	for i := ci - 1; i >= 0; i-- {
+		if d.Tiers[i].HasPool(PoolConnections) {
+			return i, PoolConnections
+		}
+		if d.Tiers[i].HasPool(PoolThreads) {
+			return i, PoolThreads
+		}
+	}
+	return ci, PoolThreads
+}
+
+// inFront says whether pool p of tier i comes before the bounding pool (bt,
+// bp) on a request's path: every pool of an earlier tier, and a tier's
+// threads before its own connections (a thread takes a connection).
+func inFront(i int, p string, bt int, bp string) bool {
+	return i < bt || (i == bt && p == PoolThreads && bp == PoolConnections)
+}
+
+// RecommendAllocation turns the sizing into an allocation; a nil reserve
+// gives the formula alone (what `softalloc size` prints). Formula 3 is a
+// lower bound, and Sec. III-C shows a front tier must also buffer: every pool
+// in front of the pool that bounds the critical server's jobs keeps at least
+// its reserved size, with the formula's value shown beside it; the bounding
+// pool and those behind it take the formula. On 1/4/1/4 (C-JDBC critical)
+// that keeps the web pool and Tomcat's threads, which queue requests in front
+// of the DB connections, and sizes the connections by the formula.
+func RecommendAllocation(d Deployment, sizing Sizing, reserve Allocation) (Allocation, []TierRecommendation) {
+	bt, bp := BoundingPool(d, sizing.Critical)
+	alloc := Allocation{}
+	recs := make([]TierRecommendation, 0, len(sizing.Tiers))
+	for i, ts := range sizing.Tiers {
+		t := d.Tiers[i]
+		threads, conns := ts.ThreadsPerServer, ts.ConnectionsPerServer
+		if inFront(i, PoolThreads, bt, bp) {
+			threads = max(threads, reserve[t.Name].Threads)
+		}
+		if inFront(i, PoolConnections, bt, bp) {
+			conns = max(conns, reserve[t.Name].Connections)
+		}
+		rec := TierRecommendation{Name: t.Name, Replicas: t.Replicas, ThreadsPerServer: threads, TotalThreads: ts.TotalThreads}
+		buffered := threads != ts.ThreadsPerServer || (ts.HasConnections && conns != ts.ConnectionsPerServer)
+		// A recommendation configures per-server pools, so its totals are
+		// what those add up to; the formula's totals stay for pool-less tiers
+		// (C-JDBC, MySQL) and for `size`.
+		configured := buffered || (reserve != nil && len(t.Pools) > 0)
+		if configured {
+			rec.TotalThreads = threads * t.Replicas
+		}
+		if ts.HasConnections {
+			c, total := conns, ts.TotalConnections
+			if configured {
+				total = conns * t.Replicas
+			}
+			rec.ConnectionsPerServer, rec.TotalConnections = &c, &total
+		}
+		if buffered {
+			m := &TierMinimum{ThreadsPerServer: ts.ThreadsPerServer}
+			if ts.HasConnections {
+				c := ts.ConnectionsPerServer
+				m.ConnectionsPerServer = &c
+			}
+			rec.Minimum = m
+		}
+		if len(t.Pools) > 0 {
+			p := TierPools{}
+			if t.HasPool(PoolThreads) {
+				p.Threads = threads
+			}
+			if t.HasPool(PoolConnections) {
+				p.Connections = conns
+			}
+			alloc[t.Name] = p
+		}
+		recs = append(recs, rec)
+	}
+	return alloc, recs
+}

@@ -1,0 +1,242 @@
+package algorithms
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+)
+
+// Named allocations every comparison includes, beside the grid.
+const (
+	RoleRecommended    = "recommended"
+	RolePractitioners  = "practitioners"
+	RoleTomcatDefaults = "tomcat-defaults"
+	RoleHikari         = "hikari"
+	RoleGrid           = "grid"
+)
+
+// GridEntry is one allocation of a comparison and why it is there.
+type GridEntry struct {
+	Allocation Allocation
+	Role       string
+}
+
+// Around lists pool sizes near r (halves to doubles) and the anchors, sorted.
+func Around(r int, anchors []int) []int {
+	set := map[int]bool{}
+	for _, f := range []float64{0.5, 0.75, 1, 1.5, 2} {
+		set[max(1, int(math.Round(float64(r)*f)))] = true
+	}
+	for _, a := range anchors {
+		set[a] = true
+	}
+	out := make([]int, 0, len(set))
+	for v := range set {
+		out = append(out, v)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// DefaultGridThreads and DefaultGridConnections are the grid's anchors: the
+// sizes a practitioner would try, from the paper's 6 to 200.
+var (
+	DefaultGridThreads     = []int{6, 10, 20, 50, 100, 150, 200}
+	DefaultGridConnections = []int{6, 10, 20, 60, 100, 200}
+)
+
+// Grid builds the comparison around a recommendation: the recommendation,
+// the practitioners' 400-150-60, Tomcat's defaults (200 threads, 8
+// connections), the HikariCP rule of thumb (connections = 2 x DB cores + 1),
+// and every pair of app threads x connections (nil: around the
+// recommendation plus the anchors) at the recommendation's web pool. A pair
+// with more connections than threads is left out: such a connection is never
+// opened.
+func Grid(d Deployment, rec Allocation, threads, conns []int) []GridEntry {
+	if threads == nil {
+		threads = Around(rec["app"].Threads, DefaultGridThreads)
+	}
+	if conns == nil {
+		conns = Around(max(rec["app"].Connections, 1), DefaultGridConnections)
+	}
+	dbCores := 1
+	if t, ok := d.Tier("db"); ok && t.Cores > 0 {
+		dbCores = t.Cores
+	}
+	web := rec["web"].Threads
+	named := []GridEntry{
+		{rec, RoleRecommended},
+		{Allocation{"web": {Threads: 400}, "app": {Threads: 150, Connections: 60}}, RolePractitioners},
+		{Allocation{"web": {Threads: web}, "app": {Threads: 200, Connections: 8}}, RoleTomcatDefaults},
+		{Allocation{"web": {Threads: web}, "app": {Threads: 150, Connections: 2*dbCores + 1}}, RoleHikari},
+	}
+	seen := map[string]bool{}
+	var out []GridEntry
+	add := func(e GridEntry) {
+		if !seen[e.Allocation.Key()] {
+			seen[e.Allocation.Key()] = true
+			out = append(out, e)
+		}
+	}
+	for _, n := range named {
+		add(n)
+	}
+	for _, t := range threads {
+		for _, c := range conns {
+			if c <= t {
+				add(GridEntry{Allocation{"web": {Threads: web}, "app": {Threads: t, Connections: c}}, RoleGrid})
+			}
+		}
+	}
+	return out
+}
+
+// GridWorkloads are six steps of 500 users from 1,000 below the saturation workload.
+func GridWorkloads(saturation int) []int {
+	var out []int
+	for u := max(500, saturation-1000); len(out) < 6; u += 500 {
+		out = append(out, u)
+	}
+	return out
+}
+
+// CompareOptions say where allocations are compared.
+type CompareOptions struct {
+	Workloads []int
+	// SLAs are the goodput thresholds, seconds.
+	SLAs   []float64
+	Timing Timing
+	// Parallel is how many trials run at once (at least 1).
+	Parallel int
+}
+
+// Compared is one allocation's showing; every slice is indexed by SLA.
+type Compared struct {
+	GridEntry
+	// Goodput is the curve over the workloads, per SLA: the mean over the
+	// experimenters (seeds).
+	Goodput [][]float64
+	// MaxGoodput is the curve's highest point and AtUsers its workload.
+	MaxGoodput []float64
+	AtUsers    []int
+	// Ratio is MaxGoodput over the best allocation's.
+	Ratio []float64
+}
+
+// Comparison is every allocation's goodput over the workloads.
+type Comparison struct {
+	Options CompareOptions
+	Entries []Compared
+	// Best is, per SLA, the index of the entry with the highest maximum
+	// goodput (the first of equals).
+	Best []int
+	// Experiments is what the comparison ran, per experimenter.
+	Experiments int
+}
+
+// Compare runs every allocation of the grid at every workload on each
+// experimenter (one per seed, say) and compares their maximum goodput.
+func Compare(ctx context.Context, xs []Experimenter, d Deployment, grid []GridEntry, o CompareOptions) (Comparison, error) {
+	cmp := Comparison{Options: o, Entries: make([]Compared, len(grid)), Best: make([]int, len(o.SLAs))}
+	if len(xs) == 0 || len(grid) == 0 || len(o.Workloads) == 0 || len(o.SLAs) == 0 {
+		return cmp, errors.New("compare: want at least one experimenter, allocation, workload and SLA")
+	}
+	nw := len(o.Workloads)
+	var exps []Experiment
+	for i, g := range grid {
+		cmp.Entries[i] = Compared{GridEntry: g, Goodput: make([][]float64, len(o.SLAs)),
+			MaxGoodput: make([]float64, len(o.SLAs)), AtUsers: make([]int, len(o.SLAs)), Ratio: make([]float64, len(o.SLAs))}
+		for s := range o.SLAs {
+			cmp.Entries[i].Goodput[s] = make([]float64, nw)
+		}
+		for _, u := range o.Workloads {
+			exps = append(exps, Experiment{Deployment: d, Allocation: g.Allocation, Workload: Workload{Users: u}, Timing: o.Timing})
+		}
+	}
+	cmp.Experiments = len(exps)
+	for _, x := range xs {
+		obs, err := RunAll(ctx, x, exps, o.Parallel)
+		if err != nil {
+			return cmp, err
+		}
+		for j, ob := range obs {
+			e := &cmp.Entries[j/nw]
+			for s, sla := range o.SLAs {
+				e.Goodput[s][j%nw] += ob.Goodput(sla) / float64(len(xs))
+			}
+		}
+	}
+	for s := range o.SLAs {
+		best := 0
+		for i := range cmp.Entries {
+			e := &cmp.Entries[i]
+			for k, g := range e.Goodput[s] {
+				if g > e.MaxGoodput[s] {
+					e.MaxGoodput[s], e.AtUsers[s] = g, o.Workloads[k]
+				}
+			}
+			if e.MaxGoodput[s] > cmp.Entries[best].MaxGoodput[s] {
+				best = i
+			}
+		}
+		cmp.Best[s] = best
+		for i := range cmp.Entries {
+			if top := cmp.Entries[best].MaxGoodput[s]; top > 0 {
+				cmp.Entries[i].Ratio[s] = cmp.Entries[i].MaxGoodput[s] / top
+			}
+		}
+	}
+	return cmp, nil
+}
+
+// RunAll runs independent experiments, at most parallel at once, and returns
+// the observations in the order of exps. Each experiment's result depends on
+// the experiment alone, so the numbers equal a serial run's.
+func RunAll(ctx context.Context, x Experimenter, exps []Experiment, parallel int) ([]Observation, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	obs := make([]Observation, len(exps))
+	errs := make([]error, len(exps))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < min(max(parallel, 1), len(exps)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if obs[i], errs[i] = x.RunExperiment(ctx, exps[i]); errs[i] != nil {
+					cancel()
+				}
+			}
+		}()
+	}
+feed:
+	for i := range exps {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	// Report the failure that cancelled the others, not a cancellation.
+	first := -1
+	for i, err := range errs {
+		if err != nil && (first < 0 || errors.Is(errs[first], context.Canceled) && !errors.Is(err, context.Canceled)) {
+			first = i
+		}
+	}
+	if first >= 0 {
+		e := exps[first]
+		return nil, fmt.Errorf("%s at %d users: %w", e.Allocation.Key(), e.Workload.Users, errs[first])
+	}
+	// No experiment failed, yet the context ended: the caller cancelled.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return obs, nil
+}

@@ -1,0 +1,134 @@
+package algorithms_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/topology"
+)
+
+func TestGrid(t *testing.T) {
+	d := deployment(t, "1/4/1/4")
+	rec := algorithms.Allocation{"web": {Threads: 400}, "app": {Threads: 8, Connections: 8}}
+	g := algorithms.Grid(d, rec, []int{4, 8}, []int{4, 8, 16})
+	var roles []string
+	keys := map[string]bool{}
+	for _, e := range g {
+		roles = append(roles, e.Role)
+		assert.False(t, keys[e.Allocation.Key()], "no allocation twice")
+		keys[e.Allocation.Key()] = true
+		assert.LessOrEqual(t, e.Allocation["app"].Connections, e.Allocation["app"].Threads, "never more connections than threads")
+	}
+	assert.Equal(t, []string{algorithms.RoleRecommended, algorithms.RolePractitioners, algorithms.RoleTomcatDefaults,
+		algorithms.RoleHikari, algorithms.RoleGrid, algorithms.RoleGrid}, roles,
+		"8-8 is the recommendation already; 4-4, 8-4 and 8-8 are the pairs, one of them the recommendation")
+	assert.Equal(t, 3, g[3].Allocation["app"].Connections, "HikariCP: 2 x 1 DB core + 1")
+
+	def := algorithms.Grid(d, rec, nil, nil)
+	assert.GreaterOrEqual(t, len(def), 50, "the default grid has at least 50 allocations")
+	assert.Equal(t, []int{4, 6, 8, 10, 12, 16, 20, 50, 100, 150, 200}, algorithms.Around(8, algorithms.DefaultGridThreads))
+	assert.Equal(t, []int{4500, 5000, 5500, 6000, 6500, 7000}, algorithms.GridWorkloads(5500))
+}
+
+func TestCompareAveragesSeedsAndFindsTheBest(t *testing.T) {
+	d := deployment(t, "1/2/1/2")
+	grid := algorithms.Grid(d, allocation(t, "400-13-13"), []int{2, 13}, []int{1, 13})
+	slow := rubbosFake()
+	slow.think = 9 // a second "seed" that differs
+	o := algorithms.CompareOptions{Workloads: []int{4000, 5000, 6000}, SLAs: []float64{0.5, 2},
+		Timing: shortOptions().Timing, Parallel: 1}
+	one, err := algorithms.Compare(context.Background(), []algorithms.Experimenter{rubbosFake()}, d, grid, o)
+	require.NoError(t, err)
+	other, err := algorithms.Compare(context.Background(), []algorithms.Experimenter{slow}, d, grid, o)
+	require.NoError(t, err)
+	o.Parallel = 4
+	both, err := algorithms.Compare(context.Background(), []algorithms.Experimenter{rubbosFake(), slow}, d, grid, o)
+	require.NoError(t, err)
+	assert.Equal(t, len(grid)*3, both.Experiments)
+	for i, e := range both.Entries {
+		for s := range o.SLAs {
+			for k := range o.Workloads {
+				assert.InDelta(t, (one.Entries[i].Goodput[s][k]+other.Entries[i].Goodput[s][k])/2, e.Goodput[s][k], 1e-9,
+					"the mean of the seeds, in parallel as in series")
+			}
+		}
+	}
+	for s := range o.SLAs {
+		best := both.Entries[both.Best[s]]
+		assert.InDelta(t, 1, best.Ratio[s], 1e-12)
+		for _, e := range both.Entries {
+			assert.LessOrEqual(t, e.MaxGoodput[s], best.MaxGoodput[s])
+			assert.InDelta(t, e.MaxGoodput[s]/best.MaxGoodput[s], e.Ratio[s], 1e-12)
+			assert.Contains(t, o.Workloads, e.AtUsers[s])
+		}
+	}
+	// One thread is a starved pool: far below the best.
+	for _, e := range both.Entries {
+		if e.Allocation["app"].Threads == 2 {
+			assert.Less(t, e.Ratio[1], 0.5)
+		}
+	}
+}
+
+// failingAt fails the experiment at one workload and waits for the
+// cancellation in every other.
+type failingAt struct{ users int }
+
+func (f failingAt) RunExperiment(ctx context.Context, e algorithms.Experiment) (algorithms.Observation, error) {
+	if e.Workload.Users == f.users {
+		return algorithms.Observation{}, errors.New("the deployment fell over")
+	}
+	<-ctx.Done()
+	return algorithms.Observation{}, ctx.Err()
+}
+
+func TestRunAllReportsTheFailureNotTheCancellation(t *testing.T) {
+	d := deployment(t, "1/2/1/2")
+	var exps []algorithms.Experiment
+	for _, u := range []int{100, 200, 300, 400} {
+		exps = append(exps, algorithms.Experiment{Deployment: d, Allocation: allocation(t, "400-150-60"), Workload: algorithms.Workload{Users: u}})
+	}
+	_, err := algorithms.RunAll(context.Background(), failingAt{300}, exps, 4)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "at 300 users: the deployment fell over")
+	assert.NotErrorIs(t, err, context.Canceled)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = algorithms.RunAll(ctx, failingAt{-1}, exps, 2)
+	assert.ErrorIs(t, err, context.Canceled)
+}
+
+func TestSweepMeasuresTheAllocationAsConfigured(t *testing.T) {
+	d := deployment(t, "1/2/1/2")
+	opts := shortOptions()
+	trials, err := algorithms.Sweep(context.Background(), rubbosFake(), d, allocation(t, "400-6-6"), opts)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(trials), 2)
+	for i, tr := range trials {
+		assert.Equal(t, "400-6-6", fmtAlloc(t, tr.Experiment.Allocation), "no pool is doubled")
+		assert.Equal(t, (i+1)*opts.Step, tr.Experiment.Workload.Users)
+	}
+	last, prev := trials[len(trials)-1].Observation.Throughput, trials[len(trials)-2].Observation.Throughput
+	assert.LessOrEqual(t, last, prev, "it stops where throughput stopped growing")
+
+	c := algorithms.MeasureCapacity(d, trials, 2, opts)
+	assert.Equal(t, len(trials), c.Experiments)
+	require.NotNil(t, c.FirstSaturated)
+	assert.Equal(t, "app/threads", c.FirstSaturated.Tier+"/"+c.FirstSaturated.Resource, "six threads bound it before any CPU")
+	assert.Positive(t, c.SaturationWorkload)
+	assert.GreaterOrEqual(t, c.MaxThroughput, c.MaxGoodput)
+	assert.GreaterOrEqual(t, c.MaxThroughput, last)
+}
+
+func fmtAlloc(t *testing.T, a algorithms.Allocation) string {
+	t.Helper()
+	s, err := topology.FormatAllocation(a)
+	require.NoError(t, err)
+	return s
+}

@@ -1,0 +1,211 @@
+package algorithms
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrNoCriticalResource: throughput stopped growing with no hardware resource
+// saturated, the multi-bottleneck (or unmonitored) case the paper excludes.
+var ErrNoCriticalResource = errors.New("no saturated hardware resource")
+
+// WorkloadBoundError: FindCriticalResource's scan ended because its next
+// step would pass Options.MaxWorkload, with throughput still growing and no
+// hardware resource saturated yet. A higher bound may find one.
+type WorkloadBoundError struct {
+	MaxWorkload int
+	// Users and Throughput are the last workload measured and its throughput (pages/s).
+	Users      int
+	Throughput float64
+}
+
+func (e *WorkloadBoundError) Error() string {
+	return fmt.Sprintf("find-critical: reached the maximum workload of %d users with throughput still growing (%.1f pages/s at %d users); no hardware resource saturated: raise the maximum workload",
+		e.MaxWorkload, e.Throughput, e.Users)
+}
+
+// Critical is the result of FindCriticalResource.
+type Critical struct {
+	Tier        string  `json:"tier"`
+	Server      string  `json:"server"`
+	Resource    string  `json:"resource"`
+	Utilization float64 `json:"utilization"`
+	// SaturationWorkload is the workload (users) at which it was first saturated.
+	SaturationWorkload int `json:"saturationWorkload"`
+	// MaxThroughput is the highest throughput (pages/s) seen.
+	MaxThroughput float64 `json:"maxThroughput"`
+	// PredictedSaturation is the warm start's MVA prediction (users), 0 when none.
+	PredictedSaturation int `json:"predictedSaturation,omitempty"`
+	// Reserve is the allocation the procedure ended with (S_reserve).
+	Reserve Allocation `json:"reserve"`
+	// Saturated lists every saturated hardware resource at that workload.
+	Saturated []Saturation `json:"saturated"`
+	// Throttled: the critical CPU's usage stayed below the threshold, and
+	// its saturation was read from its quota throttling (CPUSaturation)
+	// once throughput stopped growing.
+	Throttled   bool     `json:"throttled,omitempty"`
+	Experiments int      `json:"experiments"`
+	Trials      []Trial  `json:"-"`
+	Warnings    []string `json:"warnings,omitempty"`
+}
+
+// FindCriticalResource is Algorithm 1's first procedure: raise the workload
+// step by step from allocation s0 until throughput stops growing; a saturated
+// hardware resource is the answer; a saturated pool first means the
+// allocation is too small, so it is doubled.
+func FindCriticalResource(ctx context.Context, x Experimenter, d Deployment, s0 Allocation, opts Options) (Critical, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return Critical{}, err
+	}
+	r := &procedure{x: x, d: d, opts: opts, name: "find-critical"}
+	res := Critical{}
+	s := s0.Clone()
+	workload, tpCurr, tpMax := opts.Step, 0.0, -1.0
+	doublings := 0
+	warmed, jumpedTo := false, -1
+	var last Observation
+	lastUsers := 0
+	var lastSoft []Saturation
+	var lastSoftThroughput float64
+	for tpCurr > tpMax {
+		tpMax = tpCurr
+		if workload > opts.MaxWorkload {
+			// Throughput grew up to here: the bound, not saturation, ends the scan.
+			res.Trials, res.Experiments, res.Reserve = r.trials, len(r.trials), s
+			return res, &WorkloadBoundError{MaxWorkload: opts.MaxWorkload, Users: lastUsers, Throughput: tpMax}
+		}
+		o, hw, soft, err := r.run(ctx, s, workload)
+		if err != nil {
+			res.Trials, res.Experiments = r.trials, len(r.trials)
+			return res, err
+		}
+		last, lastUsers = o, workload
+		// The pseudo-code assigns TP; the loop tests TPcurr: they are one value.
+		tpCurr = o.Throughput
+		res.MaxThroughput = math.Max(res.MaxThroughput, o.Throughput)
+		switch {
+		case len(hw) > 0:
+			if workload == jumpedTo {
+				// The prediction may overshoot: walk back to the first
+				// saturating step, the answer the plain scan gives.
+				for w := workload - opts.Step; w > opts.Step; w -= opts.Step {
+					o2, hw2, _, err := r.run(ctx, s, w)
+					if err != nil {
+						res.Trials, res.Experiments = r.trials, len(r.trials)
+						return res, err
+					}
+					if len(hw2) == 0 {
+						break
+					}
+					workload, hw = w, hw2
+					res.MaxThroughput = math.Max(res.MaxThroughput, o2.Throughput)
+				}
+			}
+			c := hw[0]
+			res.Tier, res.Server, res.Resource, res.Utilization = c.Tier, c.Server, c.Resource, c.Utilization
+			res.SaturationWorkload, res.Saturated, res.Reserve = workload, hw, s
+			res.Trials, res.Experiments = r.trials, len(r.trials)
+			if len(hw) > 1 && hw[1].Tier != c.Tier {
+				res.Warnings = append(res.Warnings, fmt.Sprintf(
+					"more than one tier saturated at %d users (%s at %.2f, %s at %.2f): the paper assumes a single bottleneck",
+					workload, c, c.Utilization, hw[1], hw[1].Utilization))
+			}
+			return res, nil
+		case len(soft) > 0:
+			if opts.Mode == ModeEfficient && len(lastSoft) > 0 && soft[0].String() == lastSoft[0].String() &&
+				o.Throughput < lastSoftThroughput*1.005 {
+				// Doubling the pool did not raise throughput at the same
+				// workload: the full pool is a symptom, the bottleneck is
+				// elsewhere (an unmonitored resource, or several at once).
+				res.Trials, res.Experiments, res.Reserve = r.trials, len(r.trials), s
+				if c, ok := throttledCritical(res, o, workload, opts); ok {
+					return c, nil
+				}
+				return res, fmt.Errorf("find-critical: %s stayed saturated after doubling the allocation and throughput did not grow (%.1f -> %.1f pages/s at %d users), with no hardware resource at or above %.2f (busiest: %s): %w",
+					soft[0], lastSoftThroughput, o.Throughput, workload, opts.HardwareThreshold, busiestHardware(o), ErrNoCriticalResource)
+			}
+			lastSoft, lastSoftThroughput = soft, o.Throughput
+			if doublings >= opts.MaxDoublings {
+				res.Trials, res.Experiments = r.trials, len(r.trials)
+				return res, fmt.Errorf("find-critical: %s still saturated after doubling the allocation %d times", soft[0], doublings)
+			}
+			doublings++
+			s = s.Scaled(2)
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s saturated at %d users: doubled the allocation", soft[0], workload))
+			tpCurr, tpMax = 0, -1
+			if opts.Mode == ModePaper {
+				workload = opts.Step
+			}
+		default:
+			workload += opts.Step
+			if opts.Mode == ModeEfficient && !opts.NoWarmStart && !warmed {
+				warmed = true
+				// Warm start: the utilisation law turns this low-load trial
+				// into per-server demands; exact MVA predicts where the
+				// busiest resource reaches the threshold. Jump to the step
+				// below the prediction.
+				pred, err := PredictSaturation(d, o, workload-opts.Step, opts.HardwareThreshold, opts.MaxWorkload)
+				if err != nil {
+					res.Warnings = append(res.Warnings, fmt.Sprintf("warm start skipped: %v", err))
+					break
+				}
+				res.PredictedSaturation = pred
+				if jump := (pred/opts.Step - 1) * opts.Step; jump > workload {
+					workload, jumpedTo = jump, jump
+				}
+			}
+		}
+	}
+	res.Trials, res.Experiments, res.Reserve = r.trials, len(r.trials), s
+	if c, ok := throttledCritical(res, last, lastUsers, opts); ok {
+		return c, nil
+	}
+	return res, fmt.Errorf("find-critical: throughput stopped growing at %d users (%.1f pages/s, after %.1f) with no hardware resource at or above %.2f (busiest: %s): %w",
+		lastUsers, tpCurr, tpMax, opts.HardwareThreshold, busiestHardware(last), ErrNoCriticalResource)
+}
+
+// PredictSaturation predicts the workload (users) at which the busiest
+// server's CPU reaches threshold, from one trial at a low workload: the
+// utilisation law gives each server's demand per page (D = U x cores / X),
+// the response time law the think time (Z = N/X - R), and exact MVA of that
+// closed network the utilisation at every population.
+func PredictSaturation(d Deployment, o Observation, users int, threshold float64, bound int) (int, error) {
+	if o.Throughput <= 0 || users <= 0 {
+		return 0, fmt.Errorf("no throughput at %d users to predict from", users)
+	}
+	think := ResponseTimeLaw(float64(users), o.Throughput, 0) - o.ResponseTimes.Mean()
+	if think < 0 {
+		think = 0
+	}
+	var st []Station
+	for _, s := range o.Servers {
+		cores := 1
+		if t, ok := d.Tier(s.Tier); ok && t.Cores > 0 {
+			cores = t.Cores
+		}
+		if s.CPU > 0 {
+			st = append(st, Station{Name: s.Name, Demand: ServiceDemand(s.CPU*float64(cores), o.Throughput), Servers: cores})
+		}
+	}
+	if len(st) == 0 {
+		return 0, fmt.Errorf("no server reported CPU use at %d users", users)
+	}
+	// Beyond twice the asymptotic bound N* the utilisation is ~1 everywhere.
+	nStar, _ := MVASaturation(st, think)
+	limit := min(bound, max(users+1, int(2*nStar)+1))
+	pts, err := MVA(st, think, limit)
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range pts {
+		for _, u := range p.Utilization {
+			if u >= threshold {
+				return p.Users, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("no server reaches %.2f below %d users", threshold, limit)
+}

@@ -1,0 +1,421 @@
+package algorithms
+
+import (
+	"context"
+	"fmt"
+	"sort"
+)
+
+// ScanPoint is one workload of InferMinConcurrentJobs's scan.
+type ScanPoint struct {
+	Workload        int     `json:"workload"`
+	Throughput      float64 `json:"throughput"`
+	SLOSatisfaction float64 `json:"sloSatisfaction"`
+	// CriticalThroughput and CriticalResponseTime are the critical tier's
+	// (summed over its servers; response time throughput-weighted).
+	CriticalThroughput   float64 `json:"criticalThroughput"`
+	CriticalResponseTime float64 `json:"criticalResponseTime"`
+	CriticalUtilization  float64 `json:"criticalUtilization"`
+}
+
+// TierMeasurement is a tier's throughput (requests/s, all servers) and mean
+// response time (s) at the minimum saturating workload.
+type TierMeasurement struct {
+	Tier         string  `json:"name" yaml:"name"`
+	Throughput   float64 `json:"throughput" yaml:"throughput"`
+	ResponseTime float64 `json:"responseTime" yaml:"responseTime"`
+}
+
+// MinJobs is the result of InferMinConcurrentJobs.
+type MinJobs struct {
+	// MinJobs is the mean number of concurrent jobs in the critical tier
+	// (all its servers) at WLmin, by Little's law.
+	MinJobs float64 `json:"minJobs"`
+	WLmin   int     `json:"wlMin"`
+	// Reading says where minJobs was read: "knee", "saturation", or
+	// "throughput-peak" where throughput stopped growing (no knee found, or
+	// the utilisation law failed: see Warnings).
+	Reading       string            `json:"reading"`
+	Knee          bool              `json:"knee"`
+	KneeThreshold float64           `json:"kneeThreshold"`
+	Points        []ScanPoint       `json:"points"`
+	Measurements  []TierMeasurement `json:"measurements"`
+	Experiments   int               `json:"experiments"`
+	Trials        []Trial           `json:"-"`
+	Warnings      []string          `json:"warnings,omitempty"`
+}
+
+// InferMinConcurrentJobs is Algorithm 1's second procedure: with the reserved
+// allocation, raise the workload in small steps until throughput stops
+// growing; intervention analysis of SLO satisfaction against workload finds
+// the minimum saturating workload WLmin, and minJobs = TP(WLmin) * RTT(WLmin)
+// of the critical tier.
+//
+// Two slips of the pseudo-code are mended as the paper's text reads: line 29
+// runs the analysis on SLO satisfaction (not RTT), and line 30's undefined
+// RSI is the critical server's RTT.
+func InferMinConcurrentJobs(ctx context.Context, x Experimenter, d Deployment, c Critical, opts Options) (MinJobs, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return MinJobs{}, err
+	}
+	if _, ok := d.Tier(c.Tier); !ok {
+		return MinJobs{}, fmt.Errorf("infer-min-jobs: critical tier %q is not in the deployment", c.Tier)
+	}
+	sc := &minJobsScan{p: &procedure{x: x, d: d, opts: opts, name: "infer-min-jobs"}, c: c, opts: opts}
+	sc.res.KneeThreshold = opts.KneeThreshold
+	if opts.Mode == ModePaper && sc.res.KneeThreshold == 0 {
+		sc.res.KneeThreshold = opts.SLA
+	}
+	readPeak := false
+	if opts.Mode == ModeEfficient && opts.MinJobsAt == ReadAtSaturation && c.SaturationWorkload > 0 {
+		bis, drift, err := bisectSaturation(ctx, sc.p, d, c, opts, sc.res)
+		if err != nil || drift == "" {
+			return bis, err
+		}
+		// The utilisation law failed, so saturation is where throughput
+		// stops growing (Algorithm 1's own test): scan until it has not
+		// grown by 0.5% for three steps and read minJobs at its peak. The
+		// bisection's trials stay counted (the procedure keeps them).
+		readPeak = true
+		sc.res.Warnings = append(sc.res.Warnings, drift)
+	}
+	start := opts.SmallStep
+	if opts.Mode == ModeEfficient && c.SaturationWorkload > 0 {
+		// Round down to the small step so scans of neighbouring campaigns share workloads.
+		start = max(opts.SmallStep, (c.SaturationWorkload-opts.ScanSpan)/opts.SmallStep*opts.SmallStep)
+	}
+	// Raise the workload until throughput stops growing: at the first step
+	// that does not grow (Algorithm 1), or, reading the peak, after three
+	// steps that do not grow by 0.5% (a curve that only creeps towards its
+	// asymptote has stopped growing).
+	patience, growth := 1, 1.0
+	if readPeak {
+		patience, growth = 3, 1.005
+	}
+	capped, err := sc.untilFlat(ctx, start, patience, growth)
+	if err != nil {
+		return sc.finish(err)
+	}
+	if readPeak {
+		return sc.finish(sc.readAt(peakIndex(sc.res.Points), "throughput-peak"))
+	}
+	peak := sc.next - 2*opts.SmallStep // the last point whose throughput still grew
+	if capped {
+		peak = sc.next - opts.SmallStep // the scan's last point, still growing
+	}
+	knee, err := sc.knee(ctx, peak)
+	if err != nil {
+		return sc.finish(err)
+	}
+	return sc.finish(sc.read(knee))
+}
+
+// minJobsScan is InferMinConcurrentJobs's small-step scan of the reserve
+// allocation: its points, their observations and the result being built.
+type minJobsScan struct {
+	p    *procedure
+	c    Critical
+	opts Options
+	res  MinJobs
+	obs  []Observation // one per point
+	next int           // the next workload of the scan
+}
+
+// point measures one workload and adds it to the scan.
+func (sc *minJobsScan) point(ctx context.Context, workload int) error {
+	o, _, _, err := sc.p.run(ctx, sc.c.Reserve, workload)
+	if err != nil {
+		return err
+	}
+	res := &sc.res
+	if res.KneeThreshold == 0 {
+		res.KneeThreshold = sc.opts.KneeFactor * o.ResponseTimes.Mean()
+		if res.KneeThreshold <= 0 {
+			res.KneeThreshold = sc.opts.SLA
+		}
+	}
+	sc.obs = append(sc.obs, o)
+	tp, rt, _ := o.TierTotals(sc.c.Tier)
+	res.Points = append(res.Points, ScanPoint{
+		Workload: workload, Throughput: o.Throughput, SLOSatisfaction: o.SLOSatisfaction(res.KneeThreshold),
+		CriticalThroughput: tp, CriticalResponseTime: rt, CriticalUtilization: tierUtilization(o, sc.c),
+	})
+	sc.next = workload + sc.opts.SmallStep
+	return nil
+}
+
+// untilFlat scans from start until throughput has not grown by the factor
+// growth for patience steps; capped says the workload bound stopped it first.
+func (sc *minJobsScan) untilFlat(ctx context.Context, start, patience int, growth float64) (capped bool, err error) {
+	best, flat := -1.0, 0
+	for sc.next = start; flat < patience && sc.next <= sc.opts.MaxWorkload; {
+		if err := sc.point(ctx, sc.next); err != nil {
+			return false, err
+		}
+		if tp := sc.res.Points[len(sc.res.Points)-1].Throughput; tp > best*growth {
+			best, flat = tp, 0
+		} else {
+			flat++
+		}
+	}
+	if len(sc.res.Points) == 0 {
+		return false, fmt.Errorf("infer-min-jobs: the scan would start at %d users, above the maximum workload of %d users", start, sc.opts.MaxWorkload)
+	}
+	if capped = flat < patience; capped {
+		sc.res.Warnings = append(sc.res.Warnings, fmt.Sprintf(
+			"the scan reached the maximum workload of %d users with throughput still growing: minJobs may be read below saturation", sc.opts.MaxWorkload))
+	}
+	return capped, nil
+}
+
+// knee runs intervention analysis on the scan; in efficient mode, with no
+// knee yet, it scans on past the throughput peak (where response times
+// cluster, SLO satisfaction can hold past it) to a bound rather than invent one.
+func (sc *minJobsScan) knee(ctx context.Context, peak int) (InterventionResult, error) {
+	knee, err := intervention(sc.res.Points, sc.opts)
+	if err != nil {
+		return knee, fmt.Errorf("infer-min-jobs: %w", err)
+	}
+	if knee.Knee || sc.opts.Mode != ModeEfficient {
+		return knee, nil
+	}
+	bound := min(sc.opts.MaxWorkload, peak+sc.opts.ScanSpan)
+	sc.res.Warnings = append(sc.res.Warnings, fmt.Sprintf(
+		"no knee of SLO satisfaction at %.3g s before throughput stopped growing at %d users: scanning on to %d users",
+		sc.res.KneeThreshold, peak, bound))
+	for sc.next <= bound && !knee.Knee {
+		if err := sc.point(ctx, sc.next); err != nil {
+			return knee, err
+		}
+		if knee, err = intervention(sc.res.Points, sc.opts); err != nil {
+			return knee, fmt.Errorf("infer-min-jobs: %w", err)
+		}
+	}
+	return knee, nil
+}
+
+// read reads minJobs where Options.MinJobsAt says, falling back to the knee
+// and then to the throughput peak, with a warning for each fallback.
+func (sc *minJobsScan) read(knee InterventionResult) error {
+	res := &sc.res
+	res.Warnings = append(res.Warnings, knee.Warnings...)
+	if sc.opts.MinJobsAt == ReadAtSaturation {
+		res.Reading, res.Knee = string(ReadAtSaturation), knee.Knee
+		if i, _, ok := readAtSaturation(res.Points, sc.opts.HardwareThreshold); ok {
+			return sc.readAt(i, string(ReadAtSaturation))
+		}
+		res.Warnings = append(res.Warnings, fmt.Sprintf(
+			"the critical resource never reached %.2f in the scan: reading minJobs at the knee instead", sc.opts.HardwareThreshold))
+	}
+	if knee.Knee {
+		res.Knee = true
+		return sc.readAt(knee.Index, string(ReadAtKnee))
+	}
+	at := peakIndex(res.Points)
+	res.Warnings = append(res.Warnings, fmt.Sprintf(
+		"no knee found in %d points: minJobs read where throughput peaked (%d users), an upper estimate",
+		len(res.Points), res.Points[at].Workload))
+	return sc.readAt(at, "throughput-peak")
+}
+
+// readAt reads minJobs = X R of the critical tier at point i.
+func (sc *minJobsScan) readAt(i int, reading string) error {
+	p := sc.res.Points[i]
+	sc.res.Reading, sc.res.WLmin, sc.res.MinJobs = reading, p.Workload, LittlesLaw(p.CriticalThroughput, p.CriticalResponseTime)
+	return sc.res.measure(sc.p.d, sc.obs[i], sc.c)
+}
+
+func (sc *minJobsScan) finish(err error) (MinJobs, error) {
+	sc.res.Trials, sc.res.Experiments = sc.p.trials, len(sc.p.trials)
+	return sc.res, err
+}
+
+// measure records every tier's throughput and response time at WLmin (o).
+func (res *MinJobs) measure(d Deployment, o Observation, c Critical) error {
+	for _, t := range d.Tiers {
+		tp, rt, n := o.TierTotals(t.Name)
+		if n > 0 && tp > 0 {
+			res.Measurements = append(res.Measurements, TierMeasurement{Tier: t.Name, Throughput: tp, ResponseTime: rt})
+		}
+	}
+	if res.MinJobs <= 0 {
+		return fmt.Errorf("infer-min-jobs: the critical tier %q reported no throughput or response time at %d users", c.Tier, res.WLmin)
+	}
+	return nil
+}
+
+func intervention(points []ScanPoint, opts Options) (InterventionResult, error) {
+	w := make([]float64, len(points))
+	s := make([]float64, len(points))
+	for i, p := range points {
+		w[i], s[i] = float64(p.Workload), p.SLOSatisfaction
+	}
+	return InterventionAnalysis(w, s, opts.Intervention)
+}
+
+// bisectSaturation is the efficient mode's saturation reading: find-critical
+// already bracketed the workload at which the critical resource crosses the
+// hardware threshold (its last step below and its first step at or above),
+// so bisect that bracket down to SmallStep and read minJobs at its upper end,
+// instead of scanning every small step. A non-empty string instead says why
+// the reading cannot be trusted (demandDrift): the caller scans for the
+// throughput peak.
+func bisectSaturation(ctx context.Context, r *procedure, d Deployment, c Critical, opts Options, res MinJobs) (MinJobs, string, error) {
+	type point struct {
+		w int
+		o Observation
+	}
+	var pts []point
+	for _, t := range c.Trials {
+		if t.Experiment.Allocation.Key() == c.Reserve.Key() {
+			pts = append(pts, point{t.Experiment.Workload.Users, t.Observation})
+		}
+	}
+	var drift string
+	finish := func(err error) (MinJobs, string, error) {
+		res.Trials, res.Experiments = r.trials, len(r.trials)
+		return res, drift, err
+	}
+	probe := func(w int) (point, error) {
+		o, _, _, err := r.run(ctx, c.Reserve, w)
+		return point{w, o}, err
+	}
+	saturated := func(p point) bool { return tierUtilization(p.o, c) >= opts.HardwareThreshold }
+	sort.Slice(pts, func(i, j int) bool { return pts[i].w < pts[j].w })
+	var lo, hi *point
+	for i := range pts {
+		if saturated(pts[i]) {
+			hi = &pts[i]
+			break
+		}
+		lo = &pts[i]
+	}
+	if hi == nil {
+		p, err := probe(c.SaturationWorkload)
+		if err != nil {
+			return finish(err)
+		}
+		if !saturated(p) {
+			return finish(fmt.Errorf("infer-min-jobs: %s below %.2f at %d users, where find-critical saw it saturated",
+				c.Resource, opts.HardwareThreshold, c.SaturationWorkload))
+		}
+		hi = &p
+	}
+	// A bracket needs an unsaturated point below; step down until one shows.
+	for lo == nil || lo.w >= hi.w {
+		w := hi.w - opts.Step
+		if w < opts.SmallStep {
+			w = opts.SmallStep
+		}
+		if w >= hi.w {
+			return finish(fmt.Errorf("infer-min-jobs: %s is saturated already at %d users", c.Resource, hi.w))
+		}
+		p, err := probe(w)
+		if err != nil {
+			return finish(err)
+		}
+		if saturated(p) {
+			hi = &p
+			continue
+		}
+		lo = &p
+	}
+	// The utilisation law is checked on the bracket, before bisecting it:
+	// if it fails, the bisection's trials would be wasted.
+	low := *lo
+	if len(pts) > 0 && pts[0].w < low.w {
+		low = pts[0]
+	}
+	if drift = demandDrift(low.o, low.w, hi.o, hi.w, c, opts.DemandDrift); drift != "" {
+		return finish(nil)
+	}
+	loP, hiP := *lo, *hi
+	for hiP.w-loP.w > opts.SmallStep {
+		p, err := probe((loP.w + hiP.w) / 2)
+		if err != nil {
+			return finish(err)
+		}
+		if saturated(p) {
+			hiP = p
+		} else {
+			loP = p
+		}
+	}
+	scanPoint := func(p point) ScanPoint {
+		tp, rt, _ := p.o.TierTotals(c.Tier)
+		return ScanPoint{Workload: p.w, Throughput: p.o.Throughput, CriticalThroughput: tp, CriticalResponseTime: rt,
+			CriticalUtilization: tierUtilization(p.o, c)}
+	}
+	if res.KneeThreshold == 0 {
+		res.KneeThreshold = opts.KneeFactor * loP.o.ResponseTimes.Mean()
+	}
+	a, b := scanPoint(loP), scanPoint(hiP)
+	a.SLOSatisfaction, b.SLOSatisfaction = loP.o.SLOSatisfaction(res.KneeThreshold), hiP.o.SLOSatisfaction(res.KneeThreshold)
+	res.Points = []ScanPoint{a, b}
+	_, jobs, _ := readAtSaturation(res.Points, opts.HardwareThreshold)
+	res.Reading, res.MinJobs, res.WLmin = string(ReadAtSaturation), jobs, hiP.w
+	for _, t := range d.Tiers {
+		if tp, rt, n := hiP.o.TierTotals(t.Name); n > 0 && tp > 0 {
+			res.Measurements = append(res.Measurements, TierMeasurement{Tier: t.Name, Throughput: tp, ResponseTime: rt})
+		}
+	}
+	if res.MinJobs <= 0 {
+		return finish(fmt.Errorf("infer-min-jobs: the critical tier %q reported no throughput or response time at %d users", c.Tier, res.WLmin))
+	}
+	return finish(nil)
+}
+
+// demandDrift checks the utilisation law on the critical server between a
+// low workload and the saturating one: its CPU per request (U / X, the
+// demand up to the constant number of cores) should not fall by more than
+// limit. It returns a warning when it does, or "".
+func demandDrift(low Observation, lowUsers int, sat Observation, satUsers int, c Critical, limit float64) string {
+	if limit < 0 || (c.Resource != "cpu" && c.Resource != "") {
+		return ""
+	}
+	// The busiest server at saturation, and the same server at low load.
+	var l, h ServerObservation
+	for _, s := range sat.Servers {
+		if s.Tier == c.Tier && s.CPU > h.CPU {
+			h = s
+		}
+	}
+	for _, s := range low.Servers {
+		if s.Name == h.Name {
+			l = s
+		}
+	}
+	if l.Throughput <= 0 || h.Throughput <= 0 || l.CPU <= 0 {
+		return ""
+	}
+	dl, dh := ServiceDemand(l.CPU, l.Throughput), ServiceDemand(h.CPU, h.Throughput)
+	if dh >= (1-limit)*dl {
+		return ""
+	}
+	return fmt.Sprintf("%s: CPU per request fell %.0f%% from %d users (cpu %.2f at %.1f req/s) to %d (cpu %.2f at %.1f req/s): "+
+		"it does more work per CPU-second as load rises, so its utilisation reaches the threshold before throughput stops growing; "+
+		"minJobs read where throughput stops growing instead",
+		h.Name, 100*(1-dh/dl), lowUsers, l.CPU, l.Throughput, satUsers, h.CPU, h.Throughput)
+}
+
+// readAtSaturation reads the critical tier's jobs (L = X R) at the first
+// point whose utilisation is at or above threshold.
+func readAtSaturation(points []ScanPoint, threshold float64) (int, float64, bool) {
+	for i, p := range points {
+		if p.CriticalUtilization >= threshold {
+			return i, LittlesLaw(p.CriticalThroughput, p.CriticalResponseTime), true
+		}
+	}
+	return 0, 0, false
+}
+
+func peakIndex(points []ScanPoint) int {
+	best := 0
+	for i, p := range points {
+		if p.Throughput > points[best].Throughput {
+			best = i
+		}
+	}
+	return best
+}
