@@ -1,57 +1,24 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/journal"
 	"github.com/softalloc/softalloc/internal/report"
-	"github.com/softalloc/softalloc/internal/runner/replay"
 )
 
-// Capacity is what `softalloc check` measures and compares; its JSON is
-// also the baseline file format.
-type Capacity struct {
-	Topology   string  `json:"topology"`
-	Runner     string  `json:"runner"`
-	Allocation string  `json:"allocation"`
-	SLA        float64 `json:"slaSeconds"`
-	// MaxGoodput and MaxThroughput are the highest over the campaign's
-	// trials, pages per second.
-	MaxGoodput    float64 `json:"maxGoodput"`
-	MaxThroughput float64 `json:"maxThroughput"`
-	// Critical is "tier/resource", empty when no hardware resource saturated.
-	Critical           string `json:"critical"`
-	SaturationWorkload int    `json:"saturationWorkload"`
-	Experiments        int    `json:"experiments"`
-}
-
-// CheckResult is one check.
-type CheckResult struct {
-	Name    string `json:"name"`
-	OK      bool   `json:"ok"`
-	Message string `json:"message"`
-}
-
-// CheckJSON is `softalloc check --output json`.
-type CheckJSON struct {
-	Capacity Capacity      `json:"capacity"`
-	Checks   []CheckResult `json:"checks"`
-	OK       bool          `json:"ok"`
-}
-
-type checkOptions struct {
+// CheckOptions are check's.
+type CheckOptions struct {
 	campaign      campaignOptions
 	fromJournal   string
 	minGoodput    float64
@@ -60,9 +27,9 @@ type checkOptions struct {
 	critical      string
 }
 
-// NewCheckCmd is `softalloc check`: a CI capacity gate.
-func NewCheckCmd(s Streams) *cobra.Command {
-	o := &checkOptions{}
+// NewCmdCheck is `softalloc check`: a CI capacity gate.
+func NewCmdCheck(f *Factory, runF func(*CheckOptions) error) *cobra.Command {
+	o := &CheckOptions{}
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Fail when capacity regresses: goodput, the critical resource, or a baseline",
@@ -90,9 +57,14 @@ job can push them whatever the verdict.`,
   softalloc check --topology 1/2/1/2 --baseline capacity.json --max-regression 5% --critical app/cpu
   softalloc check --from-journal .softalloc/journal.jsonl --topology 1/4/1/4 --min-goodput 800 --metrics-file capacity.prom`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runCheck(cmd, s, o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(o)
+			}
+			return runCheck(o)
+		},
 	}
-	o.campaign.register(cmd)
+	o.campaign.register(f, cmd)
 	fs := cmd.Flags()
 	fs.StringVar(&o.fromJournal, "from-journal", "", "measure capacity from this recorded journal instead of running a campaign")
 	fs.Float64Var(&o.minGoodput, "min-goodput", 0, "fail when the highest goodput at --sla is below this many pages/s")
@@ -110,14 +82,14 @@ func parsePercent(s string) (float64, error) {
 	return v / 100, nil
 }
 
-func loadBaseline(path string) (Capacity, error) {
-	var c Capacity
+func loadBaseline(path string) (report.Capacity, error) {
+	var c report.Capacity
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return c, usageError{fmt.Errorf("--baseline: %w", err)}
 	}
 	var doc struct {
-		Capacity *Capacity `json:"capacity"`
+		Capacity *report.Capacity `json:"capacity"`
 	}
 	// Either a capacity object, or check's whole JSON output.
 	if err := json.Unmarshal(data, &doc); err == nil && doc.Capacity != nil {
@@ -131,10 +103,11 @@ func loadBaseline(path string) (Capacity, error) {
 	return c, nil
 }
 
-func runCheck(cmd *cobra.Command, s Streams, o *checkOptions) error {
+func runCheck(o *CheckOptions) error {
+	cmd, s := o.campaign.cmd, o.campaign.f.Streams
 	ctx := cmd.Context()
 	var regression float64
-	var base Capacity
+	var base report.Capacity
 	var err error
 	switch {
 	case o.minGoodput == 0 && o.maxRegression == "" && o.critical == "" && !cmd.Flags().Changed("output"):
@@ -158,10 +131,10 @@ func runCheck(cmd *cobra.Command, s Streams, o *checkOptions) error {
 			return err
 		}
 	}
-	var capacity Capacity
+	var capacity report.Capacity
 	var cp campaign
 	if o.fromJournal != "" {
-		if capacity, cp, err = o.capacityFromJournal(cmd, s); err != nil {
+		if capacity, cp, err = o.capacityFromJournal(); err != nil {
 			return err
 		}
 		if err := o.against(cp.deployment, capacity.SLA, base); err != nil {
@@ -170,20 +143,19 @@ func runCheck(cmd *cobra.Command, s Streams, o *checkOptions) error {
 	} else {
 		// The flags that need the deployment are checked before the journal opens.
 		o.campaign.preflight = func(c campaign) error { return o.against(c.deployment, c.opts.SLA, base) }
-		if cp, err = o.campaign.setup(cmd, s); err != nil {
+		if cp, err = o.campaign.setup(); err != nil {
 			return err
 		}
-		trials, err := sweep(ctx, cp)
-		if err = cp.finish(ctx, s, o.campaign.quiet, err); err != nil {
+		trials, err := algorithms.Sweep(ctx, cp.x, cp.deployment, cp.start, cp.opts)
+		if err = o.campaign.finish(cp, err); err != nil {
 			return err
 		}
-		capacity = capacityOf(cp.deployment.Topology, cp.runner.Name, formatAllocation(cp.start), cp.opts.SLA, trials)
-		capacity.Critical, capacity.SaturationWorkload = firstSaturated(cp.deployment, trials, cp.opts)
+		capacity = capacityOf(cp.deployment, cp.runner.Name, formatAllocation(cp.start), cp.opts, trials)
 	}
 	// Checks is [] in JSON when there are none, never null.
-	doc := CheckJSON{Capacity: capacity, Checks: []CheckResult{}, OK: true}
+	doc := report.CheckJSON{Capacity: capacity, Checks: []report.CheckResult{}, OK: true}
 	add := func(name string, ok bool, format string, a ...any) {
-		doc.Checks = append(doc.Checks, CheckResult{Name: name, OK: ok, Message: fmt.Sprintf(format, a...)})
+		doc.Checks = append(doc.Checks, report.CheckResult{Name: name, OK: ok, Message: fmt.Sprintf(format, a...)})
 		doc.OK = doc.OK && ok
 	}
 	if o.minGoodput > 0 {
@@ -210,19 +182,15 @@ func runCheck(cmd *cobra.Command, s Streams, o *checkOptions) error {
 	set := o.campaign.metricSet(cp)
 	set.Experiments(capacity.Experiments)
 	set.Goodput(capacity.Allocation, capacity.SLA, capacity.MaxGoodput)
-	set.Set("softalloc_max_throughput_requests_per_second", "Highest throughput seen, pages per second.", capacity.MaxThroughput)
-	if capacity.Critical != "" {
-		tier, res, _ := strings.Cut(capacity.Critical, "/")
-		set.Set("softalloc_critical_resource_info", "The hardware resource that saturates first (value 1).", 1, "tier", tier, "resource", res)
-		set.Set("softalloc_saturation_workload_users", "Workload at which the critical resource first saturated.", float64(capacity.SaturationWorkload))
-	}
+	tier, res, _ := strings.Cut(capacity.Critical, "/")
+	set.Capacity(capacity.MaxThroughput, tier, res, capacity.SaturationWorkload)
 	for _, c := range doc.Checks {
-		set.Set("softalloc_check_passed", "1 when a capacity check held, 0 when it failed.", boolFloat(c.OK), "check", c.Name)
+		set.CheckPassed(c.Name, c.OK)
 	}
 	if o.campaign.output == "json" {
 		err = report.WriteJSON(s.Out, doc)
 	} else {
-		err = writeCheckTable(s.Out, doc)
+		err = report.WriteCheckTable(s.Out, doc)
 	}
 	if err != nil {
 		return err
@@ -244,7 +212,7 @@ func runCheck(cmd *cobra.Command, s Streams, o *checkOptions) error {
 // against checks --critical's tier and the baseline's SLA and deployment
 // against what this check measures: a capacity compared with one of another
 // deployment or SLA would pass or fail for no reason.
-func (o *checkOptions) against(d algorithms.Deployment, sla float64, base Capacity) error {
+func (o *CheckOptions) against(d algorithms.Deployment, sla float64, base report.Capacity) error {
 	if tier, _, _ := strings.Cut(o.critical, "/"); o.critical != "" && d.TierIndex(tier) < 0 {
 		names := make([]string, len(d.Tiers))
 		for i, t := range d.Tiers {
@@ -261,18 +229,12 @@ func (o *checkOptions) against(d algorithms.Deployment, sla float64, base Capaci
 	return nil
 }
 
-func boolFloat(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // capacityFromJournal measures capacity from recorded experiments of one
 // topology and allocation.
-func (o *checkOptions) capacityFromJournal(cmd *cobra.Command, s Streams) (Capacity, campaign, error) {
+func (o *CheckOptions) capacityFromJournal() (report.Capacity, campaign, error) {
+	s := o.campaign.f.Streams
 	cp := campaign{}
-	var c Capacity
+	var c report.Capacity
 	o.campaign.started = time.Now()
 	if err := checkOutput(o.campaign.output); err != nil {
 		return c, cp, err
@@ -280,35 +242,19 @@ func (o *checkOptions) capacityFromJournal(cmd *cobra.Command, s Streams) (Capac
 	if err := o.campaign.metrics.check(); err != nil {
 		return c, cp, err
 	}
-	data, err := os.ReadFile(o.fromJournal)
+	entries, warnings, err := journal.ReadFile(o.fromJournal)
+	for _, w := range warnings {
+		fmt.Fprintf(s.Err, "softalloc: warning: %s\n", w)
+	}
 	if err != nil {
 		return c, cp, configError(fmt.Errorf("--from-journal: %w", err))
 	}
-	lines, torn := replay.SplitLines(data)
-	if torn != "" {
-		fmt.Fprintf(s.Err, "softalloc: warning: journal %q: ignoring a torn last line\n", o.fromJournal)
+	groups := map[string][]journal.Entry{}
+	for _, e := range entries {
+		k := e.Experiment.Deployment.Topology + " " + formatAllocation(e.Experiment.Allocation)
+		groups[k] = append(groups[k], e)
 	}
-	type rec struct {
-		Runner      string                 `json:"runner"`
-		Experiment  algorithms.Experiment  `json:"experiment"`
-		Observation algorithms.Observation `json:"observation"`
-	}
-	groups := map[string][]rec{}
-	for i, l := range lines {
-		if strings.TrimSpace(string(l)) == "" {
-			continue
-		}
-		var r rec
-		if err := json.Unmarshal(l, &r); err != nil {
-			return c, cp, configError(fmt.Errorf("--from-journal %q: line %d: %w", o.fromJournal, i+1, err))
-		}
-		k := r.Experiment.Deployment.Topology + " " + formatAllocation(r.Experiment.Allocation)
-		groups[k] = append(groups[k], r)
-	}
-	want := ""
-	if o.campaign.deployment.topology != "" {
-		want = o.campaign.deployment.topology
-	}
+	want := o.campaign.deployment.topology
 	wantAlloc := ""
 	if len(o.campaign.deployment.allocs) == 1 {
 		wantAlloc = o.campaign.deployment.allocs[0]
@@ -341,85 +287,19 @@ func (o *checkOptions) capacityFromJournal(cmd *cobra.Command, s Streams) (Capac
 		trials[i] = algorithms.Trial{Experiment: r.Experiment, Observation: r.Observation}
 	}
 	d := recs[0].Experiment.Deployment
-	c = capacityOf(d.Topology, recs[0].Runner, formatAllocation(recs[0].Experiment.Allocation), opts.SLA, trials)
-	c.Critical, c.SaturationWorkload = firstSaturated(d, trials, opts)
+	c = capacityOf(d, recs[0].Runner, formatAllocation(recs[0].Experiment.Allocation), opts, trials)
 	cp.deployment = d
 	cp.runner.Name = c.Runner
 	return c, cp, nil
 }
 
-// sweep raises the workload step by step on the allocation as given, until
-// throughput stops growing. Unlike find-critical it never doubles a pool: a
-// check measures the deployment as configured.
-func sweep(ctx context.Context, c campaign) ([]algorithms.Trial, error) {
-	var trials []algorithms.Trial
-	tpCurr, tpMax := 0.0, -1.0
-	for w := c.opts.Step; tpCurr > tpMax && w <= c.opts.MaxWorkload; w += c.opts.Step {
-		tpMax = tpCurr
-		e := algorithms.Experiment{Deployment: c.deployment, Allocation: c.start, Workload: algorithms.Workload{Users: w}, Timing: c.opts.Timing}
-		if c.opts.OnStart != nil {
-			c.opts.OnStart("check", e)
-		}
-		ob, err := c.x.RunExperiment(ctx, e)
-		if err != nil {
-			return trials, fmt.Errorf("check: experiment at %d users: %w", w, err)
-		}
-		t := algorithms.Trial{Procedure: "check", Experiment: e, Observation: ob}
-		hw, soft := algorithms.Saturations(c.deployment, ob, c.opts)
-		for _, x := range append(hw, soft...) {
-			t.Saturated = append(t.Saturated, x.String())
-		}
-		if c.opts.OnTrial != nil {
-			c.opts.OnTrial(t)
-		}
-		trials = append(trials, t)
-		tpCurr = ob.Throughput
-	}
-	return trials, nil
-}
-
-// firstSaturated names the first resource to saturate as the workload grew:
-// a hardware resource, or else a pool ("app/threads": the allocation, not
-// the hardware, limits capacity), with the workload where it did.
-func firstSaturated(d algorithms.Deployment, trials []algorithms.Trial, opts algorithms.Options) (string, int) {
-	for _, t := range trials {
-		hw, soft := algorithms.Saturations(d, t.Observation, opts)
-		if len(hw) > 0 {
-			return hw[0].Tier + "/" + hw[0].Resource, t.Experiment.Workload.Users
-		}
-		if len(soft) > 0 {
-			return soft[0].Tier + "/" + soft[0].Resource, t.Experiment.Workload.Users
-		}
-	}
-	return "", 0
-}
-
-// capacityOf summarises trials of one allocation.
-func capacityOf(topology, runner, allocation string, sla float64, trials []algorithms.Trial) Capacity {
-	c := Capacity{Topology: topology, Runner: runner, Allocation: allocation, SLA: sla, Experiments: len(trials)}
-	for _, t := range trials {
-		c.MaxGoodput = max(c.MaxGoodput, t.Observation.Goodput(sla))
-		c.MaxThroughput = max(c.MaxThroughput, t.Observation.Throughput)
+// capacityOf summarises trials of one allocation as check reports it.
+func capacityOf(d algorithms.Deployment, runner, allocation string, opts algorithms.Options, trials []algorithms.Trial) report.Capacity {
+	m := algorithms.MeasureCapacity(d, trials, opts.SLA, opts)
+	c := report.Capacity{Topology: d.Topology, Runner: runner, Allocation: allocation, SLA: opts.SLA,
+		MaxGoodput: m.MaxGoodput, MaxThroughput: m.MaxThroughput, SaturationWorkload: m.SaturationWorkload, Experiments: m.Experiments}
+	if m.FirstSaturated != nil {
+		c.Critical = m.FirstSaturated.Tier + "/" + m.FirstSaturated.Resource
 	}
 	return c
-}
-
-func writeCheckTable(w io.Writer, doc CheckJSON) error {
-	c := doc.Capacity
-	critical := c.Critical
-	if critical == "" {
-		critical = "none saturated"
-	}
-	fmt.Fprintf(w, "capacity of %s %s on %s: max goodput %.1f pages/s at %g s, max throughput %.1f pages/s, critical %s at %d users (%d experiments)\n\n",
-		c.Topology, c.Allocation, c.Runner, c.MaxGoodput, c.SLA, c.MaxThroughput, critical, c.SaturationWorkload, c.Experiments)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CHECK\tRESULT\tDETAIL")
-	for _, ch := range doc.Checks {
-		res := "pass"
-		if !ch.OK {
-			res = "FAIL"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", ch.Name, res, ch.Message)
-	}
-	return tw.Flush()
 }

@@ -1,7 +1,11 @@
-// Package cli holds softalloc's commands: flag parsing and the wiring of a
-// runner, the algorithm and the output. Everything a command touches of the
-// process (streams, terminal) comes through Streams, so the whole CLI runs
-// in-process in tests.
+// Package cli holds softalloc's commands, and only the wiring: each command
+// is a constructor NewCmdX(f, runF) with an options struct, its flags, and a
+// run function that calls the libraries (algorithms for the method,
+// internal/runner for where experiments run, journal, report, metrics).
+// Everything a command touches of the process or the world outside (streams,
+// terminal, the runners) comes through a Factory, so the whole CLI runs
+// in-process in tests, on a fake runner if need be; a test that passes runF
+// gets the parsed options instead of a run.
 package cli
 
 import (
@@ -18,6 +22,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/runner"
 	"github.com/softalloc/softalloc/internal/topology"
 )
 
@@ -38,6 +43,17 @@ func StandardStreams() Streams {
 	}
 	return Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrIsTerminal: tty}
 }
+
+// Factory is what commands get from outside: the process's streams and the
+// registry of runners. Tests swap NewRunner for a fake.
+type Factory struct {
+	Streams
+	// NewRunner builds the runner a command's flags and deployment file name.
+	NewRunner func(runner.Config) (runner.Runner, error)
+}
+
+// NewFactory is the factory of a real process.
+func NewFactory(s Streams) *Factory { return &Factory{Streams: s, NewRunner: runner.New} }
 
 // Exit codes.
 const (
@@ -93,8 +109,12 @@ func interruptedCode(ctx context.Context) int {
 
 // Run executes the command line and returns the exit code. Errors are printed
 // here, once, as one line.
-func Run(ctx context.Context, args []string, s Streams) int {
-	root := NewRootCmd(s)
+func Run(ctx context.Context, args []string, s Streams) int { return RunWith(ctx, args, NewFactory(s)) }
+
+// RunWith is Run with a factory of the caller's.
+func RunWith(ctx context.Context, args []string, f *Factory) int {
+	s := f.Streams
+	root := NewRootCmd(f)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -135,7 +155,8 @@ func isCobraUsage(err error) bool {
 }
 
 // NewRootCmd builds the command tree.
-func NewRootCmd(s Streams) *cobra.Command {
+func NewRootCmd(f *Factory) *cobra.Command {
+	s := f.Streams
 	root := &cobra.Command{
 		Use:   "softalloc",
 		Short: "Size the thread and connection pools of an n-tier web application",
@@ -158,13 +179,13 @@ RUBBoS testbed, so every command gives real answers in seconds.`,
 	root.SetIn(s.In)
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
-		NewSizeCmd(s),
-		NewFindCriticalCmd(s),
-		NewRecommendCmd(s),
-		NewSimulateCmd(s),
-		NewValidateCmd(s),
-		NewCheckCmd(s),
-		NewEvaluateCmd(s),
+		NewCmdSize(f, nil),
+		NewCmdFindCritical(f, nil),
+		NewCmdRecommend(f, nil),
+		NewCmdSimulate(f, nil),
+		NewCmdValidate(f, nil),
+		NewCmdCheck(f, nil),
+		NewCmdEvaluate(f, nil),
 		NewDegradationCmd(s),
 	)
 	// No command takes positional arguments.

@@ -11,7 +11,10 @@ import (
 	"github.com/softalloc/softalloc/internal/runner"
 )
 
-type evaluateOptions struct {
+// EvaluateOptions are evaluate's.
+type EvaluateOptions struct {
+	f          *Factory
+	cmd        *cobra.Command
 	out        string
 	topologies string
 	seeds      string
@@ -22,9 +25,9 @@ type evaluateOptions struct {
 	quiet      bool
 }
 
-// NewEvaluateCmd is `softalloc evaluate`: the figures we compete on.
-func NewEvaluateCmd(s Streams) *cobra.Command {
-	o := &evaluateOptions{}
+// NewCmdEvaluate is `softalloc evaluate`: the figures we compete on.
+func NewCmdEvaluate(f *Factory, runF func(*EvaluateOptions) error) *cobra.Command {
+	o := &EvaluateOptions{f: f}
 	def := evaluate.DefaultConfig()
 	cmd := &cobra.Command{
 		Use:   "evaluate",
@@ -44,63 +47,13 @@ It writes evaluation.md, evaluation.json and SVG plots to --out.`,
   softalloc evaluate --topologies 1/2/1/2,1/4/1/4 --seeds 1 --runtime 3m --out /tmp/eval`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutputDir("--out", o.out); err != nil {
-				return err
+			if runF != nil {
+				return runF(o)
 			}
-			if err := checkParallel(o.parallel); err != nil {
-				return err
-			}
-			cfg := evaluate.DefaultConfig()
-			cfg.Parallel = o.parallel
-			if o.topologies != "" {
-				cfg.Topologies = strings.Split(o.topologies, ",")
-			}
-			for _, t := range cfg.Topologies {
-				if _, err := parseTopologyArg(t); err != nil {
-					return err
-				}
-			}
-			rf := runnerFlags{name: "sim"}
-			seeds, err := parseSeeds(o.seeds, rf)
-			if err != nil {
-				return err
-			}
-			if o.seeds != "" {
-				cfg.Seeds = seeds
-			}
-			if cmd.Flags().Changed("runtime") {
-				cfg.Timing.Runtime = o.runtime
-			}
-			if cmd.Flags().Changed("ramp-up") {
-				cfg.Timing.RampUp = o.rampUp
-			}
-			if cfg.Timing.RampUp < 0 {
-				return usagef("--ramp-up: want a duration >= 0, got %v", cfg.Timing.RampUp)
-			}
-			if err := checkSimRuntime(cfg.Timing.Runtime); err != nil {
-				return err
-			}
-			if o.model != "" {
-				// Read once now: a bad file is refused before any measurement.
-				if _, err := runner.New(runner.Config{Name: "sim", ModelPath: o.model}); err != nil {
-					return configError(fmt.Errorf("--model: %w", err))
-				}
-				cfg.ModelPath = o.model
-			}
-			if !o.quiet {
-				cfg.Log = func(format string, a ...any) { fmt.Fprintf(s.Err, "evaluate: "+format+"\n", a...) }
-			}
-			rep, err := evaluate.Run(cmd.Context(), cfg)
-			if err != nil {
-				return err
-			}
-			if err := evaluate.Write(o.out, rep); err != nil {
-				return err
-			}
-			fmt.Fprintf(s.Out, "wrote %s/evaluation.md, evaluation.json and plots in %.0f s\n", o.out, rep.WallTotal)
-			return nil
+			return runEvaluate(o)
 		},
 	}
+	o.cmd = cmd
 	fs := cmd.Flags()
 	fs.StringVar(&o.out, "out", "docs", "directory for evaluation.md, evaluation.json and the plots")
 	fs.StringVar(&o.topologies, "topologies", "", "comma-separated topologies (default "+strings.Join(def.Topologies, ",")+")")
@@ -111,4 +64,63 @@ It writes evaluation.md, evaluation.json and SVG plots to --out.`,
 	fs.StringVar(&o.model, "model", "", "simulator parameter file (default: the embedded RUBBoS testbed)")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines on stderr")
 	return cmd
+}
+
+func runEvaluate(o *EvaluateOptions) error {
+	cmd, s := o.cmd, o.f.Streams
+	if err := checkOutputDir("--out", o.out); err != nil {
+		return err
+	}
+	if err := checkParallel(o.parallel); err != nil {
+		return err
+	}
+	cfg := evaluate.DefaultConfig()
+	cfg.Parallel = o.parallel
+	if o.topologies != "" {
+		cfg.Topologies = strings.Split(o.topologies, ",")
+	}
+	for _, t := range cfg.Topologies {
+		if _, err := parseTopologyArg(t); err != nil {
+			return err
+		}
+	}
+	rf := runnerFlags{name: "sim"}
+	seeds, err := parseSeeds(o.seeds, rf)
+	if err != nil {
+		return err
+	}
+	if o.seeds != "" {
+		cfg.Seeds = seeds
+	}
+	if cmd.Flags().Changed("runtime") {
+		cfg.Timing.Runtime = o.runtime
+	}
+	if cmd.Flags().Changed("ramp-up") {
+		cfg.Timing.RampUp = o.rampUp
+	}
+	if cfg.Timing.RampUp < 0 {
+		return usagef("--ramp-up: want a duration >= 0, got %v", cfg.Timing.RampUp)
+	}
+	if err := checkSimRuntime(cfg.Timing.Runtime); err != nil {
+		return err
+	}
+	if o.model != "" {
+		// Read once now: a bad file is refused before any measurement.
+		if _, err := o.f.NewRunner(runner.Config{Name: "sim", ModelPath: o.model}); err != nil {
+			return configError(fmt.Errorf("--model: %w", err))
+		}
+		cfg.ModelPath = o.model
+	}
+	if !o.quiet {
+		cfg.Log = func(format string, a ...any) { fmt.Fprintf(s.Err, "evaluate: "+format+"\n", a...) }
+	}
+	rep, err := evaluate.Run(cmd.Context(), cfg)
+	if err != nil {
+		return err
+	}
+	if err := evaluate.Write(o.out, rep); err != nil {
+		return err
+	}
+	fmt.Fprintf(s.Out, "wrote %s/evaluation.md, evaluation.json and plots in %.0f s\n", o.out, rep.WallTotal)
+	return nil
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/runner"
-	"github.com/softalloc/softalloc/internal/sim"
 	"github.com/softalloc/softalloc/internal/topology"
 )
 
@@ -92,23 +91,13 @@ func (f *deploymentFlags) inFile(err error) error {
 }
 
 // checkRunnable refuses, before the first experiment, a deployment and
-// allocation the runner cannot run. Only the simulator has rules of its own
-// (one tier per role, in chain order; web threads, app threads and
-// connections); other runners take what the deployment lists. alloc is the
-// --alloc value the allocation came from, empty when none was given.
+// allocation the runner can tell it cannot run (the simulator's rules on
+// tiers and pools; other runners take what the deployment lists). alloc is
+// the --alloc value the allocation came from, empty when none was given.
 func (f *deploymentFlags) checkRunnable(r runner.Runner, d algorithms.Deployment, a algorithms.Allocation, t algorithms.Timing, alloc string) error {
-	var m *sim.Model
-	switch x := r.Experimenter.(type) {
-	case *sim.Runner:
-		m = x.Model
-	case sim.Runner:
-		m = x.Model
-	default:
-		return nil
-	}
 	// One user: what is checked is the chain and its pools, not a workload.
 	e := algorithms.Experiment{Deployment: d, Allocation: a, Workload: algorithms.Workload{Users: 1}, Timing: t}
-	err := sim.CheckExperiment(m, e)
+	err := r.Check(e)
 	if err == nil {
 		return nil
 	}
@@ -119,7 +108,7 @@ func (f *deploymentFlags) checkRunnable(r runner.Runner, d algorithms.Deployment
 	if alloc != "" {
 		from = "--alloc " + alloc
 	}
-	return usagef("%s (allocation: %s) cannot run on the sim runner: %w", what, from, err)
+	return usagef("%s (allocation: %s) cannot run on the %s runner: %w", what, from, r.Name, err)
 }
 
 // runnerFlags choose the runner and the trial timing.
@@ -152,16 +141,18 @@ func (f *runnerFlags) register(fs *pflag.FlagSet) {
 
 // build makes the runner. A deployment file's runner section names the
 // runner and its settings; flags given on the command line win.
-func (f *runnerFlags) build(cmd *cobra.Command, df *deploymentFlags) (runner.Runner, algorithms.Timing, error) {
+func (f *runnerFlags) build(cmd *cobra.Command, fac *Factory, df *deploymentFlags) (runner.Runner, algorithms.Timing, error) {
 	cfg := runner.Config{Name: f.name, Seed: f.seed, ModelPath: f.model, Campaign: f.campaign,
 		Command: strings.Fields(f.command), Retries: f.retries, Timeout: f.timeout, Log: cmd.ErrOrStderr()}
 	if df != nil && df.loaded != nil {
 		cfg.DeploymentFile, cfg.DeploymentPath = df.loaded, df.file
-		if err := fromRunnerSection(cmd, &cfg, df.loaded.Runner, df.file); err != nil {
-			return runner.Runner{}, algorithms.Timing{}, err
+		// A section key gives way to its flag: --runner, --runner-cmd, ...
+		flagOf := map[string]string{"name": "runner", "command": "runner-cmd", "retries": "runner-retries", "timeout": "runner-timeout"}
+		if err := cfg.ApplySection(df.loaded.Runner, df.file, func(key string) bool { return cmd.Flags().Changed(flagOf[key]) }); err != nil {
+			return runner.Runner{}, algorithms.Timing{}, usageError{err}
 		}
 	}
-	r, err := runner.New(cfg)
+	r, err := fac.NewRunner(cfg)
 	if err != nil {
 		// New reads settings and files and runs nothing: the configuration is wrong.
 		return r, algorithms.Timing{}, configError(err)
@@ -307,56 +298,4 @@ func formatAllocation(a algorithms.Allocation) string {
 		return s
 	}
 	return a.Key()
-}
-
-// fromRunnerSection applies a deployment file's runner section (name,
-// command, retries, timeout) where the matching flag was not given.
-func fromRunnerSection(cmd *cobra.Command, cfg *runner.Config, sec map[string]any, file string) error {
-	if sec == nil {
-		return nil
-	}
-	fl := cmd.Flags()
-	bad := func(key, want string, got any) error {
-		return usagef("deployment %q: runner.%s: want %s, got %v", file, key, want, got)
-	}
-	if v, ok := sec["name"]; ok && !fl.Changed("runner") {
-		name, isStr := v.(string)
-		if !isStr {
-			return bad("name", "a runner name", v)
-		}
-		cfg.Name = name
-	}
-	if v, ok := sec["command"]; ok && !fl.Changed("runner-cmd") {
-		switch c := v.(type) {
-		case string:
-			cfg.Command = strings.Fields(c)
-		case []any:
-			cfg.Command = nil
-			for _, a := range c {
-				s, isStr := a.(string)
-				if !isStr {
-					return bad("command", "a list of strings (argv)", v)
-				}
-				cfg.Command = append(cfg.Command, s)
-			}
-		default:
-			return bad("command", "a list of strings (argv)", v)
-		}
-	}
-	if v, ok := sec["retries"]; ok && !fl.Changed("runner-retries") {
-		n, isInt := v.(int)
-		if !isInt || n < 0 {
-			return bad("retries", "an integer >= 0", v)
-		}
-		cfg.Retries = n
-	}
-	if v, ok := sec["timeout"]; ok && !fl.Changed("runner-timeout") {
-		s, isStr := v.(string)
-		d, err := time.ParseDuration(s)
-		if !isStr || err != nil || d <= 0 {
-			return bad("timeout", "a duration such as 25m", v)
-		}
-		cfg.Timeout = d
-	}
-	return nil
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -14,7 +13,11 @@ import (
 	"github.com/softalloc/softalloc/internal/runner"
 )
 
+// campaignOptions are the flags of every command that runs a campaign of
+// experiments (find-critical, recommend, validate, check).
 type campaignOptions struct {
+	f          *Factory
+	cmd        *cobra.Command
 	deployment deploymentFlags
 	runner     runnerFlags
 	journal    journalFlags
@@ -28,7 +31,8 @@ type campaignOptions struct {
 	preflight func(campaign) error
 }
 
-func (o *campaignOptions) register(cmd *cobra.Command) {
+func (o *campaignOptions) register(f *Factory, cmd *cobra.Command) {
+	o.f, o.cmd = f, cmd
 	fs := cmd.Flags()
 	o.deployment.register(fs)
 	o.runner.register(fs)
@@ -51,7 +55,8 @@ type campaign struct {
 }
 
 // setup resolves everything a campaign needs from the flags.
-func (o *campaignOptions) setup(cmd *cobra.Command, s Streams) (campaign, error) {
+func (o *campaignOptions) setup() (campaign, error) {
+	cmd, s := o.cmd, o.f.Streams
 	var c campaign
 	o.started = time.Now()
 	if err := checkOutput(o.output); err != nil {
@@ -68,7 +73,7 @@ func (o *campaignOptions) setup(cmd *cobra.Command, s Streams) (campaign, error)
 		return c, err
 	}
 	var t algorithms.Timing
-	if c.runner, t, err = o.runner.build(cmd, &o.deployment); err != nil {
+	if c.runner, t, err = o.runner.build(cmd, o.f, &o.deployment); err != nil {
 		return c, err
 	}
 	alloc := ""
@@ -98,9 +103,9 @@ func (o *campaignOptions) setup(cmd *cobra.Command, s Streams) (campaign, error)
 }
 
 // finish stops the progress display and closes the journal.
-func (c campaign) finish(ctx context.Context, s Streams, quiet bool, err error) error {
+func (o *campaignOptions) finish(c campaign, err error) error {
 	c.progress.close()
-	return finishJournal(ctx, s, c.journal, quiet, err)
+	return finishJournal(o.cmd.Context(), o.f.Streams, c.journal, o.quiet, err)
 }
 
 // metricSet starts the command's metrics with its duration.
@@ -110,9 +115,12 @@ func (o *campaignOptions) metricSet(c campaign) *metrics.Set {
 	return set
 }
 
-// NewFindCriticalCmd is `softalloc find-critical`.
-func NewFindCriticalCmd(s Streams) *cobra.Command {
-	o := &campaignOptions{}
+// FindCriticalOptions are find-critical's.
+type FindCriticalOptions struct{ campaignOptions }
+
+// NewCmdFindCritical is `softalloc find-critical`.
+func NewCmdFindCritical(f *Factory, runF func(*FindCriticalOptions) error) *cobra.Command {
+	o := &FindCriticalOptions{}
 	cmd := &cobra.Command{
 		Use:   "find-critical",
 		Short: "Find the hardware resource that saturates first, and at what workload",
@@ -125,40 +133,54 @@ allocation is too small, so it is doubled and the search goes on.`,
   softalloc find-critical -f deployment.yaml --runner replay --campaign .softalloc/journal.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cp, err := o.setup(cmd, s)
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(o)
 			}
-			d := cp.deployment
-			c, err := algorithms.FindCriticalResource(cmd.Context(), cp.x, d, cp.start, cp.opts)
-			if err = cp.finish(cmd.Context(), s, o.quiet, err); err != nil {
-				return err
-			}
-			set := o.metricSet(cp)
-			set.Critical(c)
-			set.Experiments(c.Experiments)
-			set.TrialsGoodput(c.Trials, cp.opts.SLA, formatAllocation)
-			// The answer is printed first, so a failed push never hides it.
-			if o.output == "json" {
-				err = report.WriteJSON(s.Out, report.FindCriticalJSON{Topology: d.Topology, Critical: report.NewCriticalJSON(c),
-					Reserve: formatAllocation(c.Reserve), Experiments: c.Experiments, Warnings: nonNilStrings(c.Warnings)})
-			} else {
-				err = report.WriteCriticalTable(s.Out, d.Topology, c, formatAllocation(c.Reserve))
-			}
-			if err != nil {
-				return err
-			}
-			return o.metrics.emit(cmd.Context(), set)
+			return runFindCritical(o)
 		},
 	}
-	o.register(cmd)
+	o.register(f, cmd)
 	return cmd
 }
 
-// NewRecommendCmd is `softalloc recommend`.
-func NewRecommendCmd(s Streams) *cobra.Command {
-	o := &campaignOptions{}
-	var format, classesFile string
+func runFindCritical(o *FindCriticalOptions) error {
+	ctx, s := o.cmd.Context(), o.f.Streams
+	cp, err := o.setup()
+	if err != nil {
+		return err
+	}
+	d := cp.deployment
+	c, err := algorithms.FindCriticalResource(ctx, cp.x, d, cp.start, cp.opts)
+	if err = o.finish(cp, err); err != nil {
+		return err
+	}
+	set := o.metricSet(cp)
+	set.Critical(c)
+	set.Experiments(c.Experiments)
+	set.TrialsGoodput(c.Trials, cp.opts.SLA, formatAllocation)
+	// The answer is printed first, so a failed push never hides it.
+	if o.output == "json" {
+		err = report.WriteJSON(s.Out, report.FindCriticalJSON{Topology: d.Topology, Critical: report.NewCriticalJSON(c),
+			Reserve: formatAllocation(c.Reserve), Experiments: c.Experiments, Warnings: nonNilStrings(c.Warnings)})
+	} else {
+		err = report.WriteCriticalTable(s.Out, d.Topology, c, formatAllocation(c.Reserve))
+	}
+	if err != nil {
+		return err
+	}
+	return o.metrics.emit(ctx, set)
+}
+
+// RecommendOptions are recommend's.
+type RecommendOptions struct {
+	campaignOptions
+	format  string
+	classes string
+}
+
+// NewCmdRecommend is `softalloc recommend`.
+func NewCmdRecommend(f *Factory, runF func(*RecommendOptions) error) *cobra.Command {
+	o := &RecommendOptions{}
 	cmd := &cobra.Command{
 		Use:   "recommend",
 		Short: "Recommend thread- and connection-pool sizes for every tier",
@@ -180,43 +202,51 @@ least their reserved size; the table shows the formula's minimum beside them.`,
   softalloc recommend -f deployment.yaml --runner replay --campaign recorded.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if classesFile != "" {
-				return runRecommendClasses(cmd, s, classesFile, o) // per-class pools of one server: classes.go
+			if runF != nil {
+				return runF(o)
 			}
-			formats, err := report.ParseFormats(format)
-			if err != nil {
-				return usageError{err}
+			if o.classes != "" {
+				return runRecommendClasses(cmd, f.Streams, o.classes, &o.campaignOptions) // per-class pools of one server: classes.go
 			}
-			cp, err := o.setup(cmd, s)
-			if err != nil {
-				return err
-			}
-			d := cp.deployment
-			rec, err := algorithms.Recommend(cmd.Context(), cp.x, d, cp.start, cp.opts)
-			if err = cp.finish(cmd.Context(), s, o.quiet, err); err != nil {
-				return err
-			}
-			doc := report.NewRecommendJSON(d, rec, formatAllocation(rec.Allocation))
-			doc.Snippets = report.Snippets(d, rec.Tiers, formats)
-			set := o.metricSet(cp)
-			set.Recommendation(rec)
-			set.Experiments(rec.Experiments)
-			set.TrialsGoodput(append(rec.Critical.Trials, rec.MinJobs.Trials...), cp.opts.SLA, formatAllocation)
-			if o.output == "json" {
-				err = report.WriteJSON(s.Out, doc)
-			} else {
-				err = report.WriteRecommendTable(s.Out, doc)
-			}
-			if err != nil {
-				return err
-			}
-			return o.metrics.emit(cmd.Context(), set)
+			return runRecommend(o)
 		},
 	}
-	o.register(cmd)
-	cmd.Flags().StringVar(&format, "format", "", "config snippets for the recommended sizes: apache, tomcat, hikari, mysql (comma-separated) or all")
-	cmd.Flags().StringVar(&classesFile, "classes", "", "workload file of request classes with objectives: size per-class pools instead (docs/classes.md)")
+	o.register(f, cmd)
+	cmd.Flags().StringVar(&o.format, "format", "", "config snippets for the recommended sizes: apache, tomcat, hikari, mysql (comma-separated) or all")
+	cmd.Flags().StringVar(&o.classes, "classes", "", "workload file of request classes with objectives: size per-class pools instead (docs/classes.md)")
 	return cmd
+}
+
+func runRecommend(o *RecommendOptions) error {
+	ctx, s := o.cmd.Context(), o.f.Streams
+	formats, err := report.ParseFormats(o.format)
+	if err != nil {
+		return usageError{err}
+	}
+	cp, err := o.setup()
+	if err != nil {
+		return err
+	}
+	d := cp.deployment
+	rec, err := algorithms.Recommend(ctx, cp.x, d, cp.start, cp.opts)
+	if err = o.finish(cp, err); err != nil {
+		return err
+	}
+	doc := report.NewRecommendJSON(d, rec, formatAllocation(rec.Allocation))
+	doc.Snippets = report.Snippets(d, rec.Tiers, formats)
+	set := o.metricSet(cp)
+	set.Recommendation(rec)
+	set.Experiments(rec.Experiments)
+	set.TrialsGoodput(append(rec.Critical.Trials, rec.MinJobs.Trials...), cp.opts.SLA, formatAllocation)
+	if o.output == "json" {
+		err = report.WriteJSON(s.Out, doc)
+	} else {
+		err = report.WriteRecommendTable(s.Out, doc)
+	}
+	if err != nil {
+		return err
+	}
+	return o.metrics.emit(ctx, set)
 }
 
 func nonNilStrings(s []string) []string {

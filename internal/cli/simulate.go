@@ -19,7 +19,10 @@ import (
 	"github.com/softalloc/softalloc/internal/report"
 )
 
-type simulateOptions struct {
+// SimulateOptions are simulate's.
+type SimulateOptions struct {
+	f          *Factory
+	cmd        *cobra.Command
 	deployment deploymentFlags
 	runner     runnerFlags
 	journal    journalFlags
@@ -30,9 +33,9 @@ type simulateOptions struct {
 	parallel   int
 }
 
-// NewSimulateCmd is `softalloc simulate`: goodput and badput curves.
-func NewSimulateCmd(s Streams) *cobra.Command {
-	o := &simulateOptions{}
+// NewCmdSimulate is `softalloc simulate`: goodput and badput curves.
+func NewCmdSimulate(f *Factory, runF func(*SimulateOptions) error) *cobra.Command {
+	o := &SimulateOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "simulate",
 		Short: "Run trials over a range of workloads and print throughput, goodput and badput",
@@ -50,9 +53,13 @@ JSON keys goodput and badput by the threshold as written.`,
   softalloc simulate --topology 1/4/1/4 --alloc 400-6-6 --users 7000 --output json --seed 7 --journal .softalloc/seed7.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runSimulate(cmd, s, o)
+			if runF != nil {
+				return runF(o)
+			}
+			return runSimulate(o)
 		},
 	}
+	o.cmd = cmd
 	fs := cmd.Flags()
 	o.deployment.register(fs)
 	o.runner.register(fs)
@@ -100,7 +107,8 @@ type SimulatePool struct {
 	Busy float64 `json:"busy"`
 }
 
-func runSimulate(cmd *cobra.Command, s Streams, o *simulateOptions) error {
+func runSimulate(o *SimulateOptions) error {
+	cmd, s := o.cmd, o.f.Streams
 	switch o.output {
 	case "table", "json", "csv", "observation":
 	default:
@@ -141,7 +149,7 @@ func runSimulate(cmd *cobra.Command, s Streams, o *simulateOptions) error {
 			allocs = append(allocs, a)
 		}
 	}
-	r, timing, err := o.runner.build(cmd, &o.deployment)
+	r, timing, err := o.runner.build(cmd, o.f, &o.deployment)
 	if err != nil {
 		return err
 	}
@@ -176,17 +184,11 @@ func runSimulate(cmd *cobra.Command, s Streams, o *simulateOptions) error {
 	set.Duration(time.Since(started))
 	set.Experiments(len(exps))
 	for _, row := range rows {
-		users := strconv.Itoa(row.Users)
-		set.Set("softalloc_simulated_throughput_requests_per_second", "Throughput of an allocation at a workload, pages per second.",
-			row.Throughput, "allocation", row.Allocation, "users", users)
-		for _, t := range slas {
-			set.Set("softalloc_simulated_goodput_requests_per_second", "Goodput of an allocation at a workload and SLA threshold, pages per second.",
-				row.Goodput[t.text], "allocation", row.Allocation, "users", users, "sla_seconds", t.text)
-		}
+		cpu := map[string]float64{}
 		for _, sv := range row.Servers {
-			set.Set("softalloc_simulated_cpu_utilization_ratio", "Mean CPU utilisation of a server.",
-				sv.CPU, "allocation", row.Allocation, "users", users, "server", sv.Name)
+			cpu[sv.Name] = sv.CPU
 		}
+		set.Trial(row.Allocation, row.Users, row.Throughput, row.Goodput, cpu)
 	}
 	if err := writeSimulateOutput(s, o.output, d, rows, obs, slas); err != nil {
 		return err

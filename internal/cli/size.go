@@ -24,14 +24,16 @@ type measuredFile struct {
 	Tiers      []algorithms.TierMeasurement `yaml:"tiers"`
 }
 
-type sizeOptions struct {
+// SizeOptions are size's.
+type SizeOptions struct {
+	f      *Factory
 	file   string
 	output string
 }
 
-// NewSizeCmd is `softalloc size`: CalculateMinAllocation alone.
-func NewSizeCmd(s Streams) *cobra.Command {
-	o := sizeOptions{}
+// NewCmdSize is `softalloc size`: CalculateMinAllocation alone.
+func NewCmdSize(f *Factory, runF func(*SizeOptions) error) *cobra.Command {
+	o := &SizeOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "size -f measured.yaml",
 		Short: "Pool sizes from measured per-tier throughput and response time (Formula 3)",
@@ -57,7 +59,10 @@ Use - to read the file from standard input.`,
   softalloc size -f measured.yaml --output json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runSize(s, o)
+			if runF != nil {
+				return runF(o)
+			}
+			return runSize(o)
 		},
 	}
 	cmd.Flags().StringVarP(&o.file, "file", "f", "", "measurements file (YAML or JSON; - for stdin)")
@@ -65,7 +70,8 @@ Use - to read the file from standard input.`,
 	return cmd
 }
 
-func runSize(s Streams, o sizeOptions) error {
+func runSize(o *SizeOptions) error {
+	s := o.f.Streams
 	if o.file == "" {
 		return usagef("size: want -f FILE with per-tier measurements (see softalloc size --help)")
 	}

@@ -56,8 +56,8 @@ func TestConfigurationErrorsAreUsageErrors(t *testing.T) {
 		{"model", append(check, "--topology", "1/2/1/2", "--model", "/nonexist"), "/nonexist"},
 		{"replay without campaign", append(check, "--topology", "1/2/1/2", "--runner", "replay"), "want --campaign FILE"},
 		{"deployment file", append(check, "-f", "/nonexist"), `load deployment "/nonexist"`},
-		{"nojournal from-journal", append(check, "--from-journal", "/nonexist.jsonl"), "--from-journal: open /nonexist.jsonl"},
-		{"nojournal from-journal bad line", append(check, "--from-journal", torn), `--from-journal "` + torn + `": line 2`},
+		{"nojournal from-journal", append(check, "--from-journal", "/nonexist.jsonl"), `--from-journal: journal "/nonexist.jsonl": open /nonexist.jsonl`},
+		{"nojournal from-journal bad line", append(check, "--from-journal", torn), `--from-journal: journal "` + torn + `": line 1: experiment: want a topology`},
 		{"recommend model", []string{"recommend", "--topology", "1/2/1/2", "--model", "/nonexist"}, "/nonexist"},
 		{"nojournal evaluate model", []string{"evaluate", "--model", "/nonexist", "--out", dir}, "--model: runner sim: load model"},
 	})

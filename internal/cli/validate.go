@@ -2,11 +2,8 @@ package cli
 
 import (
 	"fmt"
-	"io"
-	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -16,7 +13,8 @@ import (
 	"github.com/softalloc/softalloc/internal/topology"
 )
 
-type validateOptions struct {
+// ValidateOptions are validate's.
+type ValidateOptions struct {
 	campaign    campaignOptions
 	recommended string
 	users       string
@@ -27,9 +25,9 @@ type validateOptions struct {
 	parallel    int
 }
 
-// NewValidateCmd is `softalloc validate`: the recommendation against a grid.
-func NewValidateCmd(s Streams) *cobra.Command {
-	o := &validateOptions{}
+// NewCmdValidate is `softalloc validate`: the recommendation against a grid.
+func NewCmdValidate(f *Factory, runF func(*ValidateOptions) error) *cobra.Command {
+	o := &ValidateOptions{}
 	cmd := &cobra.Command{
 		Use:   "validate",
 		Short: "Compare the recommendation with a grid of allocations, the practitioners' and rules of thumb",
@@ -52,9 +50,14 @@ one real deployment and run their trials one at a time.`,
   softalloc validate --topology 1/4/1/4 --seeds 1,2 --plot goodput.svg
   softalloc validate --topology 1/4/1/4 --recommended 400-8-8 --users 6000:8000:500 --output json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runValidate(cmd, s, o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(o)
+			}
+			return runValidate(o)
+		},
 	}
-	o.campaign.register(cmd)
+	o.campaign.register(f, cmd)
 	fs := cmd.Flags()
 	fs.StringVar(&o.recommended, "recommended", "", "the allocation to validate (default: run recommend first)")
 	fs.StringVar(&o.users, "users", "", "workloads: N1,N2,... or START:END:STEP (default: around the saturation workload)")
@@ -66,38 +69,8 @@ one real deployment and run their trials one at a time.`,
 	return cmd
 }
 
-// ValidateAllocation is one allocation's showing in the grid.
-type ValidateAllocation struct {
-	Allocation string `json:"allocation"`
-	// Role: "recommended", "practitioners", "tomcat-defaults", "hikari", or "grid".
-	Role string `json:"role"`
-	// MaxGoodput is the highest goodput at the SLA over the workloads (pages/s),
-	// the mean over seeds; Goodput is the curve, one value per workload.
-	MaxGoodput float64   `json:"maxGoodput"`
-	AtUsers    int       `json:"atUsers"`
-	Goodput    []float64 `json:"goodput"`
-	// Ratio is MaxGoodput over the grid's best.
-	Ratio float64 `json:"ratio"`
-}
-
-// ValidateJSON is `softalloc validate --output json`.
-type ValidateJSON struct {
-	Topology    string               `json:"topology"`
-	SLA         float64              `json:"slaSeconds"`
-	Seeds       []uint64             `json:"seeds"`
-	Workloads   []int                `json:"workloads"`
-	Recommended ValidateAllocation   `json:"recommended"`
-	Best        ValidateAllocation   `json:"best"`
-	Compared    []ValidateAllocation `json:"compared"`
-	Grid        []ValidateAllocation `json:"grid"`
-	// RecommendExperiments is what the recommendation cost (0 when given);
-	// GridExperiments what the grid cost, per seed.
-	RecommendExperiments int `json:"recommendExperiments"`
-	GridExperiments      int `json:"gridExperiments"`
-}
-
-func runValidate(cmd *cobra.Command, s Streams, o *validateOptions) error {
-	ctx := cmd.Context()
+func runValidate(o *ValidateOptions) error {
+	ctx, s := o.campaign.cmd.Context(), o.campaign.f.Streams
 	// Everything the flags can get wrong is refused before recommend runs.
 	if err := checkOutputFile("--plot", o.plot, plotExtensions...); err != nil {
 		return err
@@ -122,7 +95,7 @@ func runValidate(cmd *cobra.Command, s Streams, o *validateOptions) error {
 			return err
 		}
 	}
-	cp, err := o.campaign.setup(cmd, s)
+	cp, err := o.campaign.setup()
 	if err != nil {
 		return err
 	}
@@ -131,7 +104,7 @@ func runValidate(cmd *cobra.Command, s Streams, o *validateOptions) error {
 		cp.progress.close()
 		return usagef("validate: the grid varies the web and app tiers' pools; deployment %q has no tiers named web and app", d.Topology)
 	}
-	doc := ValidateJSON{Topology: d.Topology, SLA: cp.opts.SLA}
+	doc := report.ValidateJSON{Topology: d.Topology, SLA: cp.opts.SLA}
 	var rec algorithms.Allocation
 	saturation := 0
 	if o.recommended != "" {
@@ -142,14 +115,14 @@ func runValidate(cmd *cobra.Command, s Streams, o *validateOptions) error {
 	} else {
 		r, err := algorithms.Recommend(ctx, cp.x, d, cp.start, cp.opts)
 		if err != nil {
-			return cp.finish(ctx, s, o.campaign.quiet, err)
+			return o.campaign.finish(cp, err)
 		}
 		rec, saturation, doc.RecommendExperiments = r.Allocation, r.Critical.SaturationWorkload, r.Experiments
 	}
 	cp.progress.close()
 	cp.progress = nil
 	if doc.Workloads, err = validateWorkloads(o.users, saturation); err != nil {
-		return cp.finish(ctx, s, o.campaign.quiet, err)
+		return o.campaign.finish(cp, err)
 	}
 	doc.Seeds = seeds
 	// One experimenter per seed, each journaled beside the main journal.
@@ -159,7 +132,7 @@ func runValidate(cmd *cobra.Command, s Streams, o *validateOptions) error {
 		for _, j := range journals {
 			err = finishJournal(ctx, s, j, true, err)
 		}
-		return cp.finish(ctx, s, o.campaign.quiet, err)
+		return o.campaign.finish(cp, err)
 	}
 	for si, seed := range seeds {
 		if si == 0 && seed == o.campaign.runner.seed {
@@ -191,9 +164,9 @@ func runValidate(cmd *cobra.Command, s Streams, o *validateOptions) error {
 		return err
 	}
 	doc.GridExperiments = cmp.Experiments
-	results := make([]ValidateAllocation, len(cmp.Entries))
+	results := make([]report.ValidateAllocation, len(cmp.Entries))
 	for i, e := range cmp.Entries {
-		results[i] = ValidateAllocation{Allocation: formatAllocation(e.Allocation), Role: e.Role, Goodput: e.Goodput[0],
+		results[i] = report.ValidateAllocation{Allocation: formatAllocation(e.Allocation), Role: e.Role, Goodput: e.Goodput[0],
 			MaxGoodput: e.MaxGoodput[0], AtUsers: e.AtUsers[0], Ratio: e.Ratio[0]}
 	}
 	doc.Best = results[cmp.Best[0]]
@@ -208,7 +181,7 @@ func runValidate(cmd *cobra.Command, s Streams, o *validateOptions) error {
 		}
 	}
 	if o.plot != "" {
-		if err := plotValidation(o.plot, doc); err != nil {
+		if err := report.PlotValidation(o.plot, doc); err != nil {
 			return err
 		}
 	}
@@ -221,14 +194,13 @@ func runValidate(cmd *cobra.Command, s Streams, o *validateOptions) error {
 			if v.Allocation == doc.Best.Allocation {
 				role = "best"
 			}
-			set.Set("softalloc_goodput_vs_best_ratio", "Maximum goodput of an allocation over the best of the grid.",
-				v.Ratio, "allocation", v.Allocation, "role", role)
+			set.GoodputRatio(v.Allocation, role, v.Ratio)
 		}
 	}
 	if o.campaign.output == "json" {
 		err = report.WriteJSON(s.Out, doc)
 	} else {
-		err = writeValidateTable(s.Out, doc)
+		err = report.WriteValidateTable(s.Out, doc)
 	}
 	if err != nil {
 		return err
@@ -279,64 +251,4 @@ func parseSizes(flag, s string) ([]int, error) {
 		out = append(out, v)
 	}
 	return out, nil
-}
-
-func writeValidateTable(w io.Writer, doc ValidateJSON) error {
-	fmt.Fprintf(w, "topology %s, goodput at %.3g s, %d allocations x %d workloads (%s users), seeds %v\n\n",
-		doc.Topology, doc.SLA, len(doc.Grid), len(doc.Workloads), workloadRange(doc.Workloads), doc.Seeds)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "\tALLOCATION\tMAX GOODPUT (PAGES/S)\tAT USERS\tVS BEST\tEXPERIMENTS")
-	row := func(label string, v ValidateAllocation, exps string) {
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%d\t%.3f\t%s\n", label, v.Allocation, v.MaxGoodput, v.AtUsers, v.Ratio, exps)
-	}
-	recExps := "given"
-	if doc.RecommendExperiments > 0 {
-		recExps = strconv.Itoa(doc.RecommendExperiments)
-	}
-	row("grid best", doc.Best, fmt.Sprintf("%d per seed", doc.GridExperiments))
-	row("recommended", doc.Recommended, recExps)
-	for _, v := range doc.Compared {
-		row(v.Role, v, "")
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	top := append([]ValidateAllocation(nil), doc.Grid...)
-	sort.SliceStable(top, func(i, j int) bool { return top[i].MaxGoodput > top[j].MaxGoodput })
-	fmt.Fprintf(w, "\ntop of the grid:")
-	for i := 0; i < min(8, len(top)); i++ {
-		fmt.Fprintf(w, " %s (%.3f)", top[i].Allocation, top[i].Ratio)
-	}
-	fmt.Fprintln(w)
-	return nil
-}
-
-func workloadRange(ws []int) string {
-	if len(ws) == 0 {
-		return "none"
-	}
-	return fmt.Sprintf("%d..%d", ws[0], ws[len(ws)-1])
-}
-
-func plotValidation(path string, doc ValidateJSON) error {
-	x := make([]float64, len(doc.Workloads))
-	for i, u := range doc.Workloads {
-		x[i] = float64(u)
-	}
-	var curves []report.Curve
-	seen := map[string]bool{}
-	add := func(label string, v ValidateAllocation) {
-		if seen[v.Allocation] {
-			return
-		}
-		seen[v.Allocation] = true
-		curves = append(curves, report.Curve{Label: label + " " + v.Allocation, X: x, Y: v.Goodput})
-	}
-	add("recommended", doc.Recommended)
-	add("grid best", doc.Best)
-	for _, v := range doc.Compared {
-		add(v.Role, v)
-	}
-	title := fmt.Sprintf("%s: goodput at %.3g s, mean of seeds %v", doc.Topology, doc.SLA, doc.Seeds)
-	return report.SavePlot(path, title, "workload [users]", "goodput [pages/s]", curves)
 }

@@ -370,3 +370,43 @@ func (w *journaled) RunExperiment(ctx context.Context, e algorithms.Experiment) 
 	w.j.mu.Unlock()
 	return o, nil
 }
+
+// Entry is one record as a reader of the journal sees it.
+type Entry struct {
+	Runner      string
+	Settings    map[string]string
+	Experiment  algorithms.Experiment
+	Observation algorithms.Observation
+}
+
+// ReadFile reads every record of the journal at path, whatever its runner,
+// without opening it for writing (another run may hold it). Each record is
+// validated as Open validates it; a torn last line is left out with a
+// warning.
+func ReadFile(path string) ([]Entry, []string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("journal %q: %w", path, err)
+	}
+	lines, torn := replay.SplitLines(data)
+	var warnings []string
+	if torn != "" {
+		warnings = append(warnings, fmt.Sprintf("journal %q: ignoring a torn last line", path))
+	}
+	var out []Entry
+	for i, line := range lines {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var r Record
+		if err := json.Unmarshal(line, &r); err != nil {
+			return nil, warnings, fmt.Errorf("journal %q: line %d: %w", path, i+1, err)
+		}
+		e, o, err := (wire.Record{Experiment: r.Experiment, Observation: r.Observation}).Algorithms()
+		if err != nil {
+			return nil, warnings, fmt.Errorf("journal %q: line %d: %w", path, i+1, err)
+		}
+		out = append(out, Entry{Runner: r.Runner, Settings: r.Settings, Experiment: e, Observation: o})
+	}
+	return out, warnings, nil
+}

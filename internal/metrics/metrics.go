@@ -67,14 +67,78 @@ func (s *Set) Duration(d time.Duration) {
 	s.set("softalloc_campaign_duration_seconds", "Wall time of the campaign.", d.Seconds())
 }
 
+// The metrics more than one command writes, with their help texts: one name, one meaning.
+const (
+	criticalInfo      = "softalloc_critical_resource_info"
+	criticalInfoHelp  = "The hardware resource that saturates first (value 1)."
+	saturationUsers   = "softalloc_saturation_workload_users"
+	saturationHelp    = "Workload at which the critical resource first saturated."
+	maxThroughput     = "softalloc_max_throughput_requests_per_second"
+	maxThroughputHelp = "Highest throughput seen, pages per second."
+	goodputRatio      = "softalloc_goodput_vs_best_ratio"
+	goodputRatioHelp  = "Maximum goodput of an allocation over the best of the grid."
+	checkPassed       = "softalloc_check_passed"
+	checkPassedHelp   = "1 when a capacity check held, 0 when it failed."
+	trialThroughput   = "softalloc_simulated_throughput_requests_per_second"
+	trialThroughputH  = "Throughput of an allocation at a workload, pages per second."
+	trialGoodput      = "softalloc_simulated_goodput_requests_per_second"
+	trialGoodputHelp  = "Goodput of an allocation at a workload and SLA threshold, pages per second."
+	trialCPU          = "softalloc_simulated_cpu_utilization_ratio"
+	trialCPUHelp      = "Mean CPU utilisation of a server."
+)
+
 // Critical records the critical resource.
 func (s *Set) Critical(c algorithms.Critical) {
-	s.set("softalloc_critical_resource_info", "The hardware resource that saturates first (value 1).", 1,
-		"tier", c.Tier, "resource", c.Resource)
 	s.set("softalloc_critical_resource_utilization_ratio", "Utilisation of the critical resource when it was found saturated.",
 		c.Utilization, "tier", c.Tier, "resource", c.Resource)
-	s.set("softalloc_saturation_workload_users", "Workload at which the critical resource first saturated.", float64(c.SaturationWorkload))
-	s.set("softalloc_max_throughput_requests_per_second", "Highest throughput seen, pages per second.", c.MaxThroughput)
+	s.Capacity(c.MaxThroughput, c.Tier, c.Resource, c.SaturationWorkload)
+}
+
+// Capacity records the highest throughput and, when one saturated (tier
+// not empty), the first resource to saturate and the workload where it did.
+func (s *Set) Capacity(maxThroughputPages float64, tier, resource string, saturationWorkload int) {
+	if tier != "" {
+		s.set(criticalInfo, criticalInfoHelp, 1, "tier", tier, "resource", resource)
+		s.set(saturationUsers, saturationHelp, float64(saturationWorkload))
+	}
+	s.set(maxThroughput, maxThroughputHelp, maxThroughputPages)
+}
+
+// CheckPassed records whether a capacity check held.
+func (s *Set) CheckPassed(check string, ok bool) {
+	v := 0.0
+	if ok {
+		v = 1
+	}
+	s.set(checkPassed, checkPassedHelp, v, "check", check)
+}
+
+// GoodputRatio records an allocation's maximum goodput over the grid's best,
+// and the role it played ("recommended", "best", "practitioners", ...).
+func (s *Set) GoodputRatio(allocation, role string, ratio float64) {
+	s.set(goodputRatio, goodputRatioHelp, ratio, "allocation", allocation, "role", role)
+}
+
+// Trial records one trial of an allocation at a workload: throughput,
+// goodput by SLA threshold (as written) and CPU by server.
+func (s *Set) Trial(allocation string, users int, throughput float64, goodput map[string]float64, cpu map[string]float64) {
+	u := strconv.Itoa(users)
+	s.set(trialThroughput, trialThroughputH, throughput, "allocation", allocation, "users", u)
+	for _, sla := range sortedKeys(goodput) {
+		s.set(trialGoodput, trialGoodputHelp, goodput[sla], "allocation", allocation, "users", u, "sla_seconds", sla)
+	}
+	for _, server := range sortedKeys(cpu) {
+		s.set(trialCPU, trialCPUHelp, cpu[server], "allocation", allocation, "users", u, "server", server)
+	}
+}
+
+func sortedKeys(m map[string]float64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // Goodput records a goodput figure of an allocation at an SLA threshold.
@@ -114,9 +178,6 @@ func (s *Set) TrialsGoodput(trials []algorithms.Trial, sla float64, format func(
 		s.Goodput(a, sla, best[a])
 	}
 }
-
-// Set records any other gauge (validate's ratios, simulate's rows).
-func (s *Set) Set(name, help string, v float64, labels ...string) { s.set(name, help, v, labels...) }
 
 // WriteFile writes the text exposition format atomically (temp file and
 // rename), so a textfile collector never reads half a file.

@@ -1,0 +1,101 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"text/tabwriter"
+)
+
+// ValidateAllocation is one allocation's showing in the grid.
+type ValidateAllocation struct {
+	Allocation string `json:"allocation"`
+	// Role: "recommended", "practitioners", "tomcat-defaults", "hikari", or "grid".
+	Role string `json:"role"`
+	// MaxGoodput is the highest goodput at the SLA over the workloads (pages/s),
+	// the mean over seeds; Goodput is the curve, one value per workload.
+	MaxGoodput float64   `json:"maxGoodput"`
+	AtUsers    int       `json:"atUsers"`
+	Goodput    []float64 `json:"goodput"`
+	// Ratio is MaxGoodput over the grid's best.
+	Ratio float64 `json:"ratio"`
+}
+
+// ValidateJSON is `softalloc validate --output json`.
+type ValidateJSON struct {
+	Topology    string               `json:"topology"`
+	SLA         float64              `json:"slaSeconds"`
+	Seeds       []uint64             `json:"seeds"`
+	Workloads   []int                `json:"workloads"`
+	Recommended ValidateAllocation   `json:"recommended"`
+	Best        ValidateAllocation   `json:"best"`
+	Compared    []ValidateAllocation `json:"compared"`
+	Grid        []ValidateAllocation `json:"grid"`
+	// RecommendExperiments is what the recommendation cost (0 when given);
+	// GridExperiments what the grid cost, per seed.
+	RecommendExperiments int `json:"recommendExperiments"`
+	GridExperiments      int `json:"gridExperiments"`
+}
+
+// WriteValidateTable writes validate's comparison as a table.
+func WriteValidateTable(w io.Writer, doc ValidateJSON) error {
+	fmt.Fprintf(w, "topology %s, goodput at %.3g s, %d allocations x %d workloads (%s users), seeds %v\n\n",
+		doc.Topology, doc.SLA, len(doc.Grid), len(doc.Workloads), workloadRange(doc.Workloads), doc.Seeds)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\tALLOCATION\tMAX GOODPUT (PAGES/S)\tAT USERS\tVS BEST\tEXPERIMENTS")
+	row := func(label string, v ValidateAllocation, exps string) {
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%d\t%.3f\t%s\n", label, v.Allocation, v.MaxGoodput, v.AtUsers, v.Ratio, exps)
+	}
+	recExps := "given"
+	if doc.RecommendExperiments > 0 {
+		recExps = strconv.Itoa(doc.RecommendExperiments)
+	}
+	row("grid best", doc.Best, fmt.Sprintf("%d per seed", doc.GridExperiments))
+	row("recommended", doc.Recommended, recExps)
+	for _, v := range doc.Compared {
+		row(v.Role, v, "")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	top := append([]ValidateAllocation(nil), doc.Grid...)
+	sort.SliceStable(top, func(i, j int) bool { return top[i].MaxGoodput > top[j].MaxGoodput })
+	fmt.Fprintf(w, "\ntop of the grid:")
+	for i := 0; i < min(8, len(top)); i++ {
+		fmt.Fprintf(w, " %s (%.3f)", top[i].Allocation, top[i].Ratio)
+	}
+	fmt.Fprintln(w)
+	return nil
+}
+
+func workloadRange(ws []int) string {
+	if len(ws) == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%d..%d", ws[0], ws[len(ws)-1])
+}
+
+// PlotValidation draws goodput against workload for the compared allocations.
+func PlotValidation(path string, doc ValidateJSON) error {
+	x := make([]float64, len(doc.Workloads))
+	for i, u := range doc.Workloads {
+		x[i] = float64(u)
+	}
+	var curves []Curve
+	seen := map[string]bool{}
+	add := func(label string, v ValidateAllocation) {
+		if seen[v.Allocation] {
+			return
+		}
+		seen[v.Allocation] = true
+		curves = append(curves, Curve{Label: label + " " + v.Allocation, X: x, Y: v.Goodput})
+	}
+	add("recommended", doc.Recommended)
+	add("grid best", doc.Best)
+	for _, v := range doc.Compared {
+		add(v.Role, v)
+	}
+	title := fmt.Sprintf("%s: goodput at %.3g s, mean of seeds %v", doc.Topology, doc.SLA, doc.Seeds)
+	return SavePlot(path, title, "workload [users]", "goodput [pages/s]", curves)
+}
