@@ -16,7 +16,8 @@ import (
 type DegradationOptions struct {
 	// Classes take part; the others get no load (default: the swept class,
 	// the held ones and every class with steady closed users, in the
-	// workload's order).
+	// workload's order; if none of them is in the workload, every class,
+	// so that the error says what is wrong with them).
 	Classes []string
 	// Swept is the class whose closed users are raised through Levels.
 	Swept  string
@@ -178,6 +179,11 @@ func (o DegradationOptions) classes(w ClassWorkload) ([]string, error) {
 	names := o.Classes
 	if len(names) == 0 {
 		names = defaultDegradationClasses(w, o.Swept, o.Held)
+	}
+	if len(names) == 0 {
+		for _, k := range w.Classes {
+			names = append(names, k.Name)
+		}
 	}
 	seen := map[string]bool{}
 	for _, n := range names {

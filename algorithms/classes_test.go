@@ -315,3 +315,12 @@ func TestClassWorkloadValidate(t *testing.T) {
 		})
 	}
 }
+
+// A workload with none of the default classes (no steady users, no swept
+// class) takes every class, so the error says which one cannot be held.
+func TestDegradationSchemesWithNoDefaultClassNameTheWorkloads(t *testing.T) {
+	s := seed000Fake()
+	s.classes = []fakeClass{{name: "open", demand: 0.1, limit: 1, ramp: true}}
+	_, err := algorithms.DegradationSchemes(context.Background(), s, s.workload(), algorithms.DegradationOptions{Swept: "heavy", Levels: []int{1}})
+	assert.EqualError(t, err, `class "open": the degradation experiment holds closed users; it has arrivals or a ramp`)
+}
