@@ -2,7 +2,6 @@ package classes
 
 import (
 	"context"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -231,51 +230,6 @@ run: {duration: 1s}
 
 func replace(s, old, new string) string { return strings.Replace(s, old, new, 1) }
 
-func TestSetupApply(t *testing.T) {
-	w := Seed000()
-	c, err := Setup{Policy: PolicyRR, Quantum: 0.01, PerClassPools: true, PoolSizes: map[string]int{"heavy": 7},
-		Weights: map[string]float64{"light": 3}, Priorities: map[string]int{"heavy": 5}}.Apply(w)
-	require.NoError(t, err)
-	assert.Equal(t, PolicyRR, c.Server.Policy)
-	require.Len(t, c.Server.Pools, 3)
-	assert.Equal(t, Pool{Name: "heavy", Size: 7, Backlog: 100}, c.Server.Pools[2])
-	assert.Equal(t, "heavy", c.Class("heavy").Pool)
-	assert.Equal(t, 3.0, c.Class("light").Weight)
-	assert.Equal(t, 5, c.Class("heavy").Priority)
-	assert.Equal(t, "shared", w.Class("heavy").Pool, "the original is untouched")
-	_, err = Setup{Weights: map[string]float64{"nope": 1}}.Apply(w)
-	assert.ErrorContains(t, err, `"nope"`)
-	assert.Equal(t, "rr 10ms per-class pools", Setup{Policy: PolicyRR, Quantum: 0.01, PerClassPools: true}.Name())
-}
-
-func TestDegradationRejects(t *testing.T) {
-	w := Seed000()
-	ctx := context.Background()
-	for name, o := range map[string]DegradationOptions{
-		"unknown class": {Classes: []string{"light", "nope"}, Swept: "light", Levels: []int{1}},
-		"swept absent":  {Classes: []string{"light"}, Swept: "heavy", Levels: []int{1}},
-		"no levels":     {Classes: []string{"light", "heavy"}, Swept: "heavy"},
-		"held absent":   {Classes: []string{"light", "heavy"}, Swept: "heavy", Levels: []int{1}, Held: map[string]int{"middle": 1}},
-	} {
-		t.Run(name, func(t *testing.T) {
-			_, err := Degradation(ctx, w, o)
-			assert.Error(t, err)
-		})
-	}
-}
-
-func TestDegradationHonoursCancellation(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err := Degradation(ctx, Seed000(), DegradationOptions{Classes: []string{"light", "heavy"}, Swept: "heavy", Levels: []int{0, 40}})
-	assert.ErrorIs(t, err, context.Canceled)
-}
-
-func TestRecommendWantsAnObjective(t *testing.T) {
-	_, err := Recommend(context.Background(), Seed000(), RecommendOptions{})
-	assert.ErrorIs(t, err, ErrNoObjective)
-}
-
 // With every request always in the server (no think time), the heap holds
 // base + N x memory, and the collector leaves the cores 1 / (1 + c L/(H-L)).
 func TestMemorySlowsTheCPUByTheCollectorsShare(t *testing.T) {
@@ -311,34 +265,4 @@ func TestOutOfMemoryFailsTheRequest(t *testing.T) {
 	assert.Positive(t, c.Throughput)
 	assert.LessOrEqual(t, r.HeapPeak, float64(1<<30))
 	assert.Equal(t, float64(3*300<<20), r.HeapPeak, "three requests fit")
-}
-
-// mostThroughput keeps the largest feasible pool unless a smaller one
-// serves the best-effort classes over 1% more.
-func TestMostThroughputPicksThePeak(t *testing.T) {
-	served := func(f func(p int) float64) func(int) (Result, bool, error) {
-		return func(p int) (Result, bool, error) {
-			return Result{Classes: []ClassResult{{Name: "heavy", Throughput: f(p)}}}, p != 4, nil
-		}
-	}
-	ctx := context.Background()
-	peaked := served(func(p int) float64 { return 10 - math.Abs(float64(p)-6) })
-	top, _, _ := peaked(20)
-	p, r, err := mostThroughput(ctx, 1, []string{"heavy"}, 20, top, peaked)
-	require.NoError(t, err)
-	assert.Equal(t, 6, p)
-	assert.Equal(t, 10.0, r.Classes[0].Throughput)
-
-	rising := served(func(p int) float64 { return float64(p) })
-	top, _, _ = rising(20)
-	p, _, err = mostThroughput(ctx, 1, []string{"heavy"}, 20, top, rising)
-	require.NoError(t, err)
-	assert.Equal(t, 20, p)
-
-	// An infeasible size is never chosen, however much it serves.
-	spike := served(func(p int) float64 { return map[int]float64{4: 100}[p] + 1 })
-	top, _, _ = spike(20)
-	p, _, err = mostThroughput(ctx, 1, []string{"heavy"}, 20, top, spike)
-	require.NoError(t, err)
-	assert.Equal(t, 20, p)
 }
