@@ -48,12 +48,10 @@ func NewClasses(cfg ClassesConfig) (Classes, error) {
 		return Classes{}, fmt.Errorf("workload %q: measured window %v: want a time > 0 (0 keeps the workload's)", w.Name, cfg.Duration)
 	}
 	if cfg.Duration > 0 {
-		w.Run.Duration = classes.Duration(cfg.Duration.Seconds())
+		w.SetMeasuredWindow(cfg.Duration)
 	}
 	if cfg.NoSelector {
-		for i := range w.Classes {
-			w.Classes[i].Selector = nil
-		}
+		w.DisableSelectors()
 	}
 	r := classes.Runner{Workload: w, Seed: cfg.Seed}
 	return Classes{ClassExperimenter: r, Workload: w.Description(), sim: r}, nil

@@ -199,7 +199,7 @@ func TestBehaviourSeed001GoldSilver(t *testing.T) {
 	soloRun := simulate(t, alone, 1)
 	solo := soloRun.Class("gold")
 	prio := simulate(t, w, 1)
-	w.Server.Policy = PolicyPS
+	w.Server.Policy = policyPS
 	ps := simulate(t, w, 1)
 	g, s := ps.Class("gold"), ps.Class("silver")
 	assert.InEpsilon(t, g.Throughput, s.Throughput, 0.10, "original: an even split")

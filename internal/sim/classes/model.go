@@ -196,9 +196,9 @@ type model struct {
 	gcArea, heapPeak float64
 }
 
-// Simulate runs one trial of workload w with the given seed. The same seed
+// simulateWorkload runs one trial of workload w with the given seed. The same seed
 // gives the same numbers.
-func Simulate(ctx context.Context, w *Workload, seed uint64) (Result, error) {
+func simulateWorkload(ctx context.Context, w *Workload, seed uint64) (Result, error) {
 	if err := w.Validate(); err != nil {
 		return Result{}, fmt.Errorf("simulate %q: %w", w.Name, err)
 	}
@@ -213,7 +213,7 @@ func Simulate(ctx context.Context, w *Workload, seed uint64) (Result, error) {
 }
 
 func newModel(w *Workload, seed uint64) *model {
-	m := &model{w: w, seed: seed, start: float64(w.Run.WarmUp), bounded: w.Server.Admission == AdmissionBounded}
+	m := &model{w: w, seed: seed, start: float64(w.Run.WarmUp), bounded: w.Server.Admission == admissionBounded}
 	m.end = m.start + float64(w.Run.Duration)
 	m.slump, m.memory = 1, w.Server.Memory
 	for _, s := range w.Server.Slumps {
@@ -222,7 +222,7 @@ func newModel(w *Workload, seed uint64) *model {
 		}
 	}
 	speed := m.slump * m.gcSpeed()
-	if w.Server.Policy == PolicyRR {
+	if w.Server.Policy == policyRR {
 		m.cpu = newRRCPU(w.Server.Cores, float64(w.Server.Quantum), speed, &m.work)
 	} else {
 		m.cpu = newGroupCPU(w, speed)
@@ -243,7 +243,7 @@ func newModel(w *Workload, seed uint64) *model {
 		s.demand, s.think, s.net = float64(c.Demand), float64(c.Load.ThinkTime), float64(c.Network)
 		s.mem = float64(c.Memory)
 		s.limit, s.sla = float64(c.Limit), float64(c.SLA)
-		s.exp = c.Distribution == Exponential
+		s.exp = c.Distribution == exponential
 		for _, a := range c.Approaches {
 			s.costs = append(s.costs, a.Cost)
 		}

@@ -13,7 +13,7 @@ import (
 
 func simulate(t *testing.T, w *Workload, seed uint64) Result {
 	t.Helper()
-	r, err := Simulate(context.Background(), w, seed)
+	r, err := simulateWorkload(context.Background(), w, seed)
 	require.NoError(t, err)
 	return r
 }
@@ -42,7 +42,7 @@ func TestSimulateIsDeterministicPerSeed(t *testing.T) {
 
 // An open M/M/1 processor-sharing queue has mean response D/(1-rho).
 func TestProcessorSharingMatchesMM1(t *testing.T) {
-	w := single(1, PolicyPS, 0.01, Load{Arrivals: &Arrivals{Rate: 50}})
+	w := single(1, policyPS, 0.01, Load{Arrivals: &Arrivals{Rate: 50}})
 	w.Run.Duration = 2000
 	r := simulate(t, w, 1)
 	c := r.Classes[0]
@@ -69,14 +69,14 @@ func TestRoundRobinWithSmallQuantumIsProcessorSharing(t *testing.T) {
 	w.Class("heavy").Load.Users = 10
 	w.Run.Duration = 10
 	ps := simulate(t, w, 1)
-	w.Server.Policy, w.Server.Quantum = PolicyRR, 0.0005
+	w.Server.Policy, w.Server.Quantum = policyRR, 0.0005
 	rr := simulate(t, w, 1)
 	assert.InEpsilon(t, ps.Class("light").Throughput, rr.Class("light").Throughput, 0.03)
 }
 
 func TestWeightedShareWaterFills(t *testing.T) {
 	w := Seed000()
-	w.Server.Policy = PolicyWeighted
+	w.Server.Policy = policyWeighted
 	w.Class("light").Weight, w.Class("heavy").Weight = 0.9, 0.1
 	c := newGroupCPU(w, 1)
 	// Light has 2 jobs (capped at 2 cores), heavy 10: heavy takes the rest.
@@ -118,15 +118,15 @@ func TestSelector(t *testing.T) {
 
 // Bounded admission refuses what the backlog cannot hold; unbounded queues it.
 func TestAdmission(t *testing.T) {
-	w := single(1, PolicyPS, 0.01, Load{Arrivals: &Arrivals{Rate: 200}})
+	w := single(1, policyPS, 0.01, Load{Arrivals: &Arrivals{Rate: 200}})
 	w.Server.Pools[0] = Pool{Name: "p", Size: 5, Backlog: 10}
-	w.Server.Admission = AdmissionBounded
+	w.Server.Admission = admissionBounded
 	w.Run.Duration = 200
 	r := simulate(t, w, 1)
 	assert.InDelta(t, 100, r.HitsPerSecond, 3, "the CPU serves its capacity")
 	assert.InDelta(t, 100, r.ErrorsPerSecond, 3, "the rest is refused")
 	assert.Less(t, r.Classes[0].ResponseTime, 15*0.01+0.01, "at most 15 requests ahead")
-	w.Server.Admission = AdmissionUnbounded
+	w.Server.Admission = admissionUnbounded
 	r = simulate(t, w, 1)
 	assert.Zero(t, r.ErrorsPerSecond)
 	assert.Greater(t, r.Classes[0].ResponseTime, 5.0, "the queue grows through the run")
@@ -134,7 +134,7 @@ func TestAdmission(t *testing.T) {
 
 // Bursty arrivals come only in the on-part of each period.
 func TestBurstsArriveOnlyWhenOn(t *testing.T) {
-	w := single(1, PolicyPS, 0.001, Load{Arrivals: &Arrivals{Rate: 10, On: 10, Period: 70}})
+	w := single(1, policyPS, 0.001, Load{Arrivals: &Arrivals{Rate: 10, On: 10, Period: 70}})
 	w.Run = Run{Duration: 700, Interval: 10}
 	r := simulate(t, w, 1)
 	assert.InEpsilon(t, 10*10*10, r.Classes[0].Sent, 0.1)
@@ -149,7 +149,7 @@ func TestBurstsArriveOnlyWhenOn(t *testing.T) {
 
 // A slump runs the CPU at its speed: saturated throughput follows it.
 func TestSlumpSlowsTheCPU(t *testing.T) {
-	for _, policy := range []string{PolicyPS, PolicyRR} {
+	for _, policy := range []string{policyPS, policyRR} {
 		t.Run(policy, func(t *testing.T) {
 			w := single(2, policy, 0.01, Load{Users: 20})
 			w.Server.Quantum = 0.005
@@ -165,7 +165,7 @@ func TestSlumpSlowsTheCPU(t *testing.T) {
 
 // Ramps add users every step up to the cap.
 func TestRampAddsUsers(t *testing.T) {
-	w := single(1, PolicyPS, 0.001, Load{Users: 30, ThinkTime: 1, Ramp: &Ramp{From: 10, By: 5, Every: 10}})
+	w := single(1, policyPS, 0.001, Load{Users: 30, ThinkTime: 1, Ramp: &Ramp{From: 10, By: 5, Every: 10}})
 	w.Run = Run{Duration: 60, Interval: 10}
 	r := simulate(t, w, 1)
 	var users []int
@@ -197,7 +197,7 @@ server: {cores: 1, pools: [{name: p, size: 1}]}
 classes: [{name: a, demand: 1ms, load: {users: 1}}]
 run: {duration: 1s}
 `
-	_, err := Parse([]byte(base), "ok")
+	_, err := parse([]byte(base), "ok")
 	require.NoError(t, err)
 	for name, tc := range map[string]struct{ yaml, want string }{
 		"unknown field": {`{server: {cores: 1, cors: 2}}`, "cors"},
@@ -218,7 +218,7 @@ run: {duration: 1s}
 		"too big":       {replace(replace(base, "cores: 1,", "cores: 1, memory: {heap: 1GB, base: 512MB},"), "demand: 1ms,", "demand: 1ms, memory: 600MB,"), "classes.a.memory"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := Parse([]byte(tc.yaml), "bad.yaml")
+			_, err := parse([]byte(tc.yaml), "bad.yaml")
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 			assert.Contains(t, err.Error(), "bad.yaml")
@@ -233,8 +233,8 @@ func replace(s, old, new string) string { return strings.Replace(s, old, new, 1)
 // With every request always in the server (no think time), the heap holds
 // base + N x memory, and the collector leaves the cores 1 / (1 + c L/(H-L)).
 func TestMemorySlowsTheCPUByTheCollectorsShare(t *testing.T) {
-	w := single(4, PolicyPS, 0.01, Load{Users: 20})
-	w.Classes[0].Distribution = Deterministic
+	w := single(4, policyPS, 0.01, Load{Users: 20})
+	w.Classes[0].Distribution = deterministic
 	w.Classes[0].Memory = 20 << 20
 	w.Server.Memory = &Memory{Heap: 1 << 30, Base: 100 << 20, GCCost: 0.2}
 	require.NoError(t, w.Validate())
@@ -255,7 +255,7 @@ func TestMemorySlowsTheCPUByTheCollectorsShare(t *testing.T) {
 // out of memory; the client retries after a pause, and the thread serves
 // the next request.
 func TestOutOfMemoryFailsTheRequest(t *testing.T) {
-	w := single(1, PolicyPS, 0.01, Load{Users: 10})
+	w := single(1, policyPS, 0.01, Load{Users: 10})
 	w.Classes[0].Memory = 300 << 20
 	w.Server.Memory = &Memory{Heap: 1 << 30}
 	r := simulate(t, w, 1)

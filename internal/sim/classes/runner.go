@@ -3,6 +3,7 @@ package classes
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/softalloc/softalloc/algorithms"
 )
@@ -28,7 +29,7 @@ func (r Runner) RunClassTrial(ctx context.Context, t algorithms.ClassTrial) (alg
 			return algorithms.ClassObservation{}, err
 		}
 	}
-	res, err := Simulate(ctx, w, r.Seed)
+	res, err := simulateWorkload(ctx, w, r.Seed)
 	if err != nil {
 		return algorithms.ClassObservation{}, err
 	}
@@ -43,7 +44,18 @@ func (r Runner) RunClassTrial(ctx context.Context, t algorithms.ClassTrial) (alg
 // Simulate runs the workload once as it is, with the runner's seed, and
 // returns the model's whole report.
 func (r Runner) Simulate(ctx context.Context) (Result, error) {
-	return Simulate(ctx, r.Workload, r.Seed)
+	return simulateWorkload(ctx, r.Workload, r.Seed)
+}
+
+// SetMeasuredWindow replaces the length of the run's measured window.
+func (w *Workload) SetMeasuredWindow(d time.Duration) { w.Run.Duration = Duration(d.Seconds()) }
+
+// DisableSelectors serves every request with its full approach (seed 002's
+// baseline).
+func (w *Workload) DisableSelectors() {
+	for i := range w.Classes {
+		w.Classes[i].Selector = nil
+	}
 }
 
 // Description is the workload as the class procedures see it.

@@ -15,7 +15,7 @@ func TestApplySetup(t *testing.T) {
 	c, err := apply(algorithms.ClassSetup{Policy: algorithms.PolicyRR, QuantumSeconds: 0.01, PerClassPools: true,
 		PoolSizes: map[string]int{"heavy": 7}, Weights: map[string]float64{"light": 3}, Priorities: map[string]int{"heavy": 5}}, w)
 	require.NoError(t, err)
-	assert.Equal(t, PolicyRR, c.Server.Policy)
+	assert.Equal(t, policyRR, c.Server.Policy)
 	assert.Equal(t, Duration(0.01), c.Server.Quantum)
 	require.Len(t, c.Server.Pools, 3)
 	assert.Equal(t, Pool{Name: "light", Size: 150, Backlog: 100}, c.Server.Pools[0])
@@ -56,7 +56,7 @@ func TestRunnerRunsTheTrialsWorkload(t *testing.T) {
 	require.NoError(t, err)
 
 	byHand := w.Clone()
-	byHand.Server.Policy = PolicyWeighted
+	byHand.Server.Policy = policyWeighted
 	byHand.Class("light").Weight, byHand.Class("heavy").Weight = 0.8, 0.2
 	byHand.Class("heavy").Load.Users = 20
 	byHand.Class("middle").Load = Load{}
