@@ -14,7 +14,10 @@ import (
 )
 
 // This file holds the multi-class commands: `softalloc degradation` and
-// `softalloc recommend --classes` (dispatched from recommend.go).
+// `softalloc recommend --classes` (dispatched from recommend.go). They are
+// wiring: flags become algorithms' class setups, runner.NewClasses loads the
+// workload and runs its trials, algorithms' class procedures decide, and
+// report prints.
 
 type degradationOptions struct {
 	workload string

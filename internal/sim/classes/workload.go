@@ -7,7 +7,9 @@
 // bursty on/off); and degradable services with the approach selector of
 // Mitrovic et al. It reproduces the degradation schemes, priorities,
 // controlled degradation and overload behaviours of the seed texts 000, 001,
-// 002 and 004 (see docs/classes.md).
+// 002 and 004 (see docs/classes.md). Runner runs its trials for the class
+// procedures of package algorithms (per-class pool sizing, the degradation
+// sweep).
 package classes
 
 import (
