@@ -196,8 +196,8 @@ type model struct {
 	gcArea, heapPeak float64
 }
 
-// simulateWorkload runs one trial of workload w with the given seed. The same seed
-// gives the same numbers.
+// simulateWorkload runs one trial of workload w with the given seed. The
+// same seed gives the same numbers.
 func simulateWorkload(ctx context.Context, w *Workload, seed uint64) (Result, error) {
 	if err := w.Validate(); err != nil {
 		return Result{}, fmt.Errorf("simulate %q: %w", w.Name, err)
