@@ -2,20 +2,22 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/report"
-	"github.com/softalloc/softalloc/internal/sim/classes"
+	"github.com/softalloc/softalloc/internal/runner"
 )
 
 // This file holds the multi-class commands: `softalloc degradation` and
-// `softalloc recommend --classes` (dispatched from recommend.go).
+// `softalloc recommend --classes` (dispatched from recommend.go). They are
+// wiring: flags become algorithms' class setups, runner.NewClasses loads the
+// workload and runs its trials, algorithms' class procedures decide, and
+// report prints.
 
 type degradationOptions struct {
 	workload string
@@ -96,13 +98,6 @@ approach selectors off (the baseline of seed 002).`,
 	return cmd
 }
 
-// DegradationJSON is `softalloc degradation --output json`.
-type DegradationJSON struct {
-	Workload string           `json:"workload"`
-	Swept    string           `json:"swept"`
-	Schemes  []classes.Scheme `json:"schemes"`
-}
-
 func runDegradation(cmd *cobra.Command, s Streams, o *degradationOptions) error {
 	if err := checkOutput(o.output); err != nil {
 		return err
@@ -120,15 +115,12 @@ func runDegradation(cmd *cobra.Command, s Streams, o *degradationOptions) error 
 	if cmd.Flags().Changed("duration") && o.duration <= 0 {
 		return usagef("--duration: want a time > 0 (leave --duration out for the workload's), got %v", o.duration)
 	}
-	w, err := loadClassesWorkload(o.workload)
+	cls, err := runner.NewClasses(runner.ClassesConfig{WorkloadPath: o.workload, Seed: o.seed, Duration: o.duration, NoSelector: o.noSelect})
 	if err != nil {
-		return err
-	}
-	if o.duration > 0 {
-		w.Run.Duration = classes.Duration(o.duration.Seconds())
+		return configError(err)
 	}
 	if o.trial {
-		return runTrial(cmd, s, o, w)
+		return runTrial(cmd, s, o, cls)
 	}
 	if o.noSelect {
 		return usagef("--no-selector goes with --trial")
@@ -147,21 +139,12 @@ func runDegradation(cmd *cobra.Command, s Streams, o *degradationOptions) error 
 	if err != nil {
 		return err
 	}
-	names := splitList(o.classes)
-	if len(names) == 0 {
-		for _, k := range w.Classes {
-			_, given := held[k.Name]
-			if k.Name == o.sweep || given || (k.Load.Users > 0 && k.Load.Arrivals == nil && k.Load.Ramp == nil) {
-				names = append(names, k.Name)
-			}
-		}
-	}
-	setups, err := o.setups(w)
+	setups, err := o.setups(cls.Workload)
 	if err != nil {
 		return err
 	}
-	schemes, err := classes.Degradation(cmd.Context(), w, classes.DegradationOptions{
-		Classes: names, Swept: o.sweep, Levels: levels, Held: held, Setups: setups, Seed: o.seed, Parallel: o.parallel,
+	schemes, err := algorithms.DegradationSchemes(cmd.Context(), cls, cls.Workload, algorithms.DegradationOptions{
+		Classes: splitList(o.classes), Swept: o.sweep, Levels: levels, Held: held, Setups: setups, Parallel: o.parallel,
 	})
 	if err != nil {
 		if cmd.Context().Err() != nil {
@@ -169,32 +152,26 @@ func runDegradation(cmd *cobra.Command, s Streams, o *degradationOptions) error 
 		}
 		return usageError{err}
 	}
+	doc := report.NewDegradationJSON(cls.Workload.Name, o.sweep, schemes)
 	if o.plot != "" {
-		if err := plotSchemes(o.plot, o.sweep, names, schemes); err != nil {
+		if err := report.PlotDegradation(o.plot, doc); err != nil {
 			return err
 		}
 	}
 	if o.output == "json" {
-		return report.WriteJSON(s.Out, DegradationJSON{Workload: w.Name, Swept: o.sweep, Schemes: schemes})
+		return report.WriteJSON(s.Out, doc)
 	}
-	return writeSchemes(s.Out, o.sweep, names, schemes)
+	return report.WriteDegradationTable(s.Out, doc)
 }
 
 // setups turns --policy, --quantum, --weight, --priority and --pools into
 // the setups to compare.
-func (o *degradationOptions) setups(w *classes.Workload) ([]classes.Setup, error) {
-	base := classes.Setup{PoolSize: o.poolSize}
+func (o *degradationOptions) setups(w algorithms.ClassWorkload) ([]algorithms.ClassSetup, error) {
+	base := algorithms.ClassSetup{PoolSize: o.poolSize}
 	switch o.pools {
 	case "shared":
 	case "per-class":
 		base.PerClassPools = true
-		if o.poolSize > 0 {
-			base.PoolSize = 0
-			base.PoolSizes = map[string]int{}
-			for _, k := range w.Classes {
-				base.PoolSizes[k.Name] = o.poolSize
-			}
-		}
 	default:
 		return nil, usagef("--pools %q: want shared or per-class", o.pools)
 	}
@@ -225,172 +202,55 @@ func (o *degradationOptions) setups(w *classes.Workload) ([]classes.Setup, error
 	}
 	policies := splitList(o.policies)
 	if len(policies) == 0 {
-		policies = []string{w.Server.Policy}
+		policies = []string{string(w.Policy)}
 	}
-	var out []classes.Setup
+	var out []algorithms.ClassSetup
 	for _, p := range policies {
-		switch p {
-		case classes.PolicyPS, classes.PolicyPriority, classes.PolicyWeighted:
+		switch policy := algorithms.CPUPolicy(p); policy {
+		case algorithms.PolicyPS, algorithms.PolicyPriority, algorithms.PolicyWeighted:
 			st := base
-			st.Policy = p
+			st.Policy = policy
 			out = append(out, st)
-		case classes.PolicyRR:
+		case algorithms.PolicyRR:
 			qs := quanta
 			if len(qs) == 0 {
-				qs = []float64{float64(w.Server.Quantum)}
+				qs = []float64{w.QuantumSeconds}
 				if qs[0] <= 0 {
 					return nil, usagef("--policy rr: want --quantum (the workload has none)")
 				}
 			}
 			for _, q := range qs {
 				st := base
-				st.Policy, st.Quantum = p, q
+				st.Policy, st.QuantumSeconds = policy, q
 				out = append(out, st)
 			}
 		default:
 			return nil, usagef("--policy %q: want ps, rr, priority or weighted", p)
 		}
 	}
-	for i := range out {
-		if _, err := out[i].Apply(w); err != nil {
+	for _, st := range out {
+		if err := w.CheckSetup(st); err != nil {
 			return nil, usageError{err}
 		}
 	}
 	return out, nil
 }
 
-func writeSchemes(w io.Writer, swept string, names []string, schemes []classes.Scheme) error {
-	for i, sc := range schemes {
-		if i > 0 {
-			fmt.Fprintln(w)
-		}
-		fmt.Fprintf(w, "%s\n", sc.Setup)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		h := []string{strings.ToUpper(swept)}
-		for _, n := range names {
-			u := strings.ToUpper(n)
-			h = append(h, u+"/S", u+" SOLO/S", u+" DROP", u+" RT")
-		}
-		h = append(h, "CPU")
-		fmt.Fprintln(tw, strings.Join(h, "\t")+"\t")
-		for _, p := range sc.Points {
-			rec := []string{strconv.Itoa(p.Level)}
-			for _, n := range names {
-				c := p.Class(n)
-				drop, rt := "-", "-"
-				if c.Solo > 0 {
-					drop = report.Percent(-100*c.Drop, 1, false)
-				}
-				if c.Throughput > 0 {
-					rt = fmt.Sprintf("%.3f", c.ResponseTime)
-				}
-				rec = append(rec, fmt.Sprintf("%.1f", c.Throughput), fmt.Sprintf("%.1f", c.Solo), drop, rt)
-			}
-			rec = append(rec, fmt.Sprintf("%.2f", p.CPU))
-			fmt.Fprintln(tw, strings.Join(rec, "\t")+"\t")
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	}
-	_, err := fmt.Fprintln(w, "\nthroughput in requests/s; solo is the class alone with the same users; drop is the change from solo; rt is the mean response time in s.")
-	return err
-}
-
-// plotSchemes draws each held class's throughput as a percentage of its
-// solo value against the swept class's users, one curve per setup and held
-// class (seed 000's Figure 2). The swept class is left out: beside four
-// policies its curves would double the lines and repeat the palette.
-func plotSchemes(path, swept string, names []string, schemes []classes.Scheme) error {
-	var curves []report.Curve
-	for _, sc := range schemes {
-		for _, n := range names {
-			if n == swept {
-				continue
-			}
-			c := report.Curve{Label: sc.Setup + ": " + n}
-			for _, p := range sc.Points {
-				k := p.Class(n)
-				if k.Solo > 0 {
-					c.X = append(c.X, float64(p.Level))
-					c.Y = append(c.Y, 100*k.Throughput/k.Solo)
-				}
-			}
-			if len(c.X) > 0 {
-				curves = append(curves, c)
-			}
-		}
-	}
-	return report.SavePlot(path, "Degradation scheme", swept+" users", "throughput, % of solo", curves)
-}
-
 // runTrial is `degradation --trial`: one trial of the workload as it is.
-func runTrial(cmd *cobra.Command, s Streams, o *degradationOptions, w *classes.Workload) error {
+func runTrial(cmd *cobra.Command, s Streams, o *degradationOptions, cls runner.Classes) error {
 	for _, f := range []string{"classes", "sweep", "heavy", "users", "policy", "quantum", "weight", "priority", "pools", "pool", "plot"} {
 		if cmd.Flags().Changed(f) {
 			return usagef("--%s does not apply with --trial (edit the workload file)", f)
 		}
 	}
-	if o.noSelect {
-		for i := range w.Classes {
-			w.Classes[i].Selector = nil
-		}
-	}
-	r, err := classes.Simulate(cmd.Context(), w, o.seed)
+	r, err := cls.Trial(cmd.Context())
 	if err != nil {
 		return err
 	}
 	if o.output == "json" {
 		return report.WriteJSON(s.Out, r)
 	}
-	return writeTrial(s.Out, r)
-}
-
-func writeTrial(w io.Writer, r classes.Result) error {
-	fmt.Fprintf(w, "workload %s: %s measured, %.2f hits/s, %.2f errors/s, CPU %.0f%%\n\n",
-		r.Name, time.Duration(r.Seconds*float64(time.Second)), r.HitsPerSecond, r.ErrorsPerSecond, 100*r.CPU)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "CLASS\tTHROUGHPUT/S\tGOODPUT/S\tERRORS/S\tADEQUACY\tLIMIT\tMEAN RT\tP50\tP90\tP99\tSERVER\t")
-	for _, c := range r.Classes {
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.1f%%\t%gs\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", c.Name, c.Throughput, c.Goodput,
-			c.ErrorsPerSecond, 100*c.Adequacy, c.Limit, c.ResponseTime, c.P50, c.P90, c.P99, c.ServerTime)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(w, "\nthroughput and goodput (within the SLA) in responses/s; adequacy is the share of requests answered within the limit; times in s; server is the time holding a thread.")
-	for _, c := range r.Classes {
-		if len(c.Approaches) < 2 {
-			continue
-		}
-		fmt.Fprintf(w, "\n%s by approach (%d selector switches):", c.Name, c.Switches)
-		for _, a := range c.Approaches {
-			fmt.Fprintf(w, " %s %.0f%% (%d of %d adequate);", a.Name, 100*a.Share, a.Adequate, a.Served)
-		}
-		fmt.Fprintln(w)
-	}
-	if len(r.Series) == 0 {
-		return nil
-	}
-	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "START\tUSERS\tHITS/S\tERRORS/S\tDURATION\tMAX\t")
-	for _, b := range r.Series {
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.2f\t%.1f\t\n", time.Duration(b.Start*float64(time.Second)), b.Users,
-			b.HitsPerSecond, b.ErrorsPerSecond, b.Duration, b.MaxDuration)
-	}
-	return tw.Flush()
-}
-
-func loadClassesWorkload(path string) (*classes.Workload, error) {
-	if path == "" {
-		return classes.Seed000(), nil
-	}
-	w, err := classes.LoadWorkload(path)
-	if err != nil {
-		return nil, configError(err)
-	}
-	return w, nil
+	return report.WriteClassTrialTable(s.Out, r)
 }
 
 func splitList(s string) []string {
@@ -478,56 +338,20 @@ func runRecommendClasses(cmd *cobra.Command, s Streams, file string, o *campaign
 			return usagef("--%s does not apply with --classes (the workload file describes the server)", f)
 		}
 	}
-	w, err := classes.LoadWorkload(file)
+	cls, err := runner.NewClasses(runner.ClassesConfig{WorkloadPath: file, Seed: o.runner.seed})
 	if err != nil {
 		return configError(err)
 	}
-	rec, err := classes.Recommend(cmd.Context(), w, classes.RecommendOptions{Seed: o.runner.seed})
+	rec, err := algorithms.RecommendClassPools(cmd.Context(), cls, cls.Workload, algorithms.ClassPoolOptions{})
 	if err != nil {
 		if cmd.Context().Err() == nil {
 			return usageError{err}
 		}
 		return err
 	}
+	doc := report.NewClassRecommendJSON(rec)
 	if o.output == "json" {
-		return report.WriteJSON(s.Out, rec)
+		return report.WriteJSON(s.Out, doc)
 	}
-	return writeClassesRecommendation(s.Out, rec)
-}
-
-func writeClassesRecommendation(w io.Writer, rec classes.Recommendation) error {
-	fmt.Fprintf(w, "workload %s: critical resource %s (%d cores, %.0f%% busy at the load)\n\n",
-		rec.Workload, rec.Critical.Resource, rec.Critical.Cores, 100*rec.Critical.Utilization)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLASS\tOBJECTIVE\tUSERS\tMINJOBS\tPOOL\tSHARED POOL\tRECOMMENDED\t")
-	for _, c := range rec.Classes {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t\n", c.Name, c.Objective, c.Users, c.MinJobs, c.Pool,
-			formatOutcome(c.Shared), formatOutcome(c.Recommended))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\nshared pool: one pool of %d for every class. outcomes: throughput/s, adequacy, mean response time; * marks a missed objective.\n", rec.SharedPool)
-	if len(rec.Schemes) > 0 {
-		var names []string
-		for _, c := range rec.Schemes[0].Points[0].Classes {
-			names = append(names, c.Name)
-		}
-		fmt.Fprintf(w, "\ndegradation scheme as %s grows:\n\n", rec.Swept)
-		if err := writeSchemes(w, rec.Swept, names, rec.Schemes); err != nil {
-			return err
-		}
-	}
-	for _, m := range rec.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", m)
-	}
-	return nil
-}
-
-func formatOutcome(o classes.Outcome) string {
-	mark := ""
-	if !o.Met {
-		mark = " *"
-	}
-	return fmt.Sprintf("%.1f/s %.0f%% %.3fs%s", o.Throughput, 100*o.Adequacy, o.ResponseTime, mark)
+	return report.WriteClassRecommendTable(s.Out, doc)
 }

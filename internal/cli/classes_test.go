@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/softalloc/softalloc/internal/sim/classes"
+	"github.com/softalloc/softalloc/internal/report"
 )
 
 func classesFile(name string) string {
@@ -41,7 +41,7 @@ func TestDegradationJSONAndPlot(t *testing.T) {
 	var doc struct {
 		Workload string
 		Swept    string
-		Schemes  []classes.Scheme
+		Schemes  []report.SchemeJSON
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
 	assert.Equal(t, "seed000", doc.Workload)
@@ -50,7 +50,8 @@ func TestDegradationJSONAndPlot(t *testing.T) {
 	assert.Equal(t, "rr 10ms per-class pools", doc.Schemes[0].Setup)
 	last := doc.Schemes[2].Points[2]
 	assert.Equal(t, 40, last.Level)
-	assert.InDelta(t, 0.2, last.Class("light").Drop, 0.03, "weighted 0.8")
+	require.Equal(t, "light", last.Classes[0].Name)
+	assert.InDelta(t, 0.2, last.Classes[0].Drop, 0.03, "weighted 0.8")
 	b, err := os.ReadFile(plot)
 	require.NoError(t, err)
 	assert.Contains(t, string(b), "<svg")
@@ -89,7 +90,7 @@ func TestRecommendClasses(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, []byte(short), 0o644))
 	stdout, stderr, code := run(t, "", "recommend", "--classes", file, "--output", "json")
 	require.Equal(t, 0, code, stderr)
-	var rec classes.Recommendation
+	var rec report.ClassRecommendJSON
 	require.NoError(t, json.Unmarshal([]byte(stdout), &rec))
 	require.Len(t, rec.Classes, 2)
 	light, heavy := rec.Classes[0], rec.Classes[1]
@@ -123,7 +124,7 @@ func TestRecommendClassesUsageErrors(t *testing.T) {
 func TestDegradationTrial(t *testing.T) {
 	stdout, stderr, code := run(t, "", "degradation", "--trial", "--workload", classesFile("seed002-bursty.yaml"), "--duration", "10m", "--output", "json")
 	require.Equal(t, 0, code, stderr)
-	var r classes.Result
+	var r report.ClassTrialJSON
 	require.NoError(t, json.Unmarshal([]byte(stdout), &r))
 	require.Len(t, r.Classes, 1)
 	assert.Len(t, r.Classes[0].Approaches, 4)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/softalloc/softalloc/algorithms"
 )
 
 // seeds are the random seeds each band must hold for.
@@ -21,11 +23,12 @@ var seeds = []uint64{1, 2, 3}
 // seed000 runs seed 000's workload set 1 (30 light, heavy 0..40 by 5, 4 CPUs,
 // no think time) on one setup and returns the light and heavy drops from
 // solo at each level, in percent.
-func seed000(t *testing.T, s Setup, seed uint64) (light, heavy []float64, sc Scheme) {
+func seed000(t *testing.T, s algorithms.ClassSetup, seed uint64) (light, heavy []float64, sc algorithms.DegradationScheme) {
 	t.Helper()
-	schemes, err := Degradation(context.Background(), Seed000(), DegradationOptions{
+	w := Seed000()
+	schemes, err := algorithms.DegradationSchemes(context.Background(), Runner{Workload: w, Seed: seed}, w.Description(), algorithms.DegradationOptions{
 		Classes: []string{"light", "heavy"}, Swept: "heavy", Levels: []int{0, 5, 10, 15, 20, 25, 30, 35, 40},
-		Setups: []Setup{s}, Seed: seed,
+		Setups: []algorithms.ClassSetup{s},
 	})
 	require.NoError(t, err)
 	for _, p := range schemes[0].Points {
@@ -38,7 +41,7 @@ func seed000(t *testing.T, s Setup, seed uint64) (light, heavy []float64, sc Sch
 // Under processor sharing the light class keeps 30 of 70 equal shares.
 func TestBehaviourSeed000ProcessorSharing(t *testing.T) {
 	for _, seed := range seeds {
-		light, _, _ := seed000(t, Setup{Policy: PolicyPS}, seed)
+		light, _, _ := seed000(t, algorithms.ClassSetup{Policy: algorithms.PolicyPS}, seed)
 		assert.InDelta(t, 100*(1-30.0/70), light[8], 2, "seed %d", seed)
 	}
 }
@@ -47,7 +50,7 @@ func TestBehaviourSeed000ProcessorSharing(t *testing.T) {
 // slices; the text measured -97..-99% on Linux, FreeBSD and Windows.
 func TestBehaviourSeed000RoundRobin100ms(t *testing.T) {
 	for _, seed := range seeds {
-		light, _, _ := seed000(t, Setup{Policy: PolicyRR, Quantum: 0.1}, seed)
+		light, _, _ := seed000(t, algorithms.ClassSetup{Policy: algorithms.PolicyRR, QuantumSeconds: 0.1}, seed)
 		assert.GreaterOrEqual(t, light[8], 95.0, "seed %d", seed)
 		assert.LessOrEqual(t, light[8], 99.0, "seed %d", seed)
 	}
@@ -60,7 +63,7 @@ func TestBehaviourSeed000RoundRobin100ms(t *testing.T) {
 // (TestBehaviourSeed000RoundRobinMeanValue says why).
 func TestBehaviourSeed000RoundRobin10ms(t *testing.T) {
 	for _, seed := range seeds {
-		light, _, _ := seed000(t, Setup{Policy: PolicyRR, Quantum: 0.01}, seed)
+		light, _, _ := seed000(t, algorithms.ClassSetup{Policy: algorithms.PolicyRR, QuantumSeconds: 0.01}, seed)
 		assert.GreaterOrEqual(t, light[8], 70.0, "seed %d", seed)
 		assert.LessOrEqual(t, light[8], 85.0, "seed %d", seed)
 		for i := 1; i < len(light); i++ {
@@ -75,7 +78,7 @@ func TestBehaviourSeed000RoundRobin10ms(t *testing.T) {
 // one. The price: with 30 light requests and no think time the 4 CPUs never
 // idle for light, so heavy starves (no heavy response at any level).
 func TestBehaviourSeed000PriorityPerClassPools(t *testing.T) {
-	s := Setup{Policy: PolicyPriority, PerClassPools: true, Priorities: map[string]int{"light": 1, "heavy": 0}}
+	s := algorithms.ClassSetup{Policy: algorithms.PolicyPriority, PerClassPools: true, Priorities: map[string]int{"light": 1, "heavy": 0}}
 	for _, seed := range seeds {
 		light, _, sc := seed000(t, s, seed)
 		for i, d := range light {
@@ -90,7 +93,7 @@ func TestBehaviourSeed000PriorityPerClassPools(t *testing.T) {
 // A weighted share W for light gives it W of the CPU once heavy has work.
 func TestBehaviourSeed000WeightedShare(t *testing.T) {
 	for _, W := range []float64{0.2, 0.5, 0.8} {
-		s := Setup{Policy: PolicyWeighted, Weights: map[string]float64{"light": W, "heavy": 1 - W}}
+		s := algorithms.ClassSetup{Policy: algorithms.PolicyWeighted, Weights: map[string]float64{"light": W, "heavy": 1 - W}}
 		for _, seed := range seeds {
 			light, _, _ := seed000(t, s, seed)
 			assert.InDelta(t, 100*(1-W), light[8], 3, "W %g seed %d", W, seed)
@@ -196,7 +199,7 @@ func TestBehaviourSeed001GoldSilver(t *testing.T) {
 	soloRun := simulate(t, alone, 1)
 	solo := soloRun.Class("gold")
 	prio := simulate(t, w, 1)
-	w.Server.Policy = PolicyPS
+	w.Server.Policy = policyPS
 	ps := simulate(t, w, 1)
 	g, s := ps.Class("gold"), ps.Class("silver")
 	assert.InEpsilon(t, g.Throughput, s.Throughput, 0.10, "original: an even split")
@@ -214,7 +217,7 @@ func TestBehaviourSeed001GoldSilver(t *testing.T) {
 func TestBehaviourRecommendSeed000(t *testing.T) {
 	w, err := LoadWorkload("testdata/seed000-linux.yaml")
 	require.NoError(t, err)
-	rec, err := Recommend(context.Background(), w, RecommendOptions{Seed: 1})
+	rec, err := algorithms.RecommendClassPools(context.Background(), Runner{Workload: w, Seed: 1}, w.Description(), algorithms.ClassPoolOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "cpu", rec.Critical.Resource)
 	light, heavy := rec.Classes[0], rec.Classes[1]
@@ -248,7 +251,7 @@ func TestBehaviourRecommendSeed000MemoryBound(t *testing.T) {
 	shared := simulate(t, w, 1)
 	assert.Greater(t, shared.GCShare, 0.4, "shared pool: the collector takes much of the CPU")
 	assert.Less(t, shared.Class("light").Throughput, (1-0.7)*4/0.0039, "shared pool: light drops over 70%")
-	rec, err := Recommend(context.Background(), w, RecommendOptions{Seed: 1})
+	rec, err := algorithms.RecommendClassPools(context.Background(), Runner{Workload: w, Seed: 1}, w.Description(), algorithms.ClassPoolOptions{})
 	require.NoError(t, err)
 	light, heavy := rec.Classes[0], rec.Classes[1]
 	require.Equal(t, "light", light.Name)
@@ -260,7 +263,7 @@ func TestBehaviourRecommendSeed000MemoryBound(t *testing.T) {
 	// Its neighbours serve heavy no better (beyond trial noise), and a pool
 	// of all 40 serves it far worse.
 	heavyAt := func(p int) *Result {
-		c, err := Setup{PerClassPools: true, PoolSizes: map[string]int{"heavy": p}}.Apply(w)
+		c, err := apply(algorithms.ClassSetup{PerClassPools: true, PoolSizes: map[string]int{"heavy": p}}, w)
 		require.NoError(t, err)
 		r := simulate(t, c, 1)
 		return &r
@@ -290,7 +293,7 @@ func TestBehaviourSeed000RoundRobinMeanValue(t *testing.T) {
 	solo := 30 / (30 * light / cores)
 	for _, q := range []float64{0.005, 0.01, 0.015, 0.02, 0.1} {
 		e := heavy * (1 - math.Exp(-q/heavy))
-		drops, _, _ := seed000(t, Setup{Policy: PolicyRR, Quantum: q}, 1)
+		drops, _, _ := seed000(t, algorithms.ClassSetup{Policy: algorithms.PolicyRR, QuantumSeconds: q}, 1)
 		want := make([]float64, len(drops))
 		for i := range drops {
 			h := 5 * float64(i)

@@ -57,15 +57,15 @@ func newGroupCPU(w *Workload, speed float64) *groupCPU {
 	c := &groupCPU{policy: w.Server.Policy, cores: float64(w.Server.Cores), speed: speed, nextT: inf}
 	c.groupOf = make([]int, len(w.Classes))
 	switch c.policy {
-	case PolicyPS:
+	case policyPS:
 		c.groups = make([]group, 1)
-	case PolicyWeighted:
+	case policyWeighted:
 		c.groups = make([]group, len(w.Classes))
 		for k := range w.Classes {
 			c.groupOf[k] = k
 			c.groups[k].weight = w.Classes[k].Weight
 		}
-	case PolicyPriority:
+	case policyPriority:
 		// One group per distinct level, highest first.
 		levels := []int{}
 		for _, k := range w.Classes {
@@ -150,17 +150,17 @@ func (c *groupCPU) restart(now float64) {
 // reschedule splits the cores between groups and finds the next finish.
 func (c *groupCPU) reschedule() {
 	switch c.policy {
-	case PolicyPS:
+	case policyPS:
 		g := &c.groups[0]
 		g.cores = min(float64(g.n), c.cores)
-	case PolicyPriority:
+	case policyPriority:
 		left := c.cores
 		for i := range c.groups {
 			g := &c.groups[i]
 			g.cores = min(float64(g.n), left)
 			left -= g.cores
 		}
-	case PolicyWeighted:
+	case policyWeighted:
 		c.waterFill()
 	}
 	c.used = 0

@@ -11,7 +11,7 @@ import (
 	"github.com/softalloc/softalloc/internal/fuzzcheck"
 )
 
-// FuzzParse feeds arbitrary workload files to Parse. A workload that parses
+// FuzzParse feeds arbitrary workload files to parse. A workload that parses
 // passes Validate and reads back the same once written as YAML (defaults
 // filled in); a bad one is refused on one line.
 func FuzzParse(f *testing.F) {
@@ -35,7 +35,7 @@ func FuzzParse(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		w, err := Parse(data, "fuzz.yaml")
+		w, err := parse(data, "fuzz.yaml")
 		if err != nil {
 			fuzzcheck.RequireOneLine(t, err)
 			return
@@ -45,7 +45,7 @@ func FuzzParse(f *testing.F) {
 		require.NoError(t, err)
 		// A NaN passes range checks written as comparisons: none may get in.
 		require.False(t, fuzzcheck.HasNaN(w), "a NaN in:\n%s", out)
-		w2, err := Parse(out, "fuzz.yaml")
+		w2, err := parse(out, "fuzz.yaml")
 		require.NoError(t, err, "the parsed workload, written back:\n%s", out)
 		// Compared as YAML: a nil list and an empty one are the same workload.
 		out2, err := yaml.Marshal(w2)

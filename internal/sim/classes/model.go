@@ -12,79 +12,79 @@ import (
 // Result is one trial: what a load generator and the server's monitors
 // report over the measured window.
 type Result struct {
-	Name string `json:"name"`
+	Name string
 	// Seconds is the measured window.
-	Seconds float64 `json:"seconds"`
+	Seconds float64
 	// HitsPerSecond are responses received, ErrorsPerSecond refused
 	// connections, both over all classes.
-	HitsPerSecond   float64 `json:"hitsPerSecond"`
-	ErrorsPerSecond float64 `json:"errorsPerSecond"`
+	HitsPerSecond   float64
+	ErrorsPerSecond float64
 	// CPU is the mean utilisation of the cores.
-	CPU float64 `json:"cpu"`
+	CPU float64
 	// GCShare is the collector's mean share of the CPU over the window and
 	// HeapPeak the most bytes live (with server.memory only).
-	GCShare  float64       `json:"gcShare,omitempty"`
-	HeapPeak float64       `json:"heapPeak,omitempty"`
-	Classes  []ClassResult `json:"classes"`
+	GCShare  float64
+	HeapPeak float64
+	Classes  []ClassResult
 	// Series bins the whole trial by Run.Interval (empty without one).
-	Series []Bin `json:"series,omitempty"`
+	Series []Bin
 }
 
 // ClassResult is one class over the measured window.
 type ClassResult struct {
-	Name string `json:"name"`
+	Name string
 	// Throughput is responses per second; Goodput those within the SLA.
-	Throughput float64 `json:"throughput"`
-	Goodput    float64 `json:"goodput"`
+	Throughput float64
+	Goodput    float64
 	// ErrorsPerSecond are refused connections and requests that failed
 	// for want of memory.
-	ErrorsPerSecond float64 `json:"errorsPerSecond"`
+	ErrorsPerSecond float64
 	// Adequacy is the share of requests sent in the window (up to a limit
 	// before its end, so that each had its chance) answered within the
 	// client limit; refused ones are inadequate.
-	Adequacy float64 `json:"adequacy"`
-	Limit    float64 `json:"limit"`
+	Adequacy float64
+	Limit    float64
 	// Sent, Completed and Refused are counts in the window; OutOfMemory
 	// counts the refused that a thread took but the heap could not hold.
-	Sent        int64 `json:"sent"`
-	Completed   int64 `json:"completed"`
-	Refused     int64 `json:"refused"`
-	OutOfMemory int64 `json:"outOfMemory,omitempty"`
+	Sent        int64
+	Completed   int64
+	Refused     int64
+	OutOfMemory int64
 	// ResponseTime is the mean response time (client side, network
 	// included); ServerTime the mean time holding a thread.
-	ResponseTime float64 `json:"responseTime"`
-	ServerTime   float64 `json:"serverTime"`
-	P50          float64 `json:"p50"`
-	P90          float64 `json:"p90"`
-	P99          float64 `json:"p99"`
+	ResponseTime float64
+	ServerTime   float64
+	P50          float64
+	P90          float64
+	P99          float64
 	// ResponseTimes is the distribution of response times.
-	ResponseTimes algorithms.Histogram `json:"responseTimes"`
+	ResponseTimes algorithms.Histogram
 	// Approaches break responses down by the approach that served them.
-	Approaches []ApproachResult `json:"approaches"`
+	Approaches []ApproachResult
 	// Switches counts the selector's deactivations and reactivations.
-	Switches int64 `json:"switches,omitempty"`
+	Switches int64
 }
 
 // ApproachResult is the responses one approach served in the window.
 type ApproachResult struct {
-	Name   string  `json:"name"`
-	Served int64   `json:"served"`
-	Share  float64 `json:"share"`
+	Name   string
+	Served int64
+	Share  float64
 	// Adequate responses came within the client limit.
-	Adequate int64 `json:"adequate"`
+	Adequate int64
 }
 
 // Bin is one interval of the time series, all classes together.
 type Bin struct {
-	Start float64 `json:"start"`
+	Start float64
 	// Users is the closed users at the bin's start.
-	Users           int     `json:"users"`
-	HitsPerSecond   float64 `json:"hitsPerSecond"`
-	ErrorsPerSecond float64 `json:"errorsPerSecond"`
+	Users           int
+	HitsPerSecond   float64
+	ErrorsPerSecond float64
 	// Duration is the mean response time of the responses in the bin
 	// (0: none); MaxDuration the longest.
-	Duration    float64 `json:"duration"`
-	MaxDuration float64 `json:"maxDuration"`
+	Duration    float64
+	MaxDuration float64
 }
 
 // Class is the result of the class named name, or nil.
@@ -196,9 +196,9 @@ type model struct {
 	gcArea, heapPeak float64
 }
 
-// Simulate runs one trial of workload w with the given seed. The same seed
-// gives the same numbers.
-func Simulate(ctx context.Context, w *Workload, seed uint64) (Result, error) {
+// simulateWorkload runs one trial of workload w with the given seed. The
+// same seed gives the same numbers.
+func simulateWorkload(ctx context.Context, w *Workload, seed uint64) (Result, error) {
 	if err := w.Validate(); err != nil {
 		return Result{}, fmt.Errorf("simulate %q: %w", w.Name, err)
 	}
@@ -213,7 +213,7 @@ func Simulate(ctx context.Context, w *Workload, seed uint64) (Result, error) {
 }
 
 func newModel(w *Workload, seed uint64) *model {
-	m := &model{w: w, seed: seed, start: float64(w.Run.WarmUp), bounded: w.Server.Admission == AdmissionBounded}
+	m := &model{w: w, seed: seed, start: float64(w.Run.WarmUp), bounded: w.Server.Admission == admissionBounded}
 	m.end = m.start + float64(w.Run.Duration)
 	m.slump, m.memory = 1, w.Server.Memory
 	for _, s := range w.Server.Slumps {
@@ -222,7 +222,7 @@ func newModel(w *Workload, seed uint64) *model {
 		}
 	}
 	speed := m.slump * m.gcSpeed()
-	if w.Server.Policy == PolicyRR {
+	if w.Server.Policy == policyRR {
 		m.cpu = newRRCPU(w.Server.Cores, float64(w.Server.Quantum), speed, &m.work)
 	} else {
 		m.cpu = newGroupCPU(w, speed)
@@ -243,7 +243,7 @@ func newModel(w *Workload, seed uint64) *model {
 		s.demand, s.think, s.net = float64(c.Demand), float64(c.Load.ThinkTime), float64(c.Network)
 		s.mem = float64(c.Memory)
 		s.limit, s.sla = float64(c.Limit), float64(c.SLA)
-		s.exp = c.Distribution == Exponential
+		s.exp = c.Distribution == exponential
 		for _, a := range c.Approaches {
 			s.costs = append(s.costs, a.Cost)
 		}

@@ -2,7 +2,6 @@ package classes
 
 import (
 	"context"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +13,7 @@ import (
 
 func simulate(t *testing.T, w *Workload, seed uint64) Result {
 	t.Helper()
-	r, err := Simulate(context.Background(), w, seed)
+	r, err := simulateWorkload(context.Background(), w, seed)
 	require.NoError(t, err)
 	return r
 }
@@ -43,7 +42,7 @@ func TestSimulateIsDeterministicPerSeed(t *testing.T) {
 
 // An open M/M/1 processor-sharing queue has mean response D/(1-rho).
 func TestProcessorSharingMatchesMM1(t *testing.T) {
-	w := single(1, PolicyPS, 0.01, Load{Arrivals: &Arrivals{Rate: 50}})
+	w := single(1, policyPS, 0.01, Load{Arrivals: &Arrivals{Rate: 50}})
 	w.Run.Duration = 2000
 	r := simulate(t, w, 1)
 	c := r.Classes[0]
@@ -70,14 +69,14 @@ func TestRoundRobinWithSmallQuantumIsProcessorSharing(t *testing.T) {
 	w.Class("heavy").Load.Users = 10
 	w.Run.Duration = 10
 	ps := simulate(t, w, 1)
-	w.Server.Policy, w.Server.Quantum = PolicyRR, 0.0005
+	w.Server.Policy, w.Server.Quantum = policyRR, 0.0005
 	rr := simulate(t, w, 1)
 	assert.InEpsilon(t, ps.Class("light").Throughput, rr.Class("light").Throughput, 0.03)
 }
 
 func TestWeightedShareWaterFills(t *testing.T) {
 	w := Seed000()
-	w.Server.Policy = PolicyWeighted
+	w.Server.Policy = policyWeighted
 	w.Class("light").Weight, w.Class("heavy").Weight = 0.9, 0.1
 	c := newGroupCPU(w, 1)
 	// Light has 2 jobs (capped at 2 cores), heavy 10: heavy takes the rest.
@@ -119,15 +118,15 @@ func TestSelector(t *testing.T) {
 
 // Bounded admission refuses what the backlog cannot hold; unbounded queues it.
 func TestAdmission(t *testing.T) {
-	w := single(1, PolicyPS, 0.01, Load{Arrivals: &Arrivals{Rate: 200}})
+	w := single(1, policyPS, 0.01, Load{Arrivals: &Arrivals{Rate: 200}})
 	w.Server.Pools[0] = Pool{Name: "p", Size: 5, Backlog: 10}
-	w.Server.Admission = AdmissionBounded
+	w.Server.Admission = admissionBounded
 	w.Run.Duration = 200
 	r := simulate(t, w, 1)
 	assert.InDelta(t, 100, r.HitsPerSecond, 3, "the CPU serves its capacity")
 	assert.InDelta(t, 100, r.ErrorsPerSecond, 3, "the rest is refused")
 	assert.Less(t, r.Classes[0].ResponseTime, 15*0.01+0.01, "at most 15 requests ahead")
-	w.Server.Admission = AdmissionUnbounded
+	w.Server.Admission = admissionUnbounded
 	r = simulate(t, w, 1)
 	assert.Zero(t, r.ErrorsPerSecond)
 	assert.Greater(t, r.Classes[0].ResponseTime, 5.0, "the queue grows through the run")
@@ -135,7 +134,7 @@ func TestAdmission(t *testing.T) {
 
 // Bursty arrivals come only in the on-part of each period.
 func TestBurstsArriveOnlyWhenOn(t *testing.T) {
-	w := single(1, PolicyPS, 0.001, Load{Arrivals: &Arrivals{Rate: 10, On: 10, Period: 70}})
+	w := single(1, policyPS, 0.001, Load{Arrivals: &Arrivals{Rate: 10, On: 10, Period: 70}})
 	w.Run = Run{Duration: 700, Interval: 10}
 	r := simulate(t, w, 1)
 	assert.InEpsilon(t, 10*10*10, r.Classes[0].Sent, 0.1)
@@ -150,7 +149,7 @@ func TestBurstsArriveOnlyWhenOn(t *testing.T) {
 
 // A slump runs the CPU at its speed: saturated throughput follows it.
 func TestSlumpSlowsTheCPU(t *testing.T) {
-	for _, policy := range []string{PolicyPS, PolicyRR} {
+	for _, policy := range []string{policyPS, policyRR} {
 		t.Run(policy, func(t *testing.T) {
 			w := single(2, policy, 0.01, Load{Users: 20})
 			w.Server.Quantum = 0.005
@@ -166,7 +165,7 @@ func TestSlumpSlowsTheCPU(t *testing.T) {
 
 // Ramps add users every step up to the cap.
 func TestRampAddsUsers(t *testing.T) {
-	w := single(1, PolicyPS, 0.001, Load{Users: 30, ThinkTime: 1, Ramp: &Ramp{From: 10, By: 5, Every: 10}})
+	w := single(1, policyPS, 0.001, Load{Users: 30, ThinkTime: 1, Ramp: &Ramp{From: 10, By: 5, Every: 10}})
 	w.Run = Run{Duration: 60, Interval: 10}
 	r := simulate(t, w, 1)
 	var users []int
@@ -198,7 +197,7 @@ server: {cores: 1, pools: [{name: p, size: 1}]}
 classes: [{name: a, demand: 1ms, load: {users: 1}}]
 run: {duration: 1s}
 `
-	_, err := Parse([]byte(base), "ok")
+	_, err := parse([]byte(base), "ok")
 	require.NoError(t, err)
 	for name, tc := range map[string]struct{ yaml, want string }{
 		"unknown field": {`{server: {cores: 1, cors: 2}}`, "cors"},
@@ -219,7 +218,7 @@ run: {duration: 1s}
 		"too big":       {replace(replace(base, "cores: 1,", "cores: 1, memory: {heap: 1GB, base: 512MB},"), "demand: 1ms,", "demand: 1ms, memory: 600MB,"), "classes.a.memory"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := Parse([]byte(tc.yaml), "bad.yaml")
+			_, err := parse([]byte(tc.yaml), "bad.yaml")
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 			assert.Contains(t, err.Error(), "bad.yaml")
@@ -231,56 +230,11 @@ run: {duration: 1s}
 
 func replace(s, old, new string) string { return strings.Replace(s, old, new, 1) }
 
-func TestSetupApply(t *testing.T) {
-	w := Seed000()
-	c, err := Setup{Policy: PolicyRR, Quantum: 0.01, PerClassPools: true, PoolSizes: map[string]int{"heavy": 7},
-		Weights: map[string]float64{"light": 3}, Priorities: map[string]int{"heavy": 5}}.Apply(w)
-	require.NoError(t, err)
-	assert.Equal(t, PolicyRR, c.Server.Policy)
-	require.Len(t, c.Server.Pools, 3)
-	assert.Equal(t, Pool{Name: "heavy", Size: 7, Backlog: 100}, c.Server.Pools[2])
-	assert.Equal(t, "heavy", c.Class("heavy").Pool)
-	assert.Equal(t, 3.0, c.Class("light").Weight)
-	assert.Equal(t, 5, c.Class("heavy").Priority)
-	assert.Equal(t, "shared", w.Class("heavy").Pool, "the original is untouched")
-	_, err = Setup{Weights: map[string]float64{"nope": 1}}.Apply(w)
-	assert.ErrorContains(t, err, `"nope"`)
-	assert.Equal(t, "rr 10ms per-class pools", Setup{Policy: PolicyRR, Quantum: 0.01, PerClassPools: true}.Name())
-}
-
-func TestDegradationRejects(t *testing.T) {
-	w := Seed000()
-	ctx := context.Background()
-	for name, o := range map[string]DegradationOptions{
-		"unknown class": {Classes: []string{"light", "nope"}, Swept: "light", Levels: []int{1}},
-		"swept absent":  {Classes: []string{"light"}, Swept: "heavy", Levels: []int{1}},
-		"no levels":     {Classes: []string{"light", "heavy"}, Swept: "heavy"},
-		"held absent":   {Classes: []string{"light", "heavy"}, Swept: "heavy", Levels: []int{1}, Held: map[string]int{"middle": 1}},
-	} {
-		t.Run(name, func(t *testing.T) {
-			_, err := Degradation(ctx, w, o)
-			assert.Error(t, err)
-		})
-	}
-}
-
-func TestDegradationHonoursCancellation(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err := Degradation(ctx, Seed000(), DegradationOptions{Classes: []string{"light", "heavy"}, Swept: "heavy", Levels: []int{0, 40}})
-	assert.ErrorIs(t, err, context.Canceled)
-}
-
-func TestRecommendWantsAnObjective(t *testing.T) {
-	_, err := Recommend(context.Background(), Seed000(), RecommendOptions{})
-	assert.ErrorIs(t, err, ErrNoObjective)
-}
-
 // With every request always in the server (no think time), the heap holds
 // base + N x memory, and the collector leaves the cores 1 / (1 + c L/(H-L)).
 func TestMemorySlowsTheCPUByTheCollectorsShare(t *testing.T) {
-	w := single(4, PolicyPS, 0.01, Load{Users: 20})
-	w.Classes[0].Distribution = Deterministic
+	w := single(4, policyPS, 0.01, Load{Users: 20})
+	w.Classes[0].Distribution = deterministic
 	w.Classes[0].Memory = 20 << 20
 	w.Server.Memory = &Memory{Heap: 1 << 30, Base: 100 << 20, GCCost: 0.2}
 	require.NoError(t, w.Validate())
@@ -301,7 +255,7 @@ func TestMemorySlowsTheCPUByTheCollectorsShare(t *testing.T) {
 // out of memory; the client retries after a pause, and the thread serves
 // the next request.
 func TestOutOfMemoryFailsTheRequest(t *testing.T) {
-	w := single(1, PolicyPS, 0.01, Load{Users: 10})
+	w := single(1, policyPS, 0.01, Load{Users: 10})
 	w.Classes[0].Memory = 300 << 20
 	w.Server.Memory = &Memory{Heap: 1 << 30}
 	r := simulate(t, w, 1)
@@ -311,34 +265,4 @@ func TestOutOfMemoryFailsTheRequest(t *testing.T) {
 	assert.Positive(t, c.Throughput)
 	assert.LessOrEqual(t, r.HeapPeak, float64(1<<30))
 	assert.Equal(t, float64(3*300<<20), r.HeapPeak, "three requests fit")
-}
-
-// mostThroughput keeps the largest feasible pool unless a smaller one
-// serves the best-effort classes over 1% more.
-func TestMostThroughputPicksThePeak(t *testing.T) {
-	served := func(f func(p int) float64) func(int) (Result, bool, error) {
-		return func(p int) (Result, bool, error) {
-			return Result{Classes: []ClassResult{{Name: "heavy", Throughput: f(p)}}}, p != 4, nil
-		}
-	}
-	ctx := context.Background()
-	peaked := served(func(p int) float64 { return 10 - math.Abs(float64(p)-6) })
-	top, _, _ := peaked(20)
-	p, r, err := mostThroughput(ctx, 1, []string{"heavy"}, 20, top, peaked)
-	require.NoError(t, err)
-	assert.Equal(t, 6, p)
-	assert.Equal(t, 10.0, r.Classes[0].Throughput)
-
-	rising := served(func(p int) float64 { return float64(p) })
-	top, _, _ = rising(20)
-	p, _, err = mostThroughput(ctx, 1, []string{"heavy"}, 20, top, rising)
-	require.NoError(t, err)
-	assert.Equal(t, 20, p)
-
-	// An infeasible size is never chosen, however much it serves.
-	spike := served(func(p int) float64 { return map[int]float64{4: 100}[p] + 1 })
-	top, _, _ = spike(20)
-	p, _, err = mostThroughput(ctx, 1, []string{"heavy"}, 20, top, spike)
-	require.NoError(t, err)
-	assert.Equal(t, 20, p)
 }

@@ -7,7 +7,9 @@
 // bursty on/off); and degradable services with the approach selector of
 // Mitrovic et al. It reproduces the degradation schemes, priorities,
 // controlled degradation and overload behaviours of the seed texts 000, 001,
-// 002 and 004 (see docs/classes.md).
+// 002 and 004 (see docs/classes.md). Runner runs its trials for the class
+// procedures of package algorithms (per-class pool sizing, the degradation
+// sweep).
 package classes
 
 import (
@@ -41,36 +43,36 @@ type Workload struct {
 
 // Scheduling policies of the CPU.
 const (
-	// PolicyPS is egalitarian processor sharing: n jobs on c cores each
+	// policyPS is egalitarian processor sharing: n jobs on c cores each
 	// progress at min(1, c/n).
-	PolicyPS = "ps"
-	// PolicyRR is round robin from one FIFO run queue: a job runs for at
+	policyPS = "ps"
+	// policyRR is round robin from one FIFO run queue: a job runs for at
 	// most Quantum, then goes to the back.
-	PolicyRR = "rr"
-	// PolicyPriority is strict preemptive priority: higher Priority classes
+	policyRR = "rr"
+	// policyPriority is strict preemptive priority: higher Priority classes
 	// take the cores first (one per job); processor sharing within a level.
-	PolicyPriority = "priority"
-	// PolicyWeighted is weighted share: backlogged classes split the cores
+	policyPriority = "priority"
+	// policyWeighted is weighted share: backlogged classes split the cores
 	// in proportion to Weight (at most one core per job, the excess shared
 	// on); processor sharing within a class.
-	PolicyWeighted = "weighted"
+	policyWeighted = "weighted"
 )
 
 // Admission at a full pool.
 const (
-	// AdmissionBounded: at most Backlog requests wait for a thread; the
+	// admissionBounded: at most Backlog requests wait for a thread; the
 	// next connection is refused and counts as an error (seed 004's
 	// Windows Tomcat).
-	AdmissionBounded = "bounded"
-	// AdmissionUnbounded: every request waits, first come first served
+	admissionBounded = "bounded"
+	// admissionUnbounded: every request waits, first come first served
 	// (seed 004's Linux Tomcat).
-	AdmissionUnbounded = "unbounded"
+	admissionUnbounded = "unbounded"
 )
 
 // Demand distributions.
 const (
-	Deterministic = "deterministic"
-	Exponential   = "exponential"
+	deterministic = "deterministic"
+	exponential   = "exponential"
 )
 
 // Server is one application server.
@@ -208,11 +210,6 @@ type Selector struct {
 	Window       int      `yaml:"window"`
 }
 
-// DefaultSelector is the paper's: 800 ms, 400 ms, worst of the last 20.
-func DefaultSelector() *Selector {
-	return &Selector{TimeLimit: 0.8, Reactivation: 0.4, Window: 20}
-}
-
 // Load is closed users (Users, ThinkTime, Ramp) or open Arrivals.
 type Load struct {
 	// Users is the number of closed users (with Ramp: the most there will
@@ -311,11 +308,11 @@ func LoadWorkload(path string) (*Workload, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load workload: %w", err)
 	}
-	return Parse(b, path)
+	return parse(b, path)
 }
 
-// Parse reads a workload from YAML; name labels errors.
-func Parse(b []byte, name string) (*Workload, error) {
+// parse reads a workload from YAML; name labels errors.
+func parse(b []byte, name string) (*Workload, error) {
 	w := &Workload{}
 	if err := oneline.DecodeYAML(b, w); err != nil {
 		if errors.Is(err, io.EOF) {
@@ -337,7 +334,7 @@ var seed000YAML []byte
 // services on a 4-CPU Tomcat with a pool of 150), the default of
 // `softalloc degradation`.
 func Seed000() *Workload {
-	w, err := Parse(seed000YAML, "seed000.yaml")
+	w, err := parse(seed000YAML, "seed000.yaml")
 	if err != nil {
 		panic("classes: embedded seed000.yaml: " + err.Error()) // a build defect, caught by the tests
 	}
@@ -347,15 +344,15 @@ func Seed000() *Workload {
 // defaults fills what a file may leave out.
 func (w *Workload) defaults() {
 	if w.Server.Policy == "" {
-		w.Server.Policy = PolicyPS
+		w.Server.Policy = policyPS
 	}
 	if w.Server.Admission == "" {
-		w.Server.Admission = AdmissionUnbounded
+		w.Server.Admission = admissionUnbounded
 	}
 	for i := range w.Classes {
 		k := &w.Classes[i]
 		if k.Distribution == "" {
-			k.Distribution = Exponential
+			k.Distribution = exponential
 		}
 		if k.Pool == "" && len(w.Server.Pools) > 0 {
 			k.Pool = w.Server.Pools[0].Name
@@ -385,8 +382,8 @@ func (w *Workload) Validate() error {
 		return fmt.Errorf("server.cores: want an integer >= 1, got %d", s.Cores)
 	}
 	switch s.Policy {
-	case PolicyPS, PolicyPriority, PolicyWeighted:
-	case PolicyRR:
+	case policyPS, policyPriority, policyWeighted:
+	case policyRR:
 		if !pos(s.Quantum) {
 			return fmt.Errorf("server.quantum: policy rr wants a time > 0, got %g", float64(s.Quantum))
 		}
@@ -394,7 +391,7 @@ func (w *Workload) Validate() error {
 		return fmt.Errorf("server.policy: want ps, rr, priority or weighted, got %q", s.Policy)
 	}
 	switch s.Admission {
-	case AdmissionBounded, AdmissionUnbounded:
+	case admissionBounded, admissionUnbounded:
 	default:
 		return fmt.Errorf("server.admission: want bounded or unbounded, got %q", s.Admission)
 	}
@@ -457,7 +454,7 @@ func (w *Workload) Validate() error {
 		if !pos(k.Demand) {
 			return fmt.Errorf("%s.demand: want a time > 0, got %g", f, float64(k.Demand))
 		}
-		if k.Distribution != Deterministic && k.Distribution != Exponential {
+		if k.Distribution != deterministic && k.Distribution != exponential {
 			return fmt.Errorf("%s.distribution: want deterministic or exponential, got %q", f, k.Distribution)
 		}
 		if !pools[k.Pool] {

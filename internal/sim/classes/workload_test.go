@@ -19,11 +19,11 @@ func TestLoadWorkloadEmpty(t *testing.T) {
 }
 
 func TestParseNamesUnknownFieldsWithoutGoTypes(t *testing.T) {
-	_, err := Parse([]byte("name: x\nserver:\n  cores: 4\n  foo: 1\n"), "w.yaml")
+	_, err := parse([]byte("name: x\nserver:\n  cores: 4\n  foo: 1\n"), "w.yaml")
 	require.Error(t, err)
 	assert.Equal(t, `load workload "w.yaml": line 4: unknown field "foo" in server; want one of: cores, policy, quantum, admission, pools, slumps, memory`, err.Error())
 
-	_, err = Parse([]byte("classes:\n  - {name: a, load: {users: 1, rate: 2}}\n"), "w.yaml")
+	_, err = parse([]byte("classes:\n  - {name: a, load: {users: 1, rate: 2}}\n"), "w.yaml")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `unknown field "rate" in classes[0].load; want one of: users, thinkTime, ramp, arrivals`)
 	assert.NotContains(t, err.Error(), "classes.")
