@@ -19,7 +19,10 @@ import (
 // workload and runs its trials, algorithms' class procedures decide, and
 // report prints.
 
-type degradationOptions struct {
+// DegradationOptions are degradation's.
+type DegradationOptions struct {
+	f        *Factory
+	cmd      *cobra.Command
 	workload string
 	classes  string
 	sweep    string
@@ -40,9 +43,9 @@ type degradationOptions struct {
 	noSelect bool
 }
 
-// NewDegradationCmd is `softalloc degradation`: seed 000's experiment.
-func NewDegradationCmd(s Streams) *cobra.Command {
-	o := &degradationOptions{}
+// NewCmdDegradation is `softalloc degradation`: seed 000's experiment.
+func NewCmdDegradation(f *Factory, runF func(*DegradationOptions) error) *cobra.Command {
+	o := &DegradationOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "degradation",
 		Short: "Per-class throughput as one class's load grows: the degradation scheme of each CPU policy",
@@ -73,9 +76,13 @@ approach selectors off (the baseline of seed 002).`,
   softalloc degradation --trial --no-selector --workload internal/sim/classes/testdata/seed002-bursty.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runDegradation(cmd, s, o)
+			if runF != nil {
+				return runF(o)
+			}
+			return runDegradation(o)
 		},
 	}
+	o.cmd = cmd
 	fs := cmd.Flags()
 	fs.StringVar(&o.workload, "workload", "", "workload file (default: the embedded seed 000 set-up)")
 	fs.StringVar(&o.classes, "classes", "", "classes taking part, comma-separated (default: every class with users, and the swept one)")
@@ -98,7 +105,8 @@ approach selectors off (the baseline of seed 002).`,
 	return cmd
 }
 
-func runDegradation(cmd *cobra.Command, s Streams, o *degradationOptions) error {
+func runDegradation(o *DegradationOptions) error {
+	cmd, s := o.cmd, o.f.Streams
 	if err := checkOutput(o.output); err != nil {
 		return err
 	}
@@ -115,7 +123,7 @@ func runDegradation(cmd *cobra.Command, s Streams, o *degradationOptions) error 
 	if cmd.Flags().Changed("duration") && o.duration <= 0 {
 		return usagef("--duration: want a time > 0 (leave --duration out for the workload's), got %v", o.duration)
 	}
-	cls, err := runner.NewClasses(runner.ClassesConfig{WorkloadPath: o.workload, Seed: o.seed, Duration: o.duration, NoSelector: o.noSelect})
+	cls, err := o.f.NewClasses(runner.ClassesConfig{WorkloadPath: o.workload, Seed: o.seed, Duration: o.duration, NoSelector: o.noSelect})
 	if err != nil {
 		return configError(err)
 	}
@@ -166,7 +174,7 @@ func runDegradation(cmd *cobra.Command, s Streams, o *degradationOptions) error 
 
 // setups turns --policy, --quantum, --weight, --priority and --pools into
 // the setups to compare.
-func (o *degradationOptions) setups(w algorithms.ClassWorkload) ([]algorithms.ClassSetup, error) {
+func (o *DegradationOptions) setups(w algorithms.ClassWorkload) ([]algorithms.ClassSetup, error) {
 	base := algorithms.ClassSetup{PoolSize: o.poolSize}
 	switch o.pools {
 	case "shared":
@@ -237,7 +245,7 @@ func (o *degradationOptions) setups(w algorithms.ClassWorkload) ([]algorithms.Cl
 }
 
 // runTrial is `degradation --trial`: one trial of the workload as it is.
-func runTrial(cmd *cobra.Command, s Streams, o *degradationOptions, cls runner.Classes) error {
+func runTrial(cmd *cobra.Command, s Streams, o *DegradationOptions, cls runner.Classes) error {
 	for _, f := range []string{"classes", "sweep", "heavy", "users", "policy", "quantum", "weight", "priority", "pools", "pool", "plot"} {
 		if cmd.Flags().Changed(f) {
 			return usagef("--%s does not apply with --trial (edit the workload file)", f)
@@ -329,7 +337,8 @@ func parseLevels(flag, s string) ([]int, error) {
 }
 
 // runRecommendClasses is `softalloc recommend --classes FILE`.
-func runRecommendClasses(cmd *cobra.Command, s Streams, file string, o *campaignOptions) error {
+func runRecommendClasses(o *RecommendOptions) error {
+	cmd, s, file := o.cmd, o.f.Streams, o.classes
 	if err := checkOutput(o.output); err != nil {
 		return err
 	}
@@ -338,7 +347,7 @@ func runRecommendClasses(cmd *cobra.Command, s Streams, file string, o *campaign
 			return usagef("--%s does not apply with --classes (the workload file describes the server)", f)
 		}
 	}
-	cls, err := runner.NewClasses(runner.ClassesConfig{WorkloadPath: file, Seed: o.runner.seed})
+	cls, err := o.f.NewClasses(runner.ClassesConfig{WorkloadPath: file, Seed: o.runner.seed})
 	if err != nil {
 		return configError(err)
 	}

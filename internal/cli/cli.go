@@ -50,10 +50,14 @@ type Factory struct {
 	Streams
 	// NewRunner builds the runner a command's flags and deployment file name.
 	NewRunner func(runner.Config) (runner.Runner, error)
+	// NewClasses builds the runner of service-class trials.
+	NewClasses func(runner.ClassesConfig) (runner.Classes, error)
 }
 
 // NewFactory is the factory of a real process.
-func NewFactory(s Streams) *Factory { return &Factory{Streams: s, NewRunner: runner.New} }
+func NewFactory(s Streams) *Factory {
+	return &Factory{Streams: s, NewRunner: runner.New, NewClasses: runner.NewClasses}
+}
 
 // Exit codes.
 const (
@@ -186,7 +190,7 @@ RUBBoS testbed, so every command gives real answers in seconds.`,
 		NewCmdValidate(f, nil),
 		NewCmdCheck(f, nil),
 		NewCmdEvaluate(f, nil),
-		NewDegradationCmd(s),
+		NewCmdDegradation(f, nil),
 	)
 	// No command takes positional arguments.
 	for _, c := range root.Commands() {

@@ -206,7 +206,7 @@ least their reserved size; the table shows the formula's minimum beside them.`,
 				return runF(o)
 			}
 			if o.classes != "" {
-				return runRecommendClasses(cmd, f.Streams, o.classes, &o.campaignOptions) // per-class pools of one server: classes.go
+				return runRecommendClasses(o) // per-class pools of one server: classes.go
 			}
 			return runRecommend(o)
 		},

@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/runner"
+)
+
+// Commands parse into their options; runF receives them instead of a run.
+func TestFlagsReachTheOptions(t *testing.T) {
+	var got *RecommendOptions
+	cmd := NewCmdRecommend(NewFactory(Streams{}), func(o *RecommendOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"--topology", "1/4/1/4", "--mode", "paper", "--step", "250", "-o", "json", "--format", "tomcat", "--seed", "7"})
+	require.NoError(t, cmd.Execute())
+	require.NotNil(t, got)
+	assert.Equal(t, "1/4/1/4", got.deployment.topology)
+	assert.Equal(t, "paper", got.algorithm.mode)
+	assert.Equal(t, 250, got.algorithm.step)
+	assert.Equal(t, "json", got.output)
+	assert.Equal(t, "tomcat", got.format)
+	assert.Equal(t, uint64(7), got.runner.seed)
+
+	var sim *SimulateOptions
+	cmd = NewCmdSimulate(NewFactory(Streams{}), func(o *SimulateOptions) error { sim = o; return nil })
+	cmd.SetArgs([]string{"-t", "1/2/1/2", "--alloc", "400-6-6", "--alloc", "400-150-60", "--users", "5000:6000:500"})
+	require.NoError(t, cmd.Execute())
+	assert.Equal(t, []string{"400-6-6", "400-150-60"}, sim.deployment.allocs)
+	assert.Equal(t, "5000:6000:500", sim.users)
+}
+
+// bottleneck is a fake deployment: a closed loop (7 s think time) whose app
+// CPU saturates at 800 pages/s; the other servers idle along.
+type bottleneck struct{ calls int }
+
+func (b *bottleneck) RunExperiment(ctx context.Context, e algorithms.Experiment) (algorithms.Observation, error) {
+	b.calls++
+	n := float64(e.Workload.Users)
+	x := math.Min(n/7.01, 800)
+	r := n/x - 7
+	o := algorithms.Observation{RuntimeSeconds: e.Timing.Runtime.Seconds(), Throughput: x,
+		ResponseTimes: algorithms.Histogram{Sum: r * x * e.Timing.Runtime.Seconds(),
+			Buckets: []algorithms.Bucket{{LE: 2 * r, Count: int64(x * e.Timing.Runtime.Seconds())}}}}
+	for _, t := range e.Deployment.Tiers {
+		for i := 0; i < t.Replicas; i++ {
+			cpu := x / 4000
+			if t.Name == "app" {
+				cpu = x / 800 // each app server takes half the pages at half the speed
+			}
+			o.Servers = append(o.Servers, algorithms.ServerObservation{Name: t.ServerName(i), Tier: t.Name, CPU: math.Min(cpu, 1),
+				Throughput: x / float64(t.Replicas), ResponseTime: r / 2})
+		}
+	}
+	return o, ctx.Err()
+}
+
+// A command runs on whatever runner the factory builds: here a fake one,
+// with no simulator behind it.
+func TestCommandsRunOnTheFactorysRunner(t *testing.T) {
+	fake := &bottleneck{}
+	var out, errb bytes.Buffer
+	f := NewFactory(Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+	f.NewRunner = func(cfg runner.Config) (runner.Runner, error) {
+		return runner.Runner{Experimenter: fake, Name: "fake", DefaultTiming: algorithms.PaperTiming,
+			Settings: map[string]string{"model": "bottleneck"}}, nil
+	}
+	code := RunWith(context.Background(), []string{"find-critical", "--topology", "1/2/1/2", "--no-journal", "-o", "json"}, f)
+	require.Equal(t, ExitOK, code, errb.String())
+	var doc struct {
+		Critical struct {
+			Tier, Resource     string
+			SaturationWorkload int
+		}
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &doc), out.String())
+	assert.Equal(t, "app", doc.Critical.Tier)
+	assert.Equal(t, "cpu", doc.Critical.Resource)
+	// 0.95 of 800 pages/s at 7 s think time is reached near 5,300 users.
+	assert.InDelta(t, 5500, doc.Critical.SaturationWorkload, 500)
+	assert.Positive(t, fake.calls)
+}
