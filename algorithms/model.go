@@ -1,11 +1,3 @@
-// Package algorithms is the soft-resource allocation method of Wang et al.,
-// "The Impact of Soft Resource Allocation on n-Tier Application Scalability"
-// (IPDPS 2011), as a pure library: the operational laws, mean value analysis,
-// intervention analysis, and Algorithm 1 (FindCriticalResource,
-// InferMinConcurrentJobs, CalculateMinAllocation) driving any Experimenter.
-//
-// It knows nothing of files, commands or concrete runners; it defines the
-// Experimenter interface it consumes and the observation every runner returns.
 package algorithms
 
 import (

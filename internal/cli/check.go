@@ -17,8 +17,8 @@ import (
 	"github.com/softalloc/softalloc/internal/report"
 )
 
-// CheckOptions are check's.
-type CheckOptions struct {
+// checkOptions are check's.
+type checkOptions struct {
 	campaign      campaignOptions
 	fromJournal   string
 	minGoodput    float64
@@ -27,9 +27,9 @@ type CheckOptions struct {
 	critical      string
 }
 
-// NewCmdCheck is `softalloc check`: a CI capacity gate.
-func NewCmdCheck(f *Factory, runF func(*CheckOptions) error) *cobra.Command {
-	o := &CheckOptions{}
+// newCmdCheck is `softalloc check`: a CI capacity gate.
+func newCmdCheck(f *factory, runF func(*checkOptions) error) *cobra.Command {
+	o := &checkOptions{}
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Fail when capacity regresses: goodput, the critical resource, or a baseline",
@@ -103,7 +103,7 @@ func loadBaseline(path string) (report.Capacity, error) {
 	return c, nil
 }
 
-func runCheck(o *CheckOptions) error {
+func runCheck(o *checkOptions) error {
 	cmd, s := o.campaign.cmd, o.campaign.f.Streams
 	ctx := cmd.Context()
 	var regression float64
@@ -212,7 +212,7 @@ func runCheck(o *CheckOptions) error {
 // against checks --critical's tier and the baseline's SLA and deployment
 // against what this check measures: a capacity compared with one of another
 // deployment or SLA would pass or fail for no reason.
-func (o *CheckOptions) against(d algorithms.Deployment, sla float64, base report.Capacity) error {
+func (o *checkOptions) against(d algorithms.Deployment, sla float64, base report.Capacity) error {
 	if tier, _, _ := strings.Cut(o.critical, "/"); o.critical != "" && d.TierIndex(tier) < 0 {
 		names := make([]string, len(d.Tiers))
 		for i, t := range d.Tiers {
@@ -231,7 +231,7 @@ func (o *CheckOptions) against(d algorithms.Deployment, sla float64, base report
 
 // capacityFromJournal measures capacity from recorded experiments of one
 // topology and allocation.
-func (o *CheckOptions) capacityFromJournal() (report.Capacity, campaign, error) {
+func (o *checkOptions) capacityFromJournal() (report.Capacity, campaign, error) {
 	s := o.campaign.f.Streams
 	cp := campaign{}
 	var c report.Capacity

@@ -19,9 +19,9 @@ import (
 // workload and runs its trials, algorithms' class procedures decide, and
 // report prints.
 
-// DegradationOptions are degradation's.
-type DegradationOptions struct {
-	f        *Factory
+// degradationOptions are degradation's.
+type degradationOptions struct {
+	f        *factory
 	cmd      *cobra.Command
 	workload string
 	classes  string
@@ -43,9 +43,9 @@ type DegradationOptions struct {
 	noSelect bool
 }
 
-// NewCmdDegradation is `softalloc degradation`: seed 000's experiment.
-func NewCmdDegradation(f *Factory, runF func(*DegradationOptions) error) *cobra.Command {
-	o := &DegradationOptions{f: f}
+// newCmdDegradation is `softalloc degradation`: seed 000's experiment.
+func newCmdDegradation(f *factory, runF func(*degradationOptions) error) *cobra.Command {
+	o := &degradationOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "degradation",
 		Short: "Per-class throughput as one class's load grows: the degradation scheme of each CPU policy",
@@ -105,7 +105,7 @@ approach selectors off (the baseline of seed 002).`,
 	return cmd
 }
 
-func runDegradation(o *DegradationOptions) error {
+func runDegradation(o *degradationOptions) error {
 	cmd, s := o.cmd, o.f.Streams
 	if err := checkOutput(o.output); err != nil {
 		return err
@@ -174,7 +174,7 @@ func runDegradation(o *DegradationOptions) error {
 
 // setups turns --policy, --quantum, --weight, --priority and --pools into
 // the setups to compare.
-func (o *DegradationOptions) setups(w algorithms.ClassWorkload) ([]algorithms.ClassSetup, error) {
+func (o *degradationOptions) setups(w algorithms.ClassWorkload) ([]algorithms.ClassSetup, error) {
 	base := algorithms.ClassSetup{PoolSize: o.poolSize}
 	switch o.pools {
 	case "shared":
@@ -245,7 +245,7 @@ func (o *DegradationOptions) setups(w algorithms.ClassWorkload) ([]algorithms.Cl
 }
 
 // runTrial is `degradation --trial`: one trial of the workload as it is.
-func runTrial(cmd *cobra.Command, s Streams, o *DegradationOptions, cls runner.Classes) error {
+func runTrial(cmd *cobra.Command, s Streams, o *degradationOptions, cls runner.Classes) error {
 	for _, f := range []string{"classes", "sweep", "heavy", "users", "policy", "quantum", "weight", "priority", "pools", "pool", "plot"} {
 		if cmd.Flags().Changed(f) {
 			return usagef("--%s does not apply with --trial (edit the workload file)", f)
@@ -337,7 +337,7 @@ func parseLevels(flag, s string) ([]int, error) {
 }
 
 // runRecommendClasses is `softalloc recommend --classes FILE`.
-func runRecommendClasses(o *RecommendOptions) error {
+func runRecommendClasses(o *recommendOptions) error {
 	cmd, s, file := o.cmd, o.f.Streams, o.classes
 	if err := checkOutput(o.output); err != nil {
 		return err

@@ -1,9 +1,9 @@
 // Package cli holds softalloc's commands, and only the wiring: each command
-// is a constructor NewCmdX(f, runF) with an options struct, its flags, and a
+// is a constructor newCmdX(f, runF) with an options struct, its flags, and a
 // run function that calls the libraries (algorithms for the method,
 // internal/runner for where experiments run, journal, report, metrics).
 // Everything a command touches of the process or the world outside (streams,
-// terminal, the runners) comes through a Factory, so the whole CLI runs
+// terminal, the runners) comes through a factory, so the whole CLI runs
 // in-process in tests, on a fake runner if need be; a test that passes runF
 // gets the parsed options instead of a run.
 package cli
@@ -44,9 +44,9 @@ func StandardStreams() Streams {
 	return Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrIsTerminal: tty}
 }
 
-// Factory is what commands get from outside: the process's streams and the
+// factory is what commands get from outside: the process's streams and the
 // registry of runners. Tests swap NewRunner for a fake.
-type Factory struct {
+type factory struct {
 	Streams
 	// NewRunner builds the runner a command's flags and deployment file name.
 	NewRunner func(runner.Config) (runner.Runner, error)
@@ -54,9 +54,9 @@ type Factory struct {
 	NewClasses func(runner.ClassesConfig) (runner.Classes, error)
 }
 
-// NewFactory is the factory of a real process.
-func NewFactory(s Streams) *Factory {
-	return &Factory{Streams: s, NewRunner: runner.New, NewClasses: runner.NewClasses}
+// newFactory is the factory of a real process.
+func newFactory(s Streams) *factory {
+	return &factory{Streams: s, NewRunner: runner.New, NewClasses: runner.NewClasses}
 }
 
 // Exit codes.
@@ -113,12 +113,12 @@ func interruptedCode(ctx context.Context) int {
 
 // Run executes the command line and returns the exit code. Errors are printed
 // here, once, as one line.
-func Run(ctx context.Context, args []string, s Streams) int { return RunWith(ctx, args, NewFactory(s)) }
+func Run(ctx context.Context, args []string, s Streams) int { return runWith(ctx, args, newFactory(s)) }
 
-// RunWith is Run with a factory of the caller's.
-func RunWith(ctx context.Context, args []string, f *Factory) int {
+// runWith is Run with a factory of the caller's.
+func runWith(ctx context.Context, args []string, f *factory) int {
 	s := f.Streams
-	root := NewRootCmd(f)
+	root := newRootCmd(f)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -158,8 +158,8 @@ func isCobraUsage(err error) bool {
 	return false
 }
 
-// NewRootCmd builds the command tree.
-func NewRootCmd(f *Factory) *cobra.Command {
+// newRootCmd builds the command tree.
+func newRootCmd(f *factory) *cobra.Command {
 	s := f.Streams
 	root := &cobra.Command{
 		Use:   "softalloc",
@@ -183,14 +183,14 @@ RUBBoS testbed, so every command gives real answers in seconds.`,
 	root.SetIn(s.In)
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
-		NewCmdSize(f, nil),
-		NewCmdFindCritical(f, nil),
-		NewCmdRecommend(f, nil),
-		NewCmdSimulate(f, nil),
-		NewCmdValidate(f, nil),
-		NewCmdCheck(f, nil),
-		NewCmdEvaluate(f, nil),
-		NewCmdDegradation(f, nil),
+		newCmdSize(f, nil),
+		newCmdFindCritical(f, nil),
+		newCmdRecommend(f, nil),
+		newCmdSimulate(f, nil),
+		newCmdValidate(f, nil),
+		newCmdCheck(f, nil),
+		newCmdEvaluate(f, nil),
+		newCmdDegradation(f, nil),
 	)
 	// No command takes positional arguments.
 	for _, c := range root.Commands() {

@@ -11,9 +11,9 @@ import (
 	"github.com/softalloc/softalloc/internal/runner"
 )
 
-// EvaluateOptions are evaluate's.
-type EvaluateOptions struct {
-	f          *Factory
+// evaluateOptions are evaluate's.
+type evaluateOptions struct {
+	f          *factory
 	cmd        *cobra.Command
 	out        string
 	topologies string
@@ -25,9 +25,9 @@ type EvaluateOptions struct {
 	quiet      bool
 }
 
-// NewCmdEvaluate is `softalloc evaluate`: the figures we compete on.
-func NewCmdEvaluate(f *Factory, runF func(*EvaluateOptions) error) *cobra.Command {
-	o := &EvaluateOptions{f: f}
+// newCmdEvaluate is `softalloc evaluate`: the figures we compete on.
+func newCmdEvaluate(f *factory, runF func(*evaluateOptions) error) *cobra.Command {
+	o := &evaluateOptions{f: f}
 	def := evaluate.DefaultConfig()
 	cmd := &cobra.Command{
 		Use:   "evaluate",
@@ -66,7 +66,7 @@ It writes evaluation.md, evaluation.json and SVG plots to --out.`,
 	return cmd
 }
 
-func runEvaluate(o *EvaluateOptions) error {
+func runEvaluate(o *evaluateOptions) error {
 	cmd, s := o.cmd, o.f.Streams
 	if err := checkOutputDir("--out", o.out); err != nil {
 		return err

@@ -17,8 +17,8 @@ import (
 
 // Commands parse into their options; runF receives them instead of a run.
 func TestFlagsReachTheOptions(t *testing.T) {
-	var got *RecommendOptions
-	cmd := NewCmdRecommend(NewFactory(Streams{}), func(o *RecommendOptions) error { got = o; return nil })
+	var got *recommendOptions
+	cmd := newCmdRecommend(newFactory(Streams{}), func(o *recommendOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"--topology", "1/4/1/4", "--mode", "paper", "--step", "250", "-o", "json", "--format", "tomcat", "--seed", "7"})
 	require.NoError(t, cmd.Execute())
 	require.NotNil(t, got)
@@ -29,8 +29,8 @@ func TestFlagsReachTheOptions(t *testing.T) {
 	assert.Equal(t, "tomcat", got.format)
 	assert.Equal(t, uint64(7), got.runner.seed)
 
-	var sim *SimulateOptions
-	cmd = NewCmdSimulate(NewFactory(Streams{}), func(o *SimulateOptions) error { sim = o; return nil })
+	var sim *simulateOptions
+	cmd = newCmdSimulate(newFactory(Streams{}), func(o *simulateOptions) error { sim = o; return nil })
 	cmd.SetArgs([]string{"-t", "1/2/1/2", "--alloc", "400-6-6", "--alloc", "400-150-60", "--users", "5000:6000:500"})
 	require.NoError(t, cmd.Execute())
 	assert.Equal(t, []string{"400-6-6", "400-150-60"}, sim.deployment.allocs)
@@ -67,12 +67,12 @@ func (b *bottleneck) RunExperiment(ctx context.Context, e algorithms.Experiment)
 func TestCommandsRunOnTheFactorysRunner(t *testing.T) {
 	fake := &bottleneck{}
 	var out, errb bytes.Buffer
-	f := NewFactory(Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+	f := newFactory(Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
 	f.NewRunner = func(cfg runner.Config) (runner.Runner, error) {
 		return runner.Runner{Experimenter: fake, Name: "fake", DefaultTiming: algorithms.PaperTiming,
 			Settings: map[string]string{"model": "bottleneck"}}, nil
 	}
-	code := RunWith(context.Background(), []string{"find-critical", "--topology", "1/2/1/2", "--no-journal", "-o", "json"}, f)
+	code := runWith(context.Background(), []string{"find-critical", "--topology", "1/2/1/2", "--no-journal", "-o", "json"}, f)
 	require.Equal(t, ExitOK, code, errb.String())
 	var doc struct {
 		Critical struct {

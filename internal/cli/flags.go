@@ -141,7 +141,7 @@ func (f *runnerFlags) register(fs *pflag.FlagSet) {
 
 // build makes the runner. A deployment file's runner section names the
 // runner and its settings; flags given on the command line win.
-func (f *runnerFlags) build(cmd *cobra.Command, fac *Factory, df *deploymentFlags) (runner.Runner, algorithms.Timing, error) {
+func (f *runnerFlags) build(cmd *cobra.Command, fac *factory, df *deploymentFlags) (runner.Runner, algorithms.Timing, error) {
 	cfg := runner.Config{Name: f.name, Seed: f.seed, ModelPath: f.model, Campaign: f.campaign,
 		Command: strings.Fields(f.command), Retries: f.retries, Timeout: f.timeout, Log: cmd.ErrOrStderr()}
 	if df != nil && df.loaded != nil {

@@ -16,7 +16,7 @@ import (
 // campaignOptions are the flags of every command that runs a campaign of
 // experiments (find-critical, recommend, validate, check).
 type campaignOptions struct {
-	f          *Factory
+	f          *factory
 	cmd        *cobra.Command
 	deployment deploymentFlags
 	runner     runnerFlags
@@ -31,7 +31,7 @@ type campaignOptions struct {
 	preflight func(campaign) error
 }
 
-func (o *campaignOptions) register(f *Factory, cmd *cobra.Command) {
+func (o *campaignOptions) register(f *factory, cmd *cobra.Command) {
 	o.f, o.cmd = f, cmd
 	fs := cmd.Flags()
 	o.deployment.register(fs)
@@ -115,12 +115,12 @@ func (o *campaignOptions) metricSet(c campaign) *metrics.Set {
 	return set
 }
 
-// FindCriticalOptions are find-critical's.
-type FindCriticalOptions struct{ campaignOptions }
+// findCriticalOptions are find-critical's.
+type findCriticalOptions struct{ campaignOptions }
 
-// NewCmdFindCritical is `softalloc find-critical`.
-func NewCmdFindCritical(f *Factory, runF func(*FindCriticalOptions) error) *cobra.Command {
-	o := &FindCriticalOptions{}
+// newCmdFindCritical is `softalloc find-critical`.
+func newCmdFindCritical(f *factory, runF func(*findCriticalOptions) error) *cobra.Command {
+	o := &findCriticalOptions{}
 	cmd := &cobra.Command{
 		Use:   "find-critical",
 		Short: "Find the hardware resource that saturates first, and at what workload",
@@ -143,7 +143,7 @@ allocation is too small, so it is doubled and the search goes on.`,
 	return cmd
 }
 
-func runFindCritical(o *FindCriticalOptions) error {
+func runFindCritical(o *findCriticalOptions) error {
 	ctx, s := o.cmd.Context(), o.f.Streams
 	cp, err := o.setup()
 	if err != nil {
@@ -171,16 +171,16 @@ func runFindCritical(o *FindCriticalOptions) error {
 	return o.metrics.emit(ctx, set)
 }
 
-// RecommendOptions are recommend's.
-type RecommendOptions struct {
+// recommendOptions are recommend's.
+type recommendOptions struct {
 	campaignOptions
 	format  string
 	classes string
 }
 
-// NewCmdRecommend is `softalloc recommend`.
-func NewCmdRecommend(f *Factory, runF func(*RecommendOptions) error) *cobra.Command {
-	o := &RecommendOptions{}
+// newCmdRecommend is `softalloc recommend`.
+func newCmdRecommend(f *factory, runF func(*recommendOptions) error) *cobra.Command {
+	o := &recommendOptions{}
 	cmd := &cobra.Command{
 		Use:   "recommend",
 		Short: "Recommend thread- and connection-pool sizes for every tier",
@@ -217,7 +217,7 @@ least their reserved size; the table shows the formula's minimum beside them.`,
 	return cmd
 }
 
-func runRecommend(o *RecommendOptions) error {
+func runRecommend(o *recommendOptions) error {
 	ctx, s := o.cmd.Context(), o.f.Streams
 	formats, err := report.ParseFormats(o.format)
 	if err != nil {

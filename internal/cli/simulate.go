@@ -16,9 +16,9 @@ import (
 	"github.com/softalloc/softalloc/internal/wire"
 )
 
-// SimulateOptions are simulate's.
-type SimulateOptions struct {
-	f          *Factory
+// simulateOptions are simulate's.
+type simulateOptions struct {
+	f          *factory
 	cmd        *cobra.Command
 	deployment deploymentFlags
 	runner     runnerFlags
@@ -30,9 +30,9 @@ type SimulateOptions struct {
 	parallel   int
 }
 
-// NewCmdSimulate is `softalloc simulate`: goodput and badput curves.
-func NewCmdSimulate(f *Factory, runF func(*SimulateOptions) error) *cobra.Command {
-	o := &SimulateOptions{f: f}
+// newCmdSimulate is `softalloc simulate`: goodput and badput curves.
+func newCmdSimulate(f *factory, runF func(*simulateOptions) error) *cobra.Command {
+	o := &simulateOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "simulate",
 		Short: "Run trials over a range of workloads and print throughput, goodput and badput",
@@ -71,7 +71,7 @@ JSON keys goodput and badput by the threshold as written.`,
 	return cmd
 }
 
-func runSimulate(o *SimulateOptions) error {
+func runSimulate(o *simulateOptions) error {
 	cmd, s := o.cmd, o.f.Streams
 	switch o.output {
 	case "table", "json", "csv", "observation":

@@ -24,16 +24,16 @@ type measuredFile struct {
 	Tiers      []algorithms.TierMeasurement `yaml:"tiers"`
 }
 
-// SizeOptions are size's.
-type SizeOptions struct {
-	f      *Factory
+// sizeOptions are size's.
+type sizeOptions struct {
+	f      *factory
 	file   string
 	output string
 }
 
-// NewCmdSize is `softalloc size`: CalculateMinAllocation alone.
-func NewCmdSize(f *Factory, runF func(*SizeOptions) error) *cobra.Command {
-	o := &SizeOptions{f: f}
+// newCmdSize is `softalloc size`: CalculateMinAllocation alone.
+func newCmdSize(f *factory, runF func(*sizeOptions) error) *cobra.Command {
+	o := &sizeOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "size -f measured.yaml",
 		Short: "Pool sizes from measured per-tier throughput and response time (Formula 3)",
@@ -70,7 +70,7 @@ Use - to read the file from standard input.`,
 	return cmd
 }
 
-func runSize(o *SizeOptions) error {
+func runSize(o *sizeOptions) error {
 	s := o.f.Streams
 	if o.file == "" {
 		return usagef("size: want -f FILE with per-tier measurements (see softalloc size --help)")

@@ -13,8 +13,8 @@ import (
 	"github.com/softalloc/softalloc/internal/topology"
 )
 
-// ValidateOptions are validate's.
-type ValidateOptions struct {
+// validateOptions are validate's.
+type validateOptions struct {
 	campaign    campaignOptions
 	recommended string
 	users       string
@@ -25,9 +25,9 @@ type ValidateOptions struct {
 	parallel    int
 }
 
-// NewCmdValidate is `softalloc validate`: the recommendation against a grid.
-func NewCmdValidate(f *Factory, runF func(*ValidateOptions) error) *cobra.Command {
-	o := &ValidateOptions{}
+// newCmdValidate is `softalloc validate`: the recommendation against a grid.
+func newCmdValidate(f *factory, runF func(*validateOptions) error) *cobra.Command {
+	o := &validateOptions{}
 	cmd := &cobra.Command{
 		Use:   "validate",
 		Short: "Compare the recommendation with a grid of allocations, the practitioners' and rules of thumb",
@@ -69,7 +69,7 @@ one real deployment and run their trials one at a time.`,
 	return cmd
 }
 
-func runValidate(o *ValidateOptions) error {
+func runValidate(o *validateOptions) error {
 	ctx, s := o.campaign.cmd.Context(), o.campaign.f.Streams
 	// Everything the flags can get wrong is refused before recommend runs.
 	if err := checkOutputFile("--plot", o.plot, plotExtensions...); err != nil {
