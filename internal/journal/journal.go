@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -24,8 +25,8 @@ import (
 	"time"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/jsonl"
 	"github.com/softalloc/softalloc/internal/oneline"
-	"github.com/softalloc/softalloc/internal/runner/replay"
 	"github.com/softalloc/softalloc/internal/wire"
 )
 
@@ -146,7 +147,8 @@ func (e quiet) Unwrap() error { return e.sentinel }
 
 // Journal is an open journal file.
 type Journal struct {
-	path     string
+	path     string // as the user named it
+	real     string // the file it resolves to
 	id       Identity
 	f        *os.File
 	lock     *os.File // nil where flock is missing
@@ -170,7 +172,8 @@ type Options struct {
 // for the given runner. A torn last line, left by a process killed mid-write,
 // is cut off with a warning; everything before it is kept. Records of another
 // runner or settings are an error wrapping ErrOtherRunner: they are never
-// mixed in silently.
+// mixed in silently. A file that is not a journal is refused before anything
+// in it changes.
 func Open(path string, id Identity, opts Options) (*Journal, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -178,9 +181,18 @@ func Open(path string, id Identity, opts Options) (*Journal, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("journal %q: %w", path, err)
 	}
-	j := &Journal{path: path, id: id, records: map[string]algorithms.Observation{}}
+	// Two names of one file (a symlink) are one journal: the lock and the
+	// writes go to the file the path resolves to.
+	real, err := resolve(path)
+	if err != nil {
+		return nil, fmt.Errorf("journal %q: %w", path, err)
+	}
+	if fi, err := os.Stat(real); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("journal %q: not a regular file (%s); want a journal file, or a path where one can be created", path, describeMode(fi.Mode()))
+	}
+	j := &Journal{path: path, real: real, id: id, records: map[string]algorithms.Observation{}}
 	// Locked before --fresh renames anything: the other run may be writing.
-	lk, err := lock(path)
+	lk, err := lock(path, real)
 	if err != nil {
 		return nil, err
 	}
@@ -192,20 +204,62 @@ func Open(path string, id Identity, opts Options) (*Journal, error) {
 	return j, nil
 }
 
+// resolve follows symlinks to the file a path names, also when that file
+// does not exist yet (a dangling link is where it will be created).
+func resolve(path string) (string, error) {
+	for range 40 {
+		real, err := filepath.EvalSymlinks(path)
+		if err == nil {
+			return filepath.Abs(real)
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		target, lerr := os.Readlink(path)
+		if lerr != nil {
+			// Not there yet: the directory holds it (Open has made it).
+			dir, derr := filepath.EvalSymlinks(filepath.Dir(path))
+			if derr != nil {
+				return "", derr
+			}
+			return filepath.Abs(filepath.Join(dir, filepath.Base(path)))
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(path), target)
+		}
+		path = target
+	}
+	return "", errors.New("too many levels of symbolic links")
+}
+
+func describeMode(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "mode " + m.String()
+}
+
 func (j *Journal) open(opts Options) error {
-	path := j.path
 	if opts.Fresh {
-		if _, err := os.Stat(path); err == nil {
-			aside := fmt.Sprintf("%s.%s.bak", path, opts.Now().UTC().Format("20060102T150405Z"))
-			if err := os.Rename(path, aside); err != nil {
-				return fmt.Errorf("journal %q: set aside: %w", path, err)
+		if _, err := os.Stat(j.real); err == nil {
+			aside, err := setAside(j.real, opts.Now())
+			if err != nil {
+				return fmt.Errorf("journal %q: set aside: %w", j.path, err)
 			}
 			j.Warnings = append(j.Warnings, fmt.Sprintf("--fresh: the previous journal is kept as %s", aside))
 		}
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	// Append only: every write lands at the end, whoever else writes.
+	f, err := os.OpenFile(j.real, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
-		return fmt.Errorf("journal %q: %w", path, err)
+		return fmt.Errorf("journal %q: %w", j.path, err)
 	}
 	if err := j.load(f); err != nil {
 		f.Close()
@@ -213,6 +267,27 @@ func (j *Journal) open(opts Options) error {
 	}
 	j.f = f
 	return nil
+}
+
+// setAside moves the journal to a name of its own, never over another file:
+// two --fresh runs in one second keep both earlier journals.
+func setAside(path string, now time.Time) (string, error) {
+	base := fmt.Sprintf("%s.%s", path, now.UTC().Format("20060102T150405Z"))
+	for n := 1; ; n++ {
+		aside := base + ".bak"
+		if n > 1 {
+			aside = fmt.Sprintf("%s-%d.bak", base, n)
+		}
+		// A link fails where the name is taken; a rename would replace it.
+		err := os.Link(path, aside)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		return aside, os.Remove(path)
+	}
 }
 
 func (j *Journal) unlock() error {
@@ -224,27 +299,40 @@ func (j *Journal) unlock() error {
 	return err
 }
 
+// load reads the journal's records. Every line is checked before anything
+// in the file changes: a file that is not a journal is refused whole.
 func (j *Journal) load(f *os.File) error {
-	data, err := os.ReadFile(j.path)
+	lines, tail, err := jsonl.Read(f, jsonl.MaxLine)
 	if err != nil {
-		return fmt.Errorf("journal %q: %w", j.path, err)
+		return fmt.Errorf("journal %q: %w: not a journal?", j.path, err)
 	}
-	lines, torn := replay.SplitLines(data)
-	if torn != "" {
+	var repair func() error
+	switch {
+	case len(tail) == 0:
+	case jsonl.Torn(tail):
 		// Cut the torn tail so the next append starts on a line of its own.
-		keep := int64(len(data) - len(torn))
-		if err := f.Truncate(keep); err != nil {
-			return fmt.Errorf("journal %q: cut torn last line: %w", j.path, err)
+		keep := j.size(f) - int64(len(tail))
+		repair = func() error {
+			if err := f.Truncate(keep); err != nil {
+				return fmt.Errorf("journal %q: cut torn last line: %w", j.path, err)
+			}
+			j.Warnings = append(j.Warnings, fmt.Sprintf(
+				"journal %q: its last line was torn (%d bytes, a run killed mid-write) and was dropped; the %d records before it are kept",
+				j.path, len(tail), len(lines)))
+			return nil
 		}
-		j.Warnings = append(j.Warnings, fmt.Sprintf(
-			"journal %q: its last line was torn (%d bytes, a run killed mid-write) and was dropped; the %d records before it are kept",
-			j.path, len(torn), len(lines)))
-	}
-	if torn == "" && len(data) > 0 && data[len(data)-1] != '\n' {
+	case json.Valid(tail):
 		// A whole last record without its newline: end the line before appending.
-		if _, err := f.WriteAt([]byte{'\n'}, int64(len(data))); err != nil {
-			return fmt.Errorf("journal %q: %w", j.path, err)
+		lines = append(lines, tail)
+		repair = func() error {
+			if _, err := f.Write([]byte{'\n'}); err != nil {
+				return fmt.Errorf("journal %q: %w", j.path, err)
+			}
+			return nil
 		}
+	default:
+		return fmt.Errorf("journal %q: its last line (%d bytes, no newline) is not a record: not a journal, or text added by hand; move the file or mend that line",
+			j.path, len(tail))
 	}
 	others := map[string]int{}
 	mine := map[string]bool{}
@@ -265,10 +353,10 @@ func (j *Journal) load(f *os.File) error {
 		}
 		// A record edited by hand (a CPU of 7.5) is refused, not reused: it
 		// enters the algorithm as any runner's observation would.
-		if _, _, err := (wire.Record{Experiment: r.Experiment, Observation: r.Observation}).Algorithms(); err != nil {
+		_, o, err := (wire.Record{Experiment: r.Experiment, Observation: r.Observation}).Algorithms()
+		if err != nil {
 			return fmt.Errorf("journal %q: line %d: %w", j.path, i+1, err)
 		}
-		o, _ := r.Observation.Algorithms()
 		j.records[r.Key] = o
 	}
 	if len(others) > 0 {
@@ -284,10 +372,19 @@ func (j *Journal) load(f *os.File) error {
 		return quiet{fmt.Sprintf("journal %q holds experiments of another runner or other settings (%s; this run: %s): pass --journal PATH to keep a separate journal, or --fresh to set this one aside",
 			j.path, strings.Join(list, "; "), strings.Join(this, "; ")), ErrOtherRunner}
 	}
-	if _, err := f.Seek(0, 2); err != nil {
-		return fmt.Errorf("journal %q: %w", j.path, err)
+	if repair != nil {
+		return repair()
 	}
 	return nil
+}
+
+// size is the file's length now.
+func (j *Journal) size(f *os.File) int64 {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
 }
 
 // Path is the journal's file.
@@ -384,14 +481,27 @@ type Entry struct {
 // validated as Open validates it; a torn last line is left out with a
 // warning.
 func ReadFile(path string) ([]Entry, []string, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("journal %q: %w", path, err)
 	}
-	lines, torn := replay.SplitLines(data)
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("journal %q: not a regular file (%s); want a journal file", path, describeMode(fi.Mode()))
+	}
+	lines, tail, err := jsonl.Read(f, jsonl.MaxLine)
+	if err != nil {
+		return nil, nil, fmt.Errorf("journal %q: %w: not a journal?", path, err)
+	}
 	var warnings []string
-	if torn != "" {
+	switch {
+	case len(tail) == 0:
+	case jsonl.Torn(tail):
 		warnings = append(warnings, fmt.Sprintf("journal %q: ignoring a torn last line", path))
+	case json.Valid(tail):
+		lines = append(lines, tail)
+	default:
+		return nil, nil, fmt.Errorf("journal %q: its last line (%d bytes, no newline) is not a record", path, len(tail))
 	}
 	var out []Entry
 	for i, line := range lines {

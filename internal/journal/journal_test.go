@@ -15,6 +15,7 @@ import (
 
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/journal"
+	"github.com/softalloc/softalloc/internal/jsonl"
 	"github.com/softalloc/softalloc/internal/runner/replay"
 	"github.com/softalloc/softalloc/internal/topology"
 )
@@ -259,5 +260,113 @@ func TestEditedRecordIsRefused(t *testing.T) {
 		_, err = replay.Load(path)
 		require.Error(t, err, "replay refuses it too")
 		assert.Contains(t, err.Error(), edit.want)
+	}
+}
+
+// Issue 25: a second writer through a symlink took its own lock and its
+// records were lost. Every name of one file is one journal.
+func TestASymlinkIsTheSameJournal(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "j.jsonl")
+	link := filepath.Join(dir, "link.jsonl")
+	require.NoError(t, os.Symlink("j.jsonl", link))
+	j, err := journal.Open(path, simID, journal.Options{})
+	require.NoError(t, err)
+	_, err = journal.Open(link, simID, journal.Options{})
+	require.ErrorIs(t, err, journal.ErrInUse, "the link names the journal in use")
+	_, err = j.Wrap(&counting{}).RunExperiment(context.Background(), experiment(t, 100))
+	require.NoError(t, err)
+	require.NoError(t, j.Close())
+
+	// Through the link once the first run is done: appended, nothing lost.
+	l, err := journal.Open(link, simID, journal.Options{})
+	require.NoError(t, err)
+	_, err = l.Wrap(&counting{}).RunExperiment(context.Background(), experiment(t, 200))
+	require.NoError(t, err)
+	assert.Equal(t, 2, l.Len())
+	require.NoError(t, l.Close())
+	fi, err := os.Lstat(link)
+	require.NoError(t, err)
+	assert.NotZero(t, fi.Mode()&os.ModeSymlink, "still a link")
+	j, err = journal.Open(path, simID, journal.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, 2, j.Len())
+	require.NoError(t, j.Close())
+	_, err = os.Stat(link + ".lock")
+	assert.ErrorIs(t, err, os.ErrNotExist, "one lock, beside the file itself")
+}
+
+// Issue 25: --journal /dev/zero ran out of memory and created /dev/zero.lock.
+func TestAJournalIsARegularFile(t *testing.T) {
+	for _, p := range []string{"/dev/zero", "/dev/null", t.TempDir()} {
+		_, err := journal.Open(p, simID, journal.Options{})
+		require.Error(t, err, p)
+		assert.Contains(t, err.Error(), "not a regular file")
+		_, _, err = journal.ReadFile(p)
+		require.Error(t, err, p)
+		_, err = replay.Load(p)
+		require.Error(t, err, p)
+	}
+	_, err := os.Stat("/dev/zero.lock")
+	assert.ErrorIs(t, err, os.ErrNotExist)
+
+	// A regular file with a runaway line is refused at the bound.
+	path := filepath.Join(t.TempDir(), "big.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(strings.Repeat("x", 9<<20)), 0o644))
+	_, err = journal.Open(path, simID, journal.Options{})
+	require.ErrorIs(t, err, jsonl.ErrLineTooLong)
+	assert.Contains(t, err.Error(), "longer than 8 MiB")
+}
+
+// Issue 25: a text file named as the journal had its unterminated last line
+// cut before it was refused. Nothing changes in a file that is not a journal.
+func TestAFileThatIsNotAJournalIsLeftAlone(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"notes.txt":   "shopping list\nmilk\neggs",
+		"appended":    "", // a journal with text added by hand, below
+		"one-line.md": "# title without a newline",
+	} {
+		path := filepath.Join(dir, name)
+		if name == "appended" {
+			j, err := journal.Open(path, simID, journal.Options{})
+			require.NoError(t, err)
+			_, err = j.Wrap(&counting{}).RunExperiment(context.Background(), experiment(t, 100))
+			require.NoError(t, err)
+			require.NoError(t, j.Close())
+			data, err := os.ReadFile(path)
+			require.NoError(t, err)
+			text = string(data) + "a note added by hand"
+		}
+		require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+		_, err := journal.Open(path, simID, journal.Options{})
+		require.Error(t, err, name)
+		assert.NotContains(t, err.Error(), "killed", "garbage is not called a torn record")
+		after, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, text, string(after), "%s is unchanged", name)
+	}
+}
+
+// Issue 25: two --fresh runs in one second wrote the same backup name.
+func TestFreshNeverOverwritesABackup(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.jsonl")
+	now := func() time.Time { return time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC) }
+	for i, users := range []int{100, 200, 300} {
+		j, err := journal.Open(path, simID, journal.Options{Fresh: true, Now: now})
+		require.NoError(t, err)
+		assert.Zero(t, j.Len(), "run %d starts empty", i)
+		_, err = j.Wrap(&counting{}).RunExperiment(context.Background(), experiment(t, users))
+		require.NoError(t, err)
+		require.NoError(t, j.Close())
+	}
+	backups, err := filepath.Glob(path + ".20261124T080000Z*.bak")
+	require.NoError(t, err)
+	require.Len(t, backups, 2, "both earlier journals kept")
+	for i, b := range backups {
+		entries, _, err := journal.ReadFile(b)
+		require.NoError(t, err)
+		require.Len(t, entries, 1)
+		assert.Contains(t, []int{100, 200}, entries[0].Experiment.Workload.Users, "backup %d", i)
 	}
 }

@@ -9,12 +9,14 @@ import (
 	"syscall"
 )
 
-// lock takes an exclusive lock on path+".lock" without waiting. The lock is
-// a file of its own, never removed: --fresh renames the journal, and a lock
-// on the journal itself would move with it. The kernel drops the lock when
-// the process dies, so a killed run never leaves the journal locked.
-func lock(path string) (*os.File, error) {
-	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+// lock takes an exclusive lock on real+".lock" without waiting; real is the
+// file the journal's path resolves to, so that every name of one journal
+// takes one lock. The lock is a file of its own, never removed: --fresh
+// renames the journal, and a lock on the journal itself would move with it.
+// The kernel drops the lock when the process dies, so a killed run never
+// leaves the journal locked.
+func lock(path, real string) (*os.File, error) {
+	f, err := os.OpenFile(real+".lock", os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("journal %q: lock: %w", path, err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/fuzzcheck"
+	"github.com/softalloc/softalloc/internal/jsonl"
 	"github.com/softalloc/softalloc/internal/wire"
 )
 
@@ -74,7 +75,7 @@ func FuzzRead(f *testing.F) {
 		for k, o := range r.records {
 			require.NoError(t, o.Validate(), "record %q", k)
 		}
-		lines, _ := SplitLines(data)
+		lines, _, _ := jsonl.Read(bytes.NewReader(data), jsonl.MaxLine)
 		for i, line := range lines {
 			var rec wire.Record
 			if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, &rec) != nil {

@@ -10,7 +10,6 @@
 package replay
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -23,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/jsonl"
 	"github.com/softalloc/softalloc/internal/oneline"
 	"github.com/softalloc/softalloc/internal/wire"
 )
@@ -49,6 +49,9 @@ func Load(path string) (*Runner, error) {
 		return nil, fmt.Errorf("replay campaign: %w", err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("replay campaign %q: not a regular file; want a campaign file (JSON Lines)", path)
+	}
 	r, err := Read(f, path)
 	if err != nil {
 		return nil, err
@@ -58,14 +61,19 @@ func Load(path string) (*Runner, error) {
 
 // Read parses a campaign from r; name is used in messages.
 func Read(r io.Reader, name string) (*Runner, error) {
-	data, err := io.ReadAll(r)
+	run := &Runner{path: name, records: map[string]algorithms.Observation{}}
+	lines, tail, err := jsonl.Read(r, jsonl.MaxLine)
 	if err != nil {
 		return nil, fmt.Errorf("replay campaign %q: %w", name, err)
 	}
-	run := &Runner{path: name, records: map[string]algorithms.Observation{}}
-	lines, torn := SplitLines(data)
-	if torn != "" {
-		run.Warnings = append(run.Warnings, fmt.Sprintf("campaign %q: ignoring a torn last line (%d bytes): the run that wrote it was interrupted", name, len(torn)))
+	switch {
+	case len(tail) == 0:
+	case jsonl.Torn(tail):
+		run.Warnings = append(run.Warnings, fmt.Sprintf("campaign %q: ignoring a torn last line (%d bytes): the run that wrote it was interrupted", name, len(tail)))
+	case json.Valid(tail):
+		lines = append(lines, tail)
+	default:
+		return nil, fmt.Errorf("replay campaign %q: its last line (%d bytes, no newline) is not a record", name, len(tail))
 	}
 	for i, line := range lines {
 		if len(bytes.TrimSpace(line)) == 0 {
@@ -86,25 +94,6 @@ func Read(r io.Reader, name string) (*Runner, error) {
 		return nil, fmt.Errorf("replay campaign %q: no experiments recorded", name)
 	}
 	return run, nil
-}
-
-// SplitLines splits JSON Lines data into whole lines; an unterminated last
-// line that is not a complete JSON value is returned as torn.
-func SplitLines(data []byte) (lines [][]byte, torn string) {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 1<<16), 1<<30)
-	for sc.Scan() {
-		lines = append(lines, append([]byte(nil), sc.Bytes()...))
-	}
-	if len(data) > 0 && data[len(data)-1] != '\n' && len(lines) > 0 {
-		last := lines[len(lines)-1]
-		if !json.Valid(last) {
-			// The raw tail, not the scanner's line: that drops a final CR,
-			// and a journal cuts exactly len(torn) bytes off the end.
-			return lines[:len(lines)-1], string(data[bytes.LastIndexByte(data, '\n')+1:])
-		}
-	}
-	return lines, ""
 }
 
 // ErrNotRecorded is returned for an experiment the campaign lacks.
