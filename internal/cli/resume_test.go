@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -113,4 +116,44 @@ func TestTerminatedCampaignExits143(t *testing.T) {
 	assert.Equal(t, 143, exit.ExitCode(), "stderr: %s", stderr.String())
 	assert.Contains(t, stderr.String(), "run the same command again to resume")
 	assert.NotEmpty(t, journalKeys(t, journalPath))
+}
+
+// Issue 25: kill -9 of softalloc left the exec runner's program running (it
+// has a process group of its own). On Linux it gets a parent-death signal.
+func TestKilledRunnerStopsItsProgram(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("SKIPPED: the parent-death signal is Linux's")
+	}
+	bin := softallocBinary(t)
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "program.pid")
+	prog := filepath.Join(dir, "trial.sh")
+	// The program records its pid and then is a long sleep (exec keeps the pid).
+	require.NoError(t, os.WriteFile(prog, []byte("#!/bin/sh\necho $$ > "+pidFile+"\nexec sleep 600\n"), 0o755))
+	cmd := exec.Command(bin, "simulate", "--topology", "1/2/1/2", "--users", "100", "--no-journal",
+		"--runner", "exec", "--runner-cmd", prog, "--runtime", "10m", "--runner-retries", "0")
+	cmd.Dir = dir
+	require.NoError(t, cmd.Start())
+	var pid int
+	deadline := time.Now().Add(time.Minute)
+	for pid == 0 {
+		if b, err := os.ReadFile(pidFile); err == nil && bytes.HasSuffix(b, []byte("\n")) {
+			pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+			require.NoError(t, err)
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the program did not start within a minute")
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	deadline = time.Now().Add(30 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		// A zombie waiting for init to reap it is gone for our purpose.
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(st), ") Z ") {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "program %d still runs 30 s after softalloc was killed", pid)
+		time.Sleep(10 * time.Millisecond)
+	}
 }

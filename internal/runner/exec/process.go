@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/softalloc/softalloc/internal/procattr"
 )
 
 // process is one run of the program.
@@ -85,7 +87,7 @@ func runProcess(ctx context.Context, p process) (result, error) {
 	cmd.Env = p.env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	// Its own process group, so that one signal reaches everything it starts.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = procattr.Child()
 	startErr := cmd.Start()
 	// The child has its copies; ours would keep the pipes from closing.
 	inR.Close()

@@ -33,6 +33,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/procattr"
 )
 
 // Runner is the live runner. Trials on one deployment cannot overlap, so
@@ -258,7 +259,7 @@ func (r *Runner) apply(ctx context.Context, a algorithms.Allocation) error {
 	out := &prefixWriter{w: r.Log, prefix: "live: hook: "}
 	cmd.Stdout, cmd.Stderr = out, out
 	// Its own process group, so that a timeout stops whatever it started.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = procattr.Child()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Run(); err != nil {
