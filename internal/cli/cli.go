@@ -140,7 +140,10 @@ func runWith(ctx context.Context, args []string, f *factory) int {
 		}
 		fmt.Fprintf(s.Err, "softalloc: %s\n", strings.ReplaceAll(msg, "\n", " "))
 	}
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+	// Whatever failed once a signal cancelled the run (an experiment, the
+	// push to a Pushgateway, whose error carries the signal, not
+	// context.Canceled) failed because of it.
+	if ctx.Err() != nil {
 		fmt.Fprintln(s.Err, "softalloc: interrupted")
 		code = interruptedCode(ctx)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -25,12 +27,23 @@ func (f *metricsFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.grouping, "grouping", nil, "Pushgateway grouping label LABEL=VALUE (repeatable)")
 }
 
+// check refuses, before the first experiment, what would fail only at the
+// end of the campaign.
 func (f *metricsFlags) check() error {
 	if _, err := metrics.ParseGrouping(f.grouping); err != nil {
 		return usageError{err}
 	}
 	if f.gateway == "" && len(f.grouping) > 0 {
 		return usagef("--grouping needs --pushgateway")
+	}
+	if f.gateway != "" {
+		u, err := url.Parse(f.gateway)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+			return usagef("--pushgateway %q: want the Pushgateway's URL, such as http://pushgateway:9091", f.gateway)
+		}
+		if strings.TrimSpace(f.job) == "" {
+			return usagef("--job: want a job name for the Pushgateway to group the metrics by, got an empty one")
+		}
 	}
 	return checkOutputFile("--metrics-file", f.file)
 }

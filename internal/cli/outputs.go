@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/softalloc/softalloc/internal/safefile"
 )
 
 // Output paths are checked when the command starts: a path that cannot be
@@ -34,7 +36,15 @@ func checkOutputFile(flag, path string, exts ...string) error {
 			return usagef("%s %q: the file is not writable", flag, path)
 		}
 	}
-	return checkDirectory(flag, path, filepath.Dir(path))
+	if err := checkDirectory(flag, path, filepath.Dir(path)); err != nil {
+		return err
+	}
+	// Permissions can say yes where a write fails (/proc, a read-only
+	// mount), and a device or pipe must not be replaced: try, now.
+	if err := safefile.CheckWritable(path); err != nil {
+		return usagef("%s %q: %w", flag, path, err)
+	}
+	return nil
 }
 
 // checkOutputDir checks that the command will be able to write into dir.

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -156,4 +159,33 @@ func TestKilledRunnerStopsItsProgram(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "program %d still runs 30 s after softalloc was killed", pid)
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// Issue 25: Ctrl-C while the metrics are pushed exited 1 ("capacity
+// regressed" to check), not 130.
+func TestInterruptDuringThePushExits130(t *testing.T) {
+	bin := softallocBinary(t)
+	arrived := make(chan struct{}, 1)
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Read the body, so that the server notices the client leaving.
+		_, _ = io.Copy(io.Discard, r.Body)
+		arrived <- struct{}{}
+		<-r.Context().Done()
+	}))
+	defer hang.Close()
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "simulate", "--topology", "1/2/1/2", "--users", "100", "--runtime", "1s", "--no-journal",
+		"--pushgateway", hang.URL)
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	select {
+	case <-arrived:
+	case <-time.After(time.Minute):
+		t.Fatal("the push never came")
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, 130, exit.ExitCode(), stderr.String())
 }

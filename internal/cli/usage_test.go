@@ -79,6 +79,12 @@ func TestOutputPathsAreCheckedFirst(t *testing.T) {
 		{"check metrics file", []string{"check", "--topology", "1/2/1/2", "--min-goodput", "1", "--metrics-file", filepath.Join(missing, "c.prom")}, "--metrics-file"},
 		{"nojournal degradation plot", []string{"degradation", "--plot", "scheme.jpg"}, `--plot "scheme.jpg": want a .svg, .png or .pdf file`},
 		{"nojournal evaluate out", []string{"evaluate", "--out", filepath.Join(missing, "eval")}, `--out "` + filepath.Join(missing, "eval") + `": directory "` + missing + `" does not exist`},
+		// Issue 25: these failed at the end of the campaign, with exit 1.
+		{"metrics file in /proc", append(sim, "--metrics-file", "/proc/x.prom"), `--metrics-file "/proc/x.prom": cannot create files in /proc`},
+		{"metrics file is a device", append(sim, "--metrics-file", "/dev/null"), `--metrics-file "/dev/null": not a regular file (a device)`},
+		{"pushgateway without a host", append(sim, "--pushgateway", "http://"), `--pushgateway "http://": want the Pushgateway's URL`},
+		{"pushgateway not a URL", append(sim, "--pushgateway", "pushgateway:9091"), `--pushgateway "pushgateway:9091": want the Pushgateway's URL`},
+		{"empty job", append(sim, "--pushgateway", "http://127.0.0.1:9091", "--job", " "), "--job: want a job name"},
 	})
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/jsonl"
 	"github.com/softalloc/softalloc/internal/oneline"
+	"github.com/softalloc/softalloc/internal/safefile"
 	"github.com/softalloc/softalloc/internal/wire"
 )
 
@@ -183,12 +184,12 @@ func Open(path string, id Identity, opts Options) (*Journal, error) {
 	}
 	// Two names of one file (a symlink) are one journal: the lock and the
 	// writes go to the file the path resolves to.
-	real, err := resolve(path)
+	real, err := safefile.Resolve(path)
 	if err != nil {
 		return nil, fmt.Errorf("journal %q: %w", path, err)
 	}
 	if fi, err := os.Stat(real); err == nil && !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("journal %q: not a regular file (%s); want a journal file, or a path where one can be created", path, describeMode(fi.Mode()))
+		return nil, fmt.Errorf("journal %q: not a regular file (%s); want a journal file, or a path where one can be created", path, safefile.Describe(fi.Mode()))
 	}
 	j := &Journal{path: path, real: real, id: id, records: map[string]algorithms.Observation{}}
 	// Locked before --fresh renames anything: the other run may be writing.
@@ -202,48 +203,6 @@ func Open(path string, id Identity, opts Options) (*Journal, error) {
 		return nil, err
 	}
 	return j, nil
-}
-
-// resolve follows symlinks to the file a path names, also when that file
-// does not exist yet (a dangling link is where it will be created).
-func resolve(path string) (string, error) {
-	for range 40 {
-		real, err := filepath.EvalSymlinks(path)
-		if err == nil {
-			return filepath.Abs(real)
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return "", err
-		}
-		target, lerr := os.Readlink(path)
-		if lerr != nil {
-			// Not there yet: the directory holds it (Open has made it).
-			dir, derr := filepath.EvalSymlinks(filepath.Dir(path))
-			if derr != nil {
-				return "", derr
-			}
-			return filepath.Abs(filepath.Join(dir, filepath.Base(path)))
-		}
-		if !filepath.IsAbs(target) {
-			target = filepath.Join(filepath.Dir(path), target)
-		}
-		path = target
-	}
-	return "", errors.New("too many levels of symbolic links")
-}
-
-func describeMode(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "mode " + m.String()
 }
 
 func (j *Journal) open(opts Options) error {
@@ -487,7 +446,7 @@ func ReadFile(path string) ([]Entry, []string, error) {
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("journal %q: not a regular file (%s); want a journal file", path, describeMode(fi.Mode()))
+		return nil, nil, fmt.Errorf("journal %q: not a regular file (%s); want a journal file", path, safefile.Describe(fi.Mode()))
 	}
 	lines, tail, err := jsonl.Read(f, jsonl.MaxLine)
 	if err != nil {

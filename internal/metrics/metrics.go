@@ -7,6 +7,7 @@ package metrics
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"strconv"
@@ -15,8 +16,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/push"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/safefile"
 )
 
 // Set is a registry of one command's results; every metric carries the
@@ -179,10 +182,24 @@ func (s *Set) TrialsGoodput(trials []algorithms.Trial, sla float64, format func(
 	}
 }
 
-// WriteFile writes the text exposition format atomically (temp file and
-// rename), so a textfile collector never reads half a file.
+// WriteFile writes the text exposition format atomically and durably (a
+// synced temporary file renamed over the target), so a textfile collector
+// never reads half a file; through a symlink to its target, never over a
+// device or pipe.
 func (s *Set) WriteFile(path string) error {
-	if err := prometheus.WriteToTextfile(path, s.Registry); err != nil {
+	mfs, err := s.Registry.Gather()
+	if err != nil {
+		return fmt.Errorf("metrics file %q: %w", path, err)
+	}
+	err = safefile.Write(path, 0o644, func(w io.Writer) error {
+		for _, mf := range mfs {
+			if _, err := expfmt.MetricFamilyToText(w, mf); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("metrics file %q: %w", path, err)
 	}
 	return nil

@@ -3,9 +3,11 @@ package report
 import (
 	"fmt"
 	"image/color"
+	"io"
 	"path/filepath"
 	"strings"
 
+	"github.com/softalloc/softalloc/internal/safefile"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -58,7 +60,11 @@ func SavePlot(path, title, xLabel, yLabel string, curves []Curve) error {
 		p.Add(line, points)
 		p.Legend.Add(c.Label, line, points)
 	}
-	if err := p.Save(8*vg.Inch, 5*vg.Inch, path); err != nil {
+	wt, err := p.WriterTo(8*vg.Inch, 5*vg.Inch, ext[1:])
+	if err != nil {
+		return fmt.Errorf("plot %q: %w", path, err)
+	}
+	if err := safefile.Write(path, 0o644, func(w io.Writer) error { _, err := wt.WriteTo(w); return err }); err != nil {
 		return fmt.Errorf("plot %q: %w", path, err)
 	}
 	return nil
