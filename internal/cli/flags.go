@@ -175,6 +175,19 @@ func (f *runnerFlags) build(cmd *cobra.Command, fac *factory, df *deploymentFlag
 		return r, t, usagef("--ramp-up: want a duration >= 0, got %v", t.RampUp)
 	case t.RampDown < 0:
 		return r, t, usagef("--ramp-down: want a duration >= 0, got %v", t.RampDown)
+	}
+	for _, p := range []struct {
+		flag string
+		d    time.Duration
+	}{{"--ramp-up", t.RampUp}, {"--runtime", t.Runtime}, {"--ramp-down", t.RampDown}} {
+		if p.d > maxTrialPhase {
+			return r, t, usagef("%s %v: want at most %v for one phase of a trial", p.flag, p.d, maxTrialPhase)
+		}
+	}
+	if f.timeout > maxTrialPhase*3 {
+		return r, t, usagef("--runner-timeout %v: want at most %v", f.timeout, maxTrialPhase*3)
+	}
+	switch {
 	case r.Name == "sim":
 		if err := checkSimRuntime(t.Runtime); err != nil {
 			return r, t, err
@@ -182,6 +195,15 @@ func (f *runnerFlags) build(cmd *cobra.Command, fac *factory, df *deploymentFlag
 	}
 	return r, t, nil
 }
+
+// maxTrialPhase bounds a trial's ramp-up, runtime and ramp-down: past it a
+// value is a typo (2500000h overflowed the exec runner's timeout).
+const maxTrialPhase = 24 * time.Hour
+
+// maxUsers bounds a workload: ten million emulated users took the
+// simulator 10 minutes and 1.5 GB for one trial; no deployment this tool
+// sizes needs a tenth of that from one campaign.
+const maxUsers = 1_000_000
 
 // minSimRuntime is the shortest measured window the simulator is given. Its
 // users think 7 s between pages, so a window under a second holds a few
@@ -261,8 +283,8 @@ func (f *algorithmFlags) options(t algorithms.Timing) (algorithms.Options, error
 		return o, usagef("--step: want a positive number of users, got %d", o.Step)
 	case o.SmallStep < 1:
 		return o, usagef("--small-step: want a positive number of users, got %d", o.SmallStep)
-	case o.MaxWorkload < 1:
-		return o, usagef("--max-workload: want a positive number of users, got %d", o.MaxWorkload)
+	case o.MaxWorkload < 1 || o.MaxWorkload > maxUsers:
+		return o, usagef("--max-workload: want a number of users in 1..%d, got %d", maxUsers, o.MaxWorkload)
 	case o.Step > o.MaxWorkload:
 		return o, usagef("--step %d: want at most --max-workload (%d users)", o.Step, o.MaxWorkload)
 	case o.SmallStep > o.MaxWorkload:

@@ -182,8 +182,8 @@ func parseUsers(s string) ([]int, error) {
 	}
 	num := func(f string) (int, error) {
 		v, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || v < 1 || v > 10_000_000 {
-			return 0, usagef("--users %q: %q is not a number of users in 1..10000000", s, f)
+		if err != nil || v < 1 || v > maxUsers {
+			return 0, usagef("--users %q: %q is not a number of users in 1..%d", s, f, maxUsers)
 		}
 		return v, nil
 	}

@@ -109,11 +109,17 @@ func TestValidationNamesTheBadFlag(t *testing.T) {
 	}{
 		{append(fc, "--step", "-500"), "--step: want a positive number of users, got -500"},
 		{append(fc, "--small-step", "0"), "--small-step: want a positive number of users, got 0"},
-		{append(fc, "--max-workload", "-1"), "--max-workload: want a positive number of users, got -1"},
+		{append(fc, "--max-workload", "-1"), "--max-workload: want a number of users in 1..1000000, got -1"},
 		{append(fc, "--scan-span", "0"), "--scan-span: want a positive number of users, got 0"},
 		{append(fc, "--sla", "-1s"), "--sla: want a duration > 0, got -1s"},
 		{append(fc, "--knee-threshold", "-1s"), "--knee-threshold: want a duration >= 0, got -1s"},
 		{append(fc, "--knee-factor", "0"), "--knee-factor: want a number > 0, got 0"},
+		// Issue 25: 2500000h ran, and timed out after -2374095h on the exec runner.
+		{append(fc, "--runtime", "2500000h"), "--runtime 2500000h0m0s: want at most 24h0m0s for one phase of a trial"},
+		{append(fc, "--ramp-up", "25h"), "--ramp-up 25h0m0s: want at most 24h0m0s for one phase of a trial"},
+		{append(fc, "--ramp-down", "100h"), "--ramp-down 100h0m0s: want at most 24h0m0s for one phase of a trial"},
+		{append(fc, "--max-workload", "10000000"), "--max-workload: want a number of users in 1..1000000, got 10000000"},
+		{[]string{"simulate", "-t", "1/2/1/2", "--users", "10000000", "--no-journal"}, `--users "10000000": "10000000" is not a number of users in 1..1000000`},
 		{append(fc, "--runtime", "0s"), "--runtime: want a duration > 0, got 0s"},
 		{append(fc, "--ramp-up", "-1s"), "--ramp-up: want a duration >= 0, got -1s"},
 		{append(fc, "--ramp-down", "-1s"), "--ramp-down: want a duration >= 0, got -1s"},
