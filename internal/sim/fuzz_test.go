@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/softalloc/softalloc/internal/fuzzcheck"
+	"github.com/softalloc/softalloc/internal/sim/engine"
 )
 
 // fuzzSeeds are the package's model or mix files (and the embedded ones),
@@ -86,7 +87,7 @@ func FuzzParseMix(f *testing.F) {
 			sum += s
 		}
 		require.InDelta(t, 1, sum, 1e-9)
-		r := newStream(1, purposeMix, 0)
+		r := engine.NewStream(1, purposeMix, 0)
 		var n nav
 		mx.begin(&n)
 		for i := 0; i < 200; i++ {

@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/softalloc/softalloc/internal/oneline"
+	"github.com/softalloc/softalloc/internal/sim/engine"
 )
 
 // Mix is a workload mix of emulated users, as the RUBBoS client runs it: a
@@ -241,7 +242,7 @@ func (mx *Mix) compile() error {
 func (mx *Mix) stationary() []float64 {
 	const pages = 2_000_000
 	counts := make([]float64, len(mx.states))
-	r := newStream(0, purposeMix, 0)
+	r := engine.NewStream(0, purposeMix, 0)
 	var n nav
 	mx.begin(&n)
 	for i := 0; i < pages; i++ {
@@ -260,14 +261,14 @@ func (mx *Mix) begin(n *nav) {
 }
 
 // step moves a user to the page after the current one.
-func (mx *Mix) step(n *nav, r *stream) {
+func (mx *Mix) step(n *nav, r *engine.Stream) {
 	n.steps++
 	if mx.SessionLength > 0 && int(n.steps) >= mx.SessionLength {
 		mx.begin(n)
 		return
 	}
 	st := &mx.states[n.state]
-	x := r.float64()
+	x := r.Float64()
 	to := int16(n.state) // stay, for what the listed transitions leave
 	for j, c := range st.cum {
 		if x < c {
@@ -294,19 +295,19 @@ func (mx *Mix) step(n *nav, r *stream) {
 }
 
 // queries draws the SQL query count of one page of state s.
-func (mx *Mix) queries(s uint8, r *stream) int {
+func (mx *Mix) queries(s uint8, r *engine.Stream) int {
 	q := mx.states[s].q
 	f := math.Floor(q)
 	n := int(f)
-	if q > f && r.float64() < q-f {
+	if q > f && r.Float64() < q-f {
 		n++
 	}
 	return n
 }
 
 // think draws one think time.
-func (mx *Mix) think(r *stream) float64 {
-	t := r.exp() * float64(mx.ThinkTime.Mean)
+func (mx *Mix) think(r *engine.Stream) float64 {
+	t := r.Exp() * float64(mx.ThinkTime.Mean)
 	if mx.ThinkTime.Cap > 0 && t > float64(mx.ThinkTime.Cap) {
 		return 0
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/softalloc/softalloc/internal/sim/engine"
 )
 
 func TestDefaultModel(t *testing.T) {
@@ -47,7 +49,7 @@ func TestDefaultMix(t *testing.T) {
 	assert.True(t, mx.Interactions[1].Static, "Browse is a static page")
 	assert.Equal(t, 0.0, mx.QueryMean(1))
 	// Think time: exponential, mean 7 s, over 70 s becomes 0.
-	r := newStream(3, purposeMix, 1)
+	r := engine.NewStream(3, purposeMix, 1)
 	var sum float64
 	const n = 200_000
 	for i := 0; i < n; i++ {

@@ -6,11 +6,12 @@ import (
 	"math"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/sim/engine"
 )
 
 // This file is the RUBBoS chain model: emulated users, web -> app ->
-// [cluster] -> db, the paper's soft resources and admission. It drives the
-// event core of core.go.
+// [cluster] -> db, the paper's soft resources and admission, built on the
+// event core of internal/sim/engine.
 
 // HTTP request kinds: the classes of a web station.
 const (
@@ -28,6 +29,19 @@ const (
 	evWindowStart
 	evWindowEnd
 )
+
+// Stream purposes: part of the seed of every stream (engine.NewStream).
+const (
+	purposeUser uint64 = iota + 1
+	purposeStation
+	purposeFIN
+	purposeBalance
+	purposeAccept
+	purposeMix
+)
+
+// inf is the time of an event that will not happen.
+var inf = math.Inf(1)
 
 // Station roles.
 const (
@@ -65,9 +79,9 @@ type user struct {
 type webServer struct {
 	st      int // station index
 	size    int32
-	workers level // held workers, FIN waits included
-	queue   idQueue
-	fin     *delayStation // nil: no FIN wait
+	workers engine.Level // held workers, FIN waits included
+	queue   engine.IDQueue
+	fin     *engine.DelayStation // nil: no FIN wait
 	finCand int
 	lb      balancer // to the app tier
 	count   int64
@@ -75,11 +89,11 @@ type webServer struct {
 
 type appServer struct {
 	st       int
-	threads  level
-	conns    level
-	accept   idQueue // waiting for a thread
-	connWait idQueue // holding a thread, waiting for a connection
-	order    stream  // random wake-up order
+	threads  engine.Level
+	conns    engine.Level
+	accept   engine.IDQueue // waiting for a thread
+	connWait engine.IDQueue // holding a thread, waiting for a connection
+	order    engine.Stream  // random wake-up order
 	lb       balancer
 	gcUnits  int
 	count    int64
@@ -104,8 +118,8 @@ type queryServer struct {
 // It is padded to a cache line: at 48 bytes every other user's cold
 // state straddles two lines, and each page touches it once, at random.
 type userCold struct {
-	rng       stream  // think times, navigation, query counts
-	pageStart float64 // end of the think, start of the page
+	rng       engine.Stream // think times, navigation, query counts
+	pageStart float64       // end of the think, start of the page
 	nav       nav
 	_         [20]byte
 }
@@ -115,7 +129,7 @@ type balancer struct {
 	n      int
 	next   int
 	random bool
-	rng    stream
+	rng    engine.Stream
 }
 
 func (b *balancer) pick() int {
@@ -123,7 +137,7 @@ func (b *balancer) pick() int {
 		return 0
 	}
 	if b.random {
-		return b.rng.intN(b.n)
+		return b.rng.IntN(b.n)
 	}
 	i := b.next
 	b.next++
@@ -138,16 +152,16 @@ type chain struct {
 	mix *Mix
 
 	now  float64
-	heap eventHeap
-	fwd  fifo    // web -> app, ForwardDelay
-	src  sources // heap, think wheel, forward queue, stations, FIN stations
+	heap engine.EventHeap
+	fwd  engine.DelayQueue // web -> app, ForwardDelay
+	src  engine.Sources    // heap, think wheel, forward queue, stations, FIN stations
 
-	st      []station
+	st      []engine.Station
 	finBase int
 
 	users   []user
 	cold    []userCold
-	thinks  *wheel // think ends
+	thinks  *engine.Wheel // think ends
 	web     []webServer
 	app     []appServer
 	cl      []queryServer
@@ -209,7 +223,7 @@ func newChain(m *Model, e algorithms.Experiment, seed uint64) (*chain, error) {
 	c.rndWake = c.bounded && m.App.AcceptOrder == OrderRandom
 	random := m.LoadBalancing == BalanceRandom
 	lb := func(n int, index uint64) balancer {
-		return balancer{n: n, random: random, rng: newStream(seed, purposeBalance, index)}
+		return balancer{n: n, random: random, rng: engine.NewStream(seed, purposeBalance, index)}
 	}
 
 	nW, nA, nC, nD := c.tiers[0].Replicas, c.tiers[1].Replicas, c.tiers[2].Replicas, c.tiers[3].Replicas
@@ -218,45 +232,47 @@ func newChain(m *Model, e algorithms.Experiment, seed uint64) (*chain, error) {
 	if c.hasCl {
 		nextTier = nC
 	}
-	addStation := func(role uint8, s *station) int {
-		s.tag = role
+	addStation := func(role uint8, s *engine.Station) int {
+		s.Tag = role
 		c.st = append(c.st, *s)
 		return len(c.st) - 1
 	}
 	// Station streams are indexed by role and server, never by position, so
 	// adding a replica elsewhere does not shift them.
-	stRNG := func(role uint8, i int) stream { return newStream(seed, purposeStation, uint64(role)<<32|uint64(i)) }
+	stRNG := func(role uint8, i int) engine.Stream {
+		return engine.NewStream(seed, purposeStation, uint64(role)<<32|uint64(i))
+	}
 	webMeans := []float64{float64(m.Web.PageDemand), float64(m.Web.StaticDemand), float64(m.Web.ImageDemand)}
 	c.web = make([]webServer, nW)
 	for i := range c.web {
 		w := &c.web[i]
-		w.st = addStation(roleWeb, newStation(cores(0), 3, webMeans, stRNG(roleWeb, i)))
+		w.st = addStation(roleWeb, engine.NewStation(cores(0), 3, webMeans, stRNG(roleWeb, i)))
 		w.size = wT
-		w.workers.size = wT
+		w.workers = engine.NewLevel(wT)
 		w.lb = lb(nA, 1<<32|uint64(i))
 	}
 	segMean := float64(m.App.ServletDemand) / (m.Mix.QueriesPerServletPageMean() + 1)
 	c.app = make([]appServer, nA)
 	for i := range c.app {
 		a := &c.app[i]
-		s := newStation(cores(1), 1, []float64{segMean}, stRNG(roleApp, i))
+		s := engine.NewStation(cores(1), 1, []float64{segMean}, stRNG(roleApp, i))
 		a.gcUnits = int(aT) + int(min(aC, aT))
 		if m.App.GC.enabled() {
-			s.setGC(float64(m.App.GC.WorkInterval), m.App.GC.Share(a.gcUnits))
+			s.SetGC(float64(m.App.GC.WorkInterval), m.App.GC.Share(a.gcUnits))
 		}
 		a.st = addStation(roleApp, s)
-		a.threads.size, a.conns.size = aT, aC
-		a.order = newStream(seed, purposeAccept, uint64(i))
+		a.threads, a.conns = engine.NewLevel(aT), engine.NewLevel(aC)
+		a.order = engine.NewStream(seed, purposeAccept, uint64(i))
 		a.lb = lb(nextTier, 2<<32|uint64(i))
 	}
 	if c.hasCl {
 		c.cl = make([]queryServer, nC)
 		for i := range c.cl {
 			k := &c.cl[i]
-			s := newStation(cores(2), 1, []float64{float64(m.Cluster.QueryDemand)}, stRNG(roleCluster, i))
+			s := engine.NewStation(cores(2), 1, []float64{float64(m.Cluster.QueryDemand)}, stRNG(roleCluster, i))
 			k.gcUnits = (openConns + nC - 1) / nC
 			if m.Cluster.GC.enabled() {
-				s.setGC(float64(m.Cluster.GC.WorkInterval), m.Cluster.GC.Share(k.gcUnits))
+				s.SetGC(float64(m.Cluster.GC.WorkInterval), m.Cluster.GC.Share(k.gcUnits))
 			}
 			k.st = addStation(roleCluster, s)
 			k.threads = int32(k.gcUnits)
@@ -266,7 +282,7 @@ func newChain(m *Model, e algorithms.Experiment, seed uint64) (*chain, error) {
 	c.db = make([]queryServer, nD)
 	for i := range c.db {
 		d := &c.db[i]
-		d.st = addStation(roleDB, newStation(cores(3), 1, []float64{float64(m.DB.QueryDemand)}, stRNG(roleDB, i)))
+		d.st = addStation(roleDB, engine.NewStation(cores(3), 1, []float64{float64(m.DB.QueryDemand)}, stRNG(roleDB, i)))
 		d.threads = int32(openConns)
 	}
 	c.finBase = candStations + len(c.st)
@@ -275,10 +291,10 @@ func newChain(m *Model, e algorithms.Experiment, seed uint64) (*chain, error) {
 	if fm > 0 {
 		nKeys += nW
 	}
-	c.src = newSources(nKeys)
+	c.src = engine.NewSources(nKeys)
 	if fm > 0 {
 		for i := range c.web {
-			c.web[i].fin = newDelayStation(fm, newStream(seed, purposeFIN, uint64(i)))
+			c.web[i].fin = engine.NewDelayStation(fm, engine.NewStream(seed, purposeFIN, uint64(i)))
 			c.web[i].finCand = c.finBase + i
 		}
 	}
@@ -289,10 +305,10 @@ func newChain(m *Model, e algorithms.Experiment, seed uint64) (*chain, error) {
 	c.cold = make([]userCold, users)
 	// 128 s of 1/64 s buckets: think times over 70 s are 0 in RUBBoS, and a
 	// longer one (another mix) goes to the heap.
-	c.thinks = newWheel(users, 64, 13)
+	c.thinks = engine.NewWheel(users, 64, 13)
 	for i := range c.users {
 		k := &c.cold[i]
-		k.rng = newStream(seed, purposeUser, uint64(i))
+		k.rng = engine.NewStream(seed, purposeUser, uint64(i))
 		c.mix.begin(&k.nav)
 		k.pageStart = c.mix.think(&k.rng)
 		c.prepare(int32(i))
@@ -300,14 +316,14 @@ func newChain(m *Model, e algorithms.Experiment, seed uint64) (*chain, error) {
 		// wheel to the first user's bucket, and every later user with an
 		// earlier end would be inserted into that bucket's sorted run,
 		// quadratic in the users.
-		if !c.thinks.push(k.pageStart, int32(i)) {
-			c.push(event{t: k.pageStart, id: int32(i), kind: evThink})
+		if !c.thinks.Push(k.pageStart, int32(i)) {
+			c.push(k.pageStart, int32(i), evThink)
 		}
 	}
 	c.setCand(candThink, c.thinkFront())
-	c.push(event{t: 1, kind: evTick})
-	c.push(event{t: c.start, kind: evWindowStart})
-	c.push(event{t: c.end, kind: evWindowEnd})
+	c.push(1, 0, evTick)
+	c.push(c.start, 0, evWindowStart)
+	c.push(c.end, 0, evWindowEnd)
 	return c, nil
 }
 
@@ -334,24 +350,24 @@ func (c *chain) run(ctx context.Context) error {
 	for {
 		// The next event is the earliest source: a dozen or so slots,
 		// cheaper to scan than to keep in a priority queue.
-		bi, bt := c.src.next()
+		bi, bt := c.src.Next()
 		c.now = bt
 		events++
 		switch {
 		case bi >= candStations && bi < c.finBase:
 			c.stationEvent(bi - candStations)
 		case bi == candHeap:
-			e := c.heap.pop()
-			c.setCand(candHeap, c.heap.top())
-			switch e.kind {
+			_, id, kind := c.heap.Pop()
+			c.setCand(candHeap, c.heap.Top())
+			switch kind {
 			case evThink:
-				c.thinkEnd(e.id)
+				c.thinkEnd(id)
 			case evRetryWeb:
 				c.retries++
-				c.tryWeb(e.id)
+				c.tryWeb(id)
 			case evRetryApp:
 				c.retries++
-				c.tryApp(e.id)
+				c.tryApp(id)
 			case evTick:
 				if err := ctx.Err(); err != nil {
 					return fmt.Errorf("simulate: %w", err)
@@ -359,7 +375,7 @@ func (c *chain) run(ctx context.Context) error {
 				if c.measuring {
 					c.sample()
 				}
-				c.push(event{t: bt + 1, kind: evTick})
+				c.push(bt+1, 0, evTick)
 			case evWindowStart:
 				c.restart()
 			case evWindowEnd:
@@ -367,16 +383,16 @@ func (c *chain) run(ctx context.Context) error {
 				return nil
 			}
 		case bi == candThink:
-			d := c.thinks.pop()
+			d := c.thinks.Pop()
 			c.setCand(candThink, c.thinkFront())
-			c.thinkEnd(d.id)
+			c.thinkEnd(d.ID)
 		case bi == candForward:
-			d := c.fwd.pop()
-			c.setCand(candForward, c.fwd.front())
-			c.toApp(d.id)
+			d := c.fwd.Pop()
+			c.setCand(candForward, c.fwd.Front())
+			c.toApp(d.ID)
 		default:
 			w := &c.web[bi-c.finBase]
-			w.fin.fire(bt)
+			w.fin.Fire(bt)
 			c.releaseWorker(w)
 			c.finCand(w)
 		}
@@ -386,37 +402,38 @@ func (c *chain) run(ctx context.Context) error {
 // stationEvent handles what is due at station s.
 func (c *chain) stationEvent(s int) {
 	st := &c.st[s]
-	id := st.step(c.now)
-	c.setCand(candStations+s, st.due())
+	id := st.Step(c.now)
+	c.setCand(candStations+s, st.Due())
 	if id >= 0 {
 		c.done(s, id)
 	}
 }
 
-func (c *chain) push(e event) {
-	c.heap.push(e)
-	c.setCand(candHeap, c.heap.a[0].t)
+// push adds an event of kind for entity id at time t to the heap.
+func (c *chain) push(t float64, id int32, kind uint8) {
+	c.heap.Push(t, id, kind)
+	c.setCand(candHeap, c.heap.Top())
 }
 
 // setCand sets the next time of event source i.
-func (c *chain) setCand(i int, t float64) { c.src.set(i, t) }
+func (c *chain) setCand(i int, t float64) { c.src.Set(i, t) }
 
 // arrive puts user u on station s in class k.
 func (c *chain) arrive(s int, u int32, k int) {
 	st := &c.st[s]
-	st.arrive(c.now, u, k)
-	c.setCand(candStations+s, st.due())
+	st.Arrive(c.now, u, k)
+	c.setCand(candStations+s, st.Due())
 }
 
 // done routes a job that finished its CPU demand at station s.
 func (c *chain) done(s int, u int32) {
 	us := &c.users[u]
-	switch c.st[s].tag {
+	switch c.st[s].Tag {
 	case roleWeb:
 		if us.kind == reqPage {
 			if c.fwdT > 0 {
-				c.fwd.push(delayed{t: c.now + c.fwdT, id: u})
-				if c.fwd.n == 1 {
+				c.fwd.Push(engine.Delayed{T: c.now + c.fwdT, ID: u})
+				if c.fwd.Len() == 1 {
 					c.setCand(candForward, c.now+c.fwdT)
 				}
 			} else {
@@ -476,19 +493,19 @@ func (c *chain) sendQuery(u int32) {
 	}
 	k.inflight++
 	st := &c.st[k.st]
-	st.arriveAt(t, u)
-	if st.pend.n == 1 {
-		c.setCand(candStations+k.st, st.due())
+	st.ArriveAt(t, u)
+	if st.Pending() == 1 {
+		c.setCand(candStations+k.st, st.Due())
 	}
 }
 
 // thinkUntil makes user u think until time t.
 func (c *chain) thinkUntil(u int32, t float64) {
-	if c.thinks.push(t, u) {
+	if c.thinks.Push(t, u) {
 		c.setCand(candThink, c.thinkFront())
 		return
 	}
-	c.push(event{t: t, id: u, kind: evThink})
+	c.push(t, u, evThink)
 }
 
 // thinkFront is the time of the next think end. When the wheel moves to a
@@ -497,12 +514,12 @@ func (c *chain) thinkUntil(u int32, t float64) {
 // each stall.
 func (c *chain) thinkFront() float64 {
 	w := c.thinks
-	t := w.front()
-	if w.cur != c.loaded {
-		c.loaded = w.cur
+	t := w.Front()
+	if b := w.Bucket(); b != c.loaded {
+		c.loaded = b
 		x := c.touch
-		for _, d := range w.run[w.pos:] {
-			x ^= c.users[d.id].kind ^ c.cold[d.id].nav.state
+		for _, d := range w.InBucket() {
+			x ^= c.users[d.ID].kind ^ c.cold[d.ID].nav.state
 		}
 		c.touch = x
 	}
@@ -543,13 +560,13 @@ func (c *chain) backoff(us *user) float64 {
 // changes.
 func (c *chain) finCatchUp(w *webServer) {
 	f := w.fin
-	if f == nil || w.queue.len() > 0 { // with a queue, FIN ends are events
+	if f == nil || w.queue.Len() > 0 { // with a queue, FIN ends are events
 		return
 	}
-	for f.next <= c.now {
-		t := f.next
-		f.fire(t)
-		w.workers.add(t, -1)
+	for f.Next() <= c.now {
+		t := f.Next()
+		f.Fire(t)
+		w.workers.Add(t, -1)
 		c.lazyEvents++
 	}
 }
@@ -559,8 +576,8 @@ func (c *chain) finCand(w *webServer) {
 	if w.fin == nil {
 		return
 	}
-	if w.queue.len() > 0 {
-		c.setCand(w.finCand, w.fin.next)
+	if w.queue.Len() > 0 {
+		c.setCand(w.finCand, w.fin.Next())
 	} else {
 		c.setCand(w.finCand, inf)
 	}
@@ -571,21 +588,21 @@ func (c *chain) tryWeb(u int32) {
 	us := &c.users[u]
 	w := &c.web[us.web]
 	c.finCatchUp(w)
-	if w.workers.v < w.size {
-		w.workers.add(c.now, 1)
+	if w.workers.Value() < w.size {
+		w.workers.Add(c.now, 1)
 		c.startWeb(u)
 		return
 	}
-	if !c.bounded || w.queue.len() < c.webBack {
-		w.queue.push(u)
-		if w.queue.len() == 1 {
+	if !c.bounded || w.queue.Len() < c.webBack {
+		w.queue.Push(u)
+		if w.queue.Len() == 1 {
 			c.finCand(w)
 		}
 		return
 	}
 	c.drops++
 	c.webDrops++
-	c.push(event{t: c.now + c.backoff(us), id: u, kind: evRetryWeb})
+	c.push(c.now+c.backoff(us), u, evRetryWeb)
 }
 
 func (c *chain) startWeb(u int32) {
@@ -601,9 +618,9 @@ func (c *chain) respond(u int32) {
 	w.count++
 	if w.fin != nil {
 		c.finCatchUp(w)
-		w.fin.arrive(c.now)
-		if w.queue.len() > 0 {
-			c.setCand(w.finCand, w.fin.next)
+		w.fin.Arrive(c.now)
+		if w.queue.Len() > 0 {
+			c.setCand(w.finCand, w.fin.Next())
 		}
 	} else {
 		c.releaseWorker(w)
@@ -618,11 +635,11 @@ func (c *chain) respond(u int32) {
 
 // releaseWorker frees a web worker, or hands it to the first waiting request.
 func (c *chain) releaseWorker(w *webServer) {
-	if w.queue.len() > 0 {
-		c.startWeb(w.queue.pop())
+	if w.queue.Len() > 0 {
+		c.startWeb(w.queue.Pop())
 		return
 	}
-	w.workers.add(c.now, -1)
+	w.workers.Add(c.now, -1)
 }
 
 // pageDone records the page and starts the user's next think. The next
@@ -670,28 +687,28 @@ func (c *chain) toApp(u int32) {
 func (c *chain) tryApp(u int32) {
 	us := &c.users[u]
 	a := &c.app[us.app]
-	if a.threads.v < a.threads.size {
-		a.threads.add(c.now, 1)
+	if a.threads.Value() < a.threads.Size() {
+		a.threads.Add(c.now, 1)
 		c.gotThread(a, u)
 		return
 	}
-	if !c.bounded || a.accept.len() < c.appBack {
-		a.accept.push(u)
+	if !c.bounded || a.accept.Len() < c.appBack {
+		a.accept.Push(u)
 		return
 	}
 	c.drops++
 	c.appDrops++
-	c.push(event{t: c.now + c.backoff(us), id: u, kind: evRetryApp})
+	c.push(c.now+c.backoff(us), u, evRetryApp)
 }
 
 // gotThread starts the servlet of u once it holds a DB connection.
 func (c *chain) gotThread(a *appServer, u int32) {
-	if a.conns.v < a.conns.size {
-		a.conns.add(c.now, 1)
+	if a.conns.Value() < a.conns.Size() {
+		a.conns.Add(c.now, 1)
 		c.arrive(a.st, u, 0)
 		return
 	}
-	a.connWait.push(u)
+	a.connWait.Push(u)
 }
 
 // servletEnd releases the connection, then the thread, and answers the web
@@ -700,21 +717,21 @@ func (c *chain) servletEnd(u int32) {
 	us := &c.users[u]
 	a := &c.app[us.app]
 	a.count++
-	if a.connWait.len() > 0 {
-		c.arrive(a.st, a.connWait.pop(), 0)
+	if a.connWait.Len() > 0 {
+		c.arrive(a.st, a.connWait.Pop(), 0)
 	} else {
-		a.conns.add(c.now, -1)
+		a.conns.Add(c.now, -1)
 	}
-	if n := a.accept.len(); n > 0 {
+	if n := a.accept.Len(); n > 0 {
 		var v int32
 		if c.rndWake && n > 1 {
-			v = a.accept.popAt(a.order.intN(n))
+			v = a.accept.PopAt(a.order.IntN(n))
 		} else {
-			v = a.accept.pop()
+			v = a.accept.Pop()
 		}
 		c.gotThread(a, v)
 	} else {
-		a.threads.add(c.now, -1)
+		a.threads.Add(c.now, -1)
 	}
 	c.respond(u)
 }
@@ -726,7 +743,7 @@ func (c *chain) sample() {
 		for i := range q {
 			k := &q[i]
 			st := &c.st[k.st]
-			n := k.inflight - int32(st.pend.n-st.pendingBy(c.now)) // minus those on their way
+			n := k.inflight - int32(st.Pending()-st.PendingBy(c.now)) // minus those on their way
 			k.samples++
 			if n >= k.threads {
 				k.full++
@@ -741,21 +758,21 @@ func (c *chain) sample() {
 func (c *chain) restart() {
 	now := c.now
 	for i := range c.st {
-		c.st[i].restart(now)
+		c.st[i].Restart(now)
 	}
 	for i := range c.web {
 		w := &c.web[i]
 		c.finCatchUp(w)
 		if w.fin != nil {
-			w.fin.restart(now)
+			w.fin.Restart(now)
 		}
-		w.workers.restart(now)
+		w.workers.Restart(now)
 		w.count = 0
 	}
 	for i := range c.app {
 		a := &c.app[i]
-		a.threads.restart(now)
-		a.conns.restart(now)
+		a.threads.Restart(now)
+		a.conns.Restart(now)
 		a.count = 0
 	}
 	for _, q := range [][]queryServer{c.cl, c.db} {
@@ -773,18 +790,18 @@ func (c *chain) restart() {
 func (c *chain) finish() {
 	now := c.now
 	for i := range c.st {
-		c.st[i].advance(now)
+		c.st[i].Advance(now)
 	}
 	for i := range c.web {
 		w := &c.web[i]
 		c.finCatchUp(w)
 		if w.fin != nil {
-			w.fin.advance(now)
+			w.fin.Advance(now)
 		}
-		w.workers.add(now, 0)
+		w.workers.Add(now, 0)
 	}
 	for i := range c.app {
-		c.app[i].threads.add(now, 0)
-		c.app[i].conns.add(now, 0)
+		c.app[i].threads.Add(now, 0)
+		c.app[i].conns.Add(now, 0)
 	}
 }

@@ -4,9 +4,10 @@
 // soft resources of the paper (thread and connection pools), bounded accept
 // queues with retried connections, JVM garbage collection and FIN waits.
 //
-// The event core (core.go) is separate from the RUBBoS chain (rubbos.go),
-// so that another model can reuse it. All parameters live in a Model
-// (DefaultModel: the embedded rubbos.yaml and rubbos-browse-only.yaml).
+// The RUBBoS chain (rubbos.go) is built on the event core of
+// internal/sim/engine, which another model (internal/sim/classes) shares.
+// All parameters live in a Model (DefaultModel: the embedded rubbos.yaml
+// and rubbos-browse-only.yaml).
 package sim
 
 import (
@@ -15,6 +16,7 @@ import (
 	"math"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/sim/engine"
 )
 
 // Stats are diagnostics of one trial, beside its observation.
@@ -193,7 +195,7 @@ func (c *chain) collectStats() Stats {
 	s.Pages = c.pages
 	s.LazyEvents = c.lazyEvents
 	for i := range c.st {
-		s.LazyEvents += c.st[i].absorbed
+		s.LazyEvents += c.st[i].Absorbed()
 	}
 	s.SimulatedSeconds = c.now
 	if c.servlets > 0 {
@@ -201,16 +203,16 @@ func (c *chain) collectStats() Stats {
 	}
 	s.WebDrops, s.AppDrops = c.webDrops, c.appDrops
 	for i := range c.st {
-		s.GCPauses += c.st[i].pauses
+		s.GCPauses += c.st[i].Pauses()
 	}
 	if len(c.web) > 0 && c.web[0].fin != nil {
-		s.FINWait = 1 / c.web[0].fin.mu
+		s.FINWait = c.web[0].fin.Mean()
 	}
 	for i := range c.web {
-		s.WebQueue += c.web[i].queue.len()
+		s.WebQueue += c.web[i].queue.Len()
 	}
 	for i := range c.app {
-		s.AppQueue += c.app[i].accept.len()
+		s.AppQueue += c.app[i].accept.Len()
 	}
 	return s
 }
@@ -237,10 +239,10 @@ func (c *chain) observation() algorithms.Observation {
 	}
 	cpu := func(s int) float64 {
 		st := &c.st[s]
-		return min(1, st.busyArea/(float64(st.cores)*T))
+		return min(1, st.Busy()/(float64(st.Cores())*T))
 	}
-	pool := func(name string, size int32, l *level) algorithms.PoolObservation {
-		return algorithms.PoolObservation{Name: name, Size: int(size), Busy: l.area / T, FullShare: l.fullT / T}
+	pool := func(name string, size int32, l *engine.Level) algorithms.PoolObservation {
+		return algorithms.PoolObservation{Name: name, Size: int(size), Busy: l.Area() / T, FullShare: l.FullTime() / T}
 	}
 	server := func(r int, i int, s int, pools []algorithms.PoolObservation, n int64, area float64, gc bool) algorithms.ServerObservation {
 		so := algorithms.ServerObservation{
@@ -252,16 +254,16 @@ func (c *chain) observation() algorithms.Observation {
 			ResponseTime: rt(area, n),
 		}
 		if gc {
-			so.GCShare = c.st[s].gcArea / T
+			so.GCShare = c.st[s].Paused() / T
 		}
 		return so
 	}
 	for i := range c.web {
 		w := &c.web[i]
 		// Little's law on the workers that serve (held minus FIN waits).
-		active := w.workers.area
+		active := w.workers.Area()
 		if w.fin != nil {
-			active -= w.fin.area
+			active -= w.fin.Area()
 		}
 		o.Servers = append(o.Servers, server(0, i, w.st,
 			[]algorithms.PoolObservation{pool(algorithms.PoolThreads, w.size, &w.workers)}, w.count, active, false))
@@ -269,9 +271,9 @@ func (c *chain) observation() algorithms.Observation {
 	for i := range c.app {
 		a := &c.app[i]
 		o.Servers = append(o.Servers, server(1, i, a.st, []algorithms.PoolObservation{
-			pool(algorithms.PoolThreads, a.threads.size, &a.threads),
-			pool(algorithms.PoolConnections, a.conns.size, &a.conns),
-		}, a.count, a.threads.area, true))
+			pool(algorithms.PoolThreads, a.threads.Size(), &a.threads),
+			pool(algorithms.PoolConnections, a.conns.Size(), &a.conns),
+		}, a.count, a.threads.Area(), true))
 	}
 	query := func(r int, q []queryServer, gc bool) {
 		for i := range q {

@@ -3,7 +3,7 @@ package classes
 import (
 	"math"
 
-	"github.com/softalloc/softalloc/internal/sim"
+	"github.com/softalloc/softalloc/internal/sim/engine"
 )
 
 var inf = math.Inf(1)
@@ -45,7 +45,7 @@ type groupCPU struct {
 }
 
 type group struct {
-	tags   sim.EventHeap // finish tag (virtual time), job id
+	tags   engine.EventHeap // finish tag (virtual time), job id
 	n      int
 	v      float64 // virtual time: work done by each job present since the start
 	rate   float64 // work per second of each job
@@ -234,7 +234,7 @@ type rrCPU struct {
 	speed   float64
 	work    *[]float64 // work left per job id, owned by the model
 	run     []slot
-	queue   sim.IDQueue
+	queue   engine.IDQueue
 	nextT   float64
 	nextC   int
 	last    float64

@@ -6,7 +6,7 @@ import (
 	"math"
 
 	"github.com/softalloc/softalloc/algorithms"
-	"github.com/softalloc/softalloc/internal/sim"
+	"github.com/softalloc/softalloc/internal/sim/engine"
 )
 
 // Result is one trial: what a load generator and the server's monitors
@@ -130,13 +130,13 @@ type request struct {
 }
 
 type user struct {
-	rng   sim.Stream
+	rng   engine.Stream
 	class int16
 }
 
 type pool struct {
 	size, backlog, busy int
-	queue               sim.IDQueue
+	queue               engine.IDQueue
 }
 
 type classState struct {
@@ -146,9 +146,9 @@ type classState struct {
 	costs                          []float64
 	pool                           int
 	sel                            *selector
-	rng                            sim.Stream // demands
+	rng                            engine.Stream // demands
 	arr                            *Arrivals
-	arrRNG                         sim.Stream
+	arrRNG                         engine.Stream
 	ramp                           *Ramp
 	maxUsers                       int
 	users                          int
@@ -174,7 +174,7 @@ type model struct {
 	end      float64
 	inWindow bool
 	bounded  bool
-	heap     sim.EventHeap
+	heap     engine.EventHeap
 	cpu      cpu
 	work     []float64 // per request id, for round robin
 	reqs     []request
@@ -251,13 +251,13 @@ func newModel(w *Workload, seed uint64) *model {
 		if c.Selector != nil && len(c.Approaches) > 1 {
 			s.sel = newSelector(c.Selector, len(c.Approaches))
 		}
-		s.rng = sim.NewStream(seed, purposeDemand, uint64(k))
+		s.rng = engine.NewStream(seed, purposeDemand, uint64(k))
 		s.rec = &algorithms.Recorder{}
 		s.served = make([]int64, len(c.Approaches))
 		s.servedOK = make([]int64, len(c.Approaches))
 		s.arr, s.ramp, s.maxUsers = c.Load.Arrivals, c.Load.Ramp, c.Load.Users
 		if s.arr != nil && s.arr.Rate > 0 {
-			s.arrRNG = sim.NewStream(seed, purposeArrival, uint64(k))
+			s.arrRNG = engine.NewStream(seed, purposeArrival, uint64(k))
 			m.heap.Push(m.nextArrival(s, 0), int32(k), evOpen)
 		}
 		n := c.Load.Concurrency(0)
@@ -284,7 +284,7 @@ func newModel(w *Workload, seed uint64) *model {
 func (m *model) addUser(k int) {
 	s := &m.cls[k]
 	id := int32(len(m.users))
-	m.users = append(m.users, user{rng: sim.NewStream(m.seed, purposeUser, uint64(id)), class: int16(k)})
+	m.users = append(m.users, user{rng: engine.NewStream(m.seed, purposeUser, uint64(id)), class: int16(k)})
 	s.users++
 	t := m.now
 	if s.think > 0 {

@@ -1,5 +1,5 @@
 // Package classes is a multi-class application server model on the event
-// core of internal/sim: request classes with their own CPU demands, SLA
+// core of internal/sim/engine: request classes with their own CPU demands, SLA
 // threshold, client limit, weight and priority; per-class or shared thread
 // pools with a bounded or unbounded accept queue; a CPU scheduling policy
 // (processor sharing, round robin with a quantum, strict priority, weighted
