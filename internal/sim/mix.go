@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/softalloc/softalloc/internal/duration"
 	"github.com/softalloc/softalloc/internal/oneline"
 	"github.com/softalloc/softalloc/internal/sim/engine"
 )
@@ -42,8 +43,8 @@ type Mix struct {
 // ThinkTime is negative exponential with Mean; a draw over Cap becomes 0
 // (the TPC-W rule the RUBBoS client follows). Cap 0 means no cap.
 type ThinkTime struct {
-	Mean Duration `yaml:"mean"`
-	Cap  Duration `yaml:"cap"`
+	Mean duration.Seconds `yaml:"mean"`
+	Cap  duration.Seconds `yaml:"cap"`
 }
 
 // Interaction is one page type.

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/duration"
 )
 
 func TestBadExperiments(t *testing.T) {
@@ -147,7 +148,7 @@ func TestStreamIndependence(t *testing.T) {
 		state uint8
 		think float64
 	}
-	record := func(alloc string, webDemand Duration) map[int32][]step {
+	record := func(alloc string, webDemand duration.Seconds) map[int32][]step {
 		m := DefaultModel()
 		m.Web.PageDemand = webDemand
 		c, err := newChain(m, experiment(t, "1/2/1/2", alloc, 2000, 5*time.Second, 40*time.Second), 5)
@@ -162,7 +163,7 @@ func TestStreamIndependence(t *testing.T) {
 		return seq
 	}
 	base := record("400-150-60", DefaultModel().Web.PageDemand)
-	for _, other := range []map[int32][]step{record("400-6-6", DefaultModel().Web.PageDemand), record("400-150-60", Duration(1e-3))} {
+	for _, other := range []map[int32][]step{record("400-6-6", DefaultModel().Web.PageDemand), record("400-150-60", duration.Seconds(1e-3))} {
 		compared := 0
 		for u, s := range base {
 			n := min(len(s), len(other[u]))

@@ -26,6 +26,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/duration"
 	"github.com/softalloc/softalloc/internal/runner/live"
 	"github.com/softalloc/softalloc/internal/sim"
 )
@@ -103,8 +104,7 @@ func run(obsPath, wlPath, out string, delay time.Duration, w io.Writer) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	mix := mixFile{Name: wl.Name, ThinkTime: mixThink{Mean: sim.Duration(time.Duration(wl.ThinkTime.Mean).Seconds()),
-		Cap: sim.Duration(time.Duration(wl.ThinkTime.Cap).Seconds())},
+	mix := mixFile{Name: wl.Name, ThinkTime: mixThink{Mean: wl.ThinkTime.Mean, Cap: wl.ThinkTime.Cap},
 		SessionLength: wl.SessionLength, Start: wl.Start, QueriesPerServletPage: d.QueriesPerPage}
 	for _, it := range wl.Interactions {
 		mix.Interactions = append(mix.Interactions, mixInteraction{Name: it.Name, Static: it.Static,
@@ -115,11 +115,11 @@ func run(obsPath, wlPath, out string, delay time.Duration, w io.Writer) error {
 		// Waiting requests queue: the testbed's accept queues are deep
 		// enough that nothing is dropped below saturation.
 		Admission: sim.Admission{Mode: sim.AdmissionUnbounded, RetryAfter: 1, RetryFactor: 2},
-		Web: sim.WebModel{PageDemand: sim.Duration(d.WebRequest), StaticDemand: sim.Duration(d.WebRequest),
-			ImageDemand: sim.Duration(d.WebRequest), Backlog: 511},
-		App:     sim.AppModel{ServletDemand: sim.Duration(d.AppPage), QueryDelay: sim.Duration(delay.Seconds()), Backlog: 100, AcceptOrder: sim.OrderFIFO},
-		Cluster: sim.ClusterModel{QueryDemand: sim.Duration(d.DBQuery)}, // unused on a 3-tier topology, but must be valid
-		DB:      sim.DBModel{QueryDemand: sim.Duration(d.DBQuery)},
+		Web: sim.WebModel{PageDemand: duration.Seconds(d.WebRequest), StaticDemand: duration.Seconds(d.WebRequest),
+			ImageDemand: duration.Seconds(d.WebRequest), Backlog: 511},
+		App:     sim.AppModel{ServletDemand: duration.Seconds(d.AppPage), QueryDelay: duration.Seconds(delay.Seconds()), Backlog: 100, AcceptOrder: sim.OrderFIFO},
+		Cluster: sim.ClusterModel{QueryDemand: duration.Seconds(d.DBQuery)}, // unused on a 3-tier topology, but must be valid
+		DB:      sim.DBModel{QueryDemand: duration.Seconds(d.DBQuery)},
 	}
 	if err := writeYAML(filepath.Join(out, "mix.yaml"), "# The workload of the live trial, for the simulator (written by testbed/twin).\n", mix); err != nil {
 		return err
@@ -149,8 +149,8 @@ type mixFile struct {
 }
 
 type mixThink struct {
-	Mean sim.Duration `yaml:"mean"`
-	Cap  sim.Duration `yaml:"cap"`
+	Mean duration.Seconds `yaml:"mean"`
+	Cap  duration.Seconds `yaml:"cap"`
 }
 
 type mixInteraction struct {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/softalloc/softalloc/internal/duration"
 	"github.com/softalloc/softalloc/internal/fuzzcheck"
 )
 
@@ -45,8 +46,8 @@ func FuzzParseWorkload(f *testing.F) {
 			return
 		}
 		require.Len(t, w.states, len(w.Interactions))
-		require.GreaterOrEqual(t, w.ThinkTime.Mean, Duration(0))
-		require.GreaterOrEqual(t, w.ThinkTime.Cap, Duration(0))
+		require.GreaterOrEqual(t, w.ThinkTime.Mean, duration.Seconds(0))
+		require.GreaterOrEqual(t, w.ThinkTime.Cap, duration.Seconds(0))
 		r := rand.New(rand.NewPCG(1, 2))
 		var b strings.Builder
 		for i, st := range w.states {
@@ -69,7 +70,7 @@ func FuzzParseWorkload(f *testing.F) {
 			w.step(&s, r)
 			require.True(t, s.state >= 0 && s.state < len(w.states), "state %d", s.state)
 			require.LessOrEqual(t, len(s.hist), maxHistory)
-			require.GreaterOrEqual(t, w.think(r, time.Duration(w.ThinkTime.Mean)), time.Duration(0))
+			require.GreaterOrEqual(t, w.think(r, w.ThinkTime.Mean.Duration()), time.Duration(0))
 		}
 	})
 }

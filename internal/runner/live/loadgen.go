@@ -115,7 +115,7 @@ func (l *Load) Run(ctx context.Context) (LoadResult, error) {
 	}
 	think := l.ThinkTime
 	if think == 0 {
-		think = time.Duration(l.Workload.ThinkTime.Mean)
+		think = l.Workload.ThinkTime.Mean.Duration()
 	}
 	start := time.Now()
 	t0 := start.Add(l.Timing.RampUp)

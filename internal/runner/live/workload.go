@@ -15,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/softalloc/softalloc/internal/duration"
 	"github.com/softalloc/softalloc/internal/oneline"
 )
 
@@ -42,8 +43,8 @@ type Workload struct {
 
 // ThinkTime is the users' think time.
 type ThinkTime struct {
-	Mean Duration `yaml:"mean"`
-	Cap  Duration `yaml:"cap"`
+	Mean duration.Seconds `yaml:"mean"`
+	Cap  duration.Seconds `yaml:"cap"`
 }
 
 // Interaction is one page.
@@ -147,8 +148,8 @@ func (w *Workload) compile() error {
 	switch {
 	case len(w.Interactions) == 0:
 		return fmt.Errorf("interactions: want at least one")
-	case w.ThinkTime.Mean < 0 || w.ThinkTime.Cap < 0:
-		return fmt.Errorf("thinkTime: want mean and cap >= 0, got %v and %v", time.Duration(w.ThinkTime.Mean), time.Duration(w.ThinkTime.Cap))
+	case !w.ThinkTime.Mean.IsTimeout() || !w.ThinkTime.Cap.IsTimeout():
+		return fmt.Errorf("thinkTime: want mean and cap >= 0 and under 292 years, got %g and %g seconds", w.ThinkTime.Mean, w.ThinkTime.Cap)
 	case w.SessionLength < 0:
 		return fmt.Errorf("sessionLength: want an integer >= 0, got %d", w.SessionLength)
 	}
@@ -268,7 +269,7 @@ func (w *Workload) step(s *session, r *rand.Rand) {
 // think draws one think time.
 func (w *Workload) think(r *rand.Rand, mean time.Duration) time.Duration {
 	t := time.Duration(r.ExpFloat64() * float64(mean))
-	if w.ThinkTime.Cap > 0 && t > time.Duration(w.ThinkTime.Cap) {
+	if w.ThinkTime.Cap > 0 && t > w.ThinkTime.Cap.Duration() {
 		return 0
 	}
 	return t

@@ -66,7 +66,7 @@ func TestPathTemplate(t *testing.T) {
 }
 
 func TestThinkTimeCap(t *testing.T) {
-	w := &Workload{ThinkTime: ThinkTime{Mean: Duration(1e9), Cap: Duration(2e9)}}
+	w := &Workload{ThinkTime: ThinkTime{Mean: 1, Cap: 2}}
 	r := rand.New(rand.NewPCG(5, 6))
 	zeros := 0
 	for i := 0; i < 10000; i++ {

@@ -23,12 +23,12 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/softalloc/softalloc/internal/duration"
 	"github.com/softalloc/softalloc/internal/oneline"
-	"github.com/softalloc/softalloc/internal/sim"
 )
 
 // Duration is seconds; YAML takes "3.9ms", "10s", "1m" or plain seconds.
-type Duration = sim.Duration
+type Duration = duration.Seconds
 
 // Workload is one server, its request classes and their load: the whole
 // input of a trial, read from a YAML workload file.
