@@ -167,12 +167,6 @@ func (g GC) Share(n int) float64 { return g.Base + g.PerUnit*float64(n) }
 
 func (g GC) enabled() bool { return g.WorkInterval > 0 && (g.Base > 0 || g.PerUnit > 0) }
 
-// typeError is an error yaml.v3 collects with the others of a document, so
-// that decodeStrict can name its field.
-func typeError(format string, args ...any) error {
-	return &yaml.TypeError{Errors: []string{fmt.Sprintf(format, args...)}}
-}
-
 //go:embed rubbos.yaml
 var defaultModelYAML []byte
 

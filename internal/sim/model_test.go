@@ -3,6 +3,7 @@ package sim
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/softalloc/softalloc/internal/sim/engine"
+	"github.com/softalloc/softalloc/internal/workload"
 )
 
 func TestDefaultModel(t *testing.T) {
@@ -82,7 +84,7 @@ func TestLoadModel(t *testing.T) {
 	m3 := DefaultModel()
 	m3.Mix = mx
 	require.NoError(t, m3.Validate())
-	m3.Mix = &Mix{Name: "not loaded"}
+	m3.Mix = &Mix{Workload: workload.Workload{Name: "not loaded"}}
 	require.ErrorContains(t, m3.Validate(), "LoadMix")
 
 	// It runs.
@@ -156,6 +158,26 @@ func TestLoadModelAnchorsCountAsGiven(t *testing.T) {
 	m, err := parseModel([]byte(doc), "m.yaml", func(string) (*Mix, error) { return DefaultModel().Mix, nil })
 	require.NoError(t, err)
 	assert.InDelta(t, 0.3e-3, float64(m.DB.QueryDemand), 1e-12)
+}
+
+// A workload file for the live runner is a mix too: its embedded paths
+// count as images, its paths are ignored, and its stationary page mix is the
+// browse-only one it transcribes.
+func TestLiveWorkloadIsAMix(t *testing.T) {
+	mx, err := LoadMix("../../testbed/workload.yaml")
+	require.NoError(t, err)
+	for i, it := range mx.Interactions {
+		assert.Equal(t, len(it.Embedded), int(mx.states[i].images), it.Name)
+	}
+	shares := mx.Shares()
+	assert.InDelta(t, 0.279, shares[slices.IndexFunc(mx.Interactions, func(it workload.Interaction) bool { return it.Name == "ViewComment" })], 0.005)
+}
+
+// Query counts too small to scale to queriesPerServletPage are an error,
+// not infinite query means.
+func TestMixQueriesTooFewToScale(t *testing.T) {
+	_, err := parseMix([]byte("queriesPerServletPage: 1e308\nthinkTime: {mean: 1s}\nstart: A\ninteractions: [{name: A, queries: 5e-324}]\n"), "m.yaml")
+	require.ErrorContains(t, err, `load mix "m.yaml": queriesPerServletPage: 1e+308 asked, but the servlet pages' queries are too few to scale to it`)
 }
 
 func TestLoadMixEmpty(t *testing.T) {

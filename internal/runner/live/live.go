@@ -33,6 +33,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/workload"
 )
 
 // Runner is the live runner. Trials on one deployment cannot overlap, so
@@ -48,7 +49,7 @@ type Runner struct {
 	Timeout time.Duration
 
 	cfg      Config
-	workload *Workload
+	workload *workload.Workload
 	wlHash   string
 	target   *url.URL
 	guard    *guard
