@@ -94,7 +94,7 @@ func CheckExperiment(m *Model, e algorithms.Experiment) error {
 // shape is what checkExperiment reads from a valid experiment for newChain.
 type shape struct {
 	tiers      [4]algorithms.Tier // by role: web, app, cluster, db
-	hasCl      bool
+	hasCluster bool
 	start, end float64 // the measured window, simulated seconds
 	webThreads int32
 	appThreads int32
@@ -154,7 +154,7 @@ func checkExperiment(m *Model, e algorithms.Experiment) (shape, error) {
 			return sh, fmt.Errorf("deployment %q: no tier of role %q; the chain needs web, app and db", e.Deployment.Topology, order[r])
 		}
 	}
-	sh.hasCl = seen[2]
+	sh.hasCluster = seen[2]
 	pool := func(r int, name string, v int) (int32, error) {
 		if v < 1 || v > math.MaxInt32 {
 			return 0, fmt.Errorf("allocation[%q].%s: want a pool size >= 1, got %d", sh.tiers[r].Name, name, v)
@@ -193,26 +193,26 @@ func (r Runner) RunExperiment(ctx context.Context, e algorithms.Experiment) (alg
 func (c *chain) collectStats() Stats {
 	s := c.stats
 	s.Pages = c.pages
-	s.LazyEvents = c.lazyEvents
-	for i := range c.st {
-		s.LazyEvents += c.st[i].Absorbed()
+	s.LazyEvents = c.lazyFINEnds
+	for i := range c.stations {
+		s.LazyEvents += c.stations[i].Absorbed()
 	}
 	s.SimulatedSeconds = c.now
-	if c.servlets > 0 {
-		s.QueriesPerServletPage = float64(c.queries) / float64(c.servlets)
+	if c.servletPages > 0 {
+		s.QueriesPerServletPage = float64(c.queriesSent) / float64(c.servletPages)
 	}
 	s.WebDrops, s.AppDrops = c.webDrops, c.appDrops
-	for i := range c.st {
-		s.GCPauses += c.st[i].Pauses()
+	for i := range c.stations {
+		s.GCPauses += c.stations[i].Pauses()
 	}
-	if len(c.web) > 0 && c.web[0].fin != nil {
-		s.FINWait = c.web[0].fin.Mean()
+	if len(c.web) > 0 && c.web[0].finWait != nil {
+		s.FINWait = c.web[0].finWait.Mean()
 	}
 	for i := range c.web {
-		s.WebQueue += c.web[i].queue.Len()
+		s.WebQueue += c.web[i].waiting.Len()
 	}
 	for i := range c.app {
-		s.AppQueue += c.app[i].accept.Len()
+		s.AppQueue += c.app[i].acceptQueue.Len()
 	}
 	return s
 }
@@ -220,11 +220,11 @@ func (c *chain) collectStats() Stats {
 // observation turns the window's integrals into what SysStat, the server
 // logs and the pool monitors gave the paper.
 func (c *chain) observation() algorithms.Observation {
-	T := c.end - c.start
+	T := c.windowEnd - c.windowStart
 	o := algorithms.Observation{
 		RuntimeSeconds: T,
 		Throughput:     float64(c.pages) / T,
-		ResponseTimes:  c.rec.Histogram(),
+		ResponseTimes:  c.responseTimes.Histogram(),
 		Drops:          c.drops,
 		Retries:        c.retries,
 	}
@@ -238,7 +238,7 @@ func (c *chain) observation() algorithms.Observation {
 		return area / float64(n)
 	}
 	cpu := func(s int) float64 {
-		st := &c.st[s]
+		st := &c.stations[s]
 		return min(1, st.Busy()/(float64(st.Cores())*T))
 	}
 	pool := func(name string, size int32, l *engine.Level) algorithms.PoolObservation {
@@ -254,7 +254,7 @@ func (c *chain) observation() algorithms.Observation {
 			ResponseTime: rt(area, n),
 		}
 		if gc {
-			so.GCShare = c.st[s].Paused() / T
+			so.GCShare = c.stations[s].Paused() / T
 		}
 		return so
 	}
@@ -262,30 +262,30 @@ func (c *chain) observation() algorithms.Observation {
 		w := &c.web[i]
 		// Little's law on the workers that serve (held minus FIN waits).
 		active := w.workers.Area()
-		if w.fin != nil {
-			active -= w.fin.Area()
+		if w.finWait != nil {
+			active -= w.finWait.Area()
 		}
-		o.Servers = append(o.Servers, server(0, i, w.st,
-			[]algorithms.PoolObservation{pool(algorithms.PoolThreads, w.size, &w.workers)}, w.count, active, false))
+		o.Servers = append(o.Servers, server(0, i, w.station,
+			[]algorithms.PoolObservation{pool(algorithms.PoolThreads, w.workers.Size(), &w.workers)}, w.responses, active, false))
 	}
 	for i := range c.app {
 		a := &c.app[i]
-		o.Servers = append(o.Servers, server(1, i, a.st, []algorithms.PoolObservation{
+		o.Servers = append(o.Servers, server(1, i, a.station, []algorithms.PoolObservation{
 			pool(algorithms.PoolThreads, a.threads.Size(), &a.threads),
-			pool(algorithms.PoolConnections, a.conns.Size(), &a.conns),
-		}, a.count, a.threads.Area(), true))
+			pool(algorithms.PoolConnections, a.connections.Size(), &a.connections),
+		}, a.servlets, a.threads.Area(), true))
 	}
 	query := func(r int, q []queryServer, gc bool) {
 		for i := range q {
 			k := &q[i]
-			p := algorithms.PoolObservation{Name: algorithms.PoolThreads, Size: int(k.threads), Busy: k.rtSum / T, FullShare: -1}
+			p := algorithms.PoolObservation{Name: algorithms.PoolThreads, Size: int(k.threads), Busy: k.residenceSum / T, FullShare: -1}
 			if k.samples > 0 {
-				p.FullShare = float64(k.full) / float64(k.samples)
+				p.FullShare = float64(k.fullSamples) / float64(k.samples)
 			}
-			o.Servers = append(o.Servers, server(r, i, k.st, []algorithms.PoolObservation{p}, k.count, k.rtSum, gc))
+			o.Servers = append(o.Servers, server(r, i, k.station, []algorithms.PoolObservation{p}, k.queries, k.residenceSum, gc))
 		}
 	}
-	query(2, c.cl, true)
+	query(2, c.cluster, true)
 	query(3, c.db, false)
 	return o
 }
