@@ -190,6 +190,13 @@ func (r Runner) RunExperiment(ctx context.Context, e algorithms.Experiment) (alg
 	return obs, err
 }
 
+// CheckExperiment reports what RunExperiment would reject in e, without
+// simulating (see the function CheckExperiment): a command that finds this
+// method on its runner can refuse a deployment before its first experiment.
+func (r Runner) CheckExperiment(e algorithms.Experiment) error {
+	return CheckExperiment(r.Model, e)
+}
+
 func (c *chain) collectStats() Stats {
 	s := c.stats
 	s.Pages = c.pages

@@ -70,6 +70,33 @@ func TestBadExperiments(t *testing.T) {
 	require.ErrorContains(t, err, "mix")
 }
 
+// A command discovers Runner's check through an optional interface (it
+// does not know the simulator's types) and gets RunExperiment's refusal,
+// without "simulate: ", before running anything.
+func TestRunnerChecksAnExperiment(t *testing.T) {
+	type checker interface {
+		CheckExperiment(algorithms.Experiment) error
+	}
+	good := experiment(t, "1/2/1/2", "400-150-60", 100, time.Second, 10*time.Second)
+	noConns := experiment(t, "1/2/1/2", "400-150-60", 100, time.Second, 10*time.Second)
+	noConns.Allocation["app"] = algorithms.TierPools{Threads: 10}
+	for _, x := range []algorithms.Experimenter{Runner{}, &Runner{Seed: 3}} {
+		c, ok := x.(checker)
+		require.True(t, ok, "%T", x)
+		require.NoError(t, c.CheckExperiment(good))
+		cerr := c.CheckExperiment(noConns)
+		require.EqualError(t, cerr, `allocation["app"].connections: want a pool size >= 1, got 0`)
+		_, err := x.RunExperiment(context.Background(), noConns)
+		require.EqualError(t, err, "simulate: "+cerr.Error())
+	}
+
+	// The runner's own model is checked, not the default one.
+	m := DefaultModel()
+	m.App.Backlog = -1
+	err := Runner{Model: m}.CheckExperiment(good)
+	require.EqualError(t, err, `model "rubbos-ipdps2011": app.backlog: want an integer >= 0, got -1`)
+}
+
 // TestObservation checks the observation's definitions on a light load,
 // where the operational laws give the figures.
 func TestObservation(t *testing.T) {
