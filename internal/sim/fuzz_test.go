@@ -15,7 +15,7 @@ import (
 
 // FuzzParseModel feeds arbitrary model files to the parser behind LoadModel,
 // with every mix name answered by the embedded mix. A model that parses
-// passes Validate, holds no NaN, and reads back the same once written as
+// passes validate, holds no NaN, and reads back the same once written as
 // YAML; a bad one is refused on one line.
 func FuzzParseModel(f *testing.F) {
 	f.Add(defaultModelYAML)
@@ -34,7 +34,7 @@ func FuzzParseModel(f *testing.F) {
 	mix := DefaultModel().Mix
 	loadMix := func(name string) (*Mix, error) {
 		if strings.Contains(name, "missing") {
-			return nil, errors.New("no such mix") // the error path, as LoadMix takes it
+			return nil, errors.New("no such mix") // the error path, as readMix takes it
 		}
 		return mix, nil
 	}
@@ -44,7 +44,7 @@ func FuzzParseModel(f *testing.F) {
 			fuzzcheck.RequireOneLine(t, err)
 			return
 		}
-		require.NoError(t, m.Validate())
+		require.NoError(t, m.validate())
 		require.False(t, fuzzcheck.HasNaN(*m), "a NaN in %+v", *m)
 		out, err := yaml.Marshal(m)
 		require.NoError(t, err)

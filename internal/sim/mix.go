@@ -42,11 +42,21 @@ type nav struct {
 	steps uint16           // transitions in this session
 }
 
-// Shares is the stationary share of pages of each interaction, in file order.
-func (mx *Mix) Shares() []float64 { return append([]float64(nil), mx.shares...) }
-
-// QueryMean is the mean SQL queries per page of an interaction after scaling.
-func (mx *Mix) QueryMean(i int) float64 { return mx.states[i].q }
+// queriesPerServletPageMean is the stationary mean SQL queries per servlet
+// page after scaling.
+func (mx *Mix) queriesPerServletPageMean() float64 {
+	var w, q float64
+	for i, st := range mx.states {
+		if !st.static {
+			w += mx.shares[i]
+			q += mx.shares[i] * st.q
+		}
+	}
+	if w == 0 {
+		return 0
+	}
+	return q / w
+}
 
 func parseMix(b []byte, name string) (*Mix, error) {
 	w, err := workload.Parse(b)

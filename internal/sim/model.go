@@ -108,8 +108,8 @@ type FINWait struct {
 	Threshold int              `yaml:"threshold"`
 }
 
-// Mean is the FIN wait at a workload of users.
-func (f FINWait) Mean(users int) float64 {
+// mean is the FIN wait at a workload of users.
+func (f FINWait) mean(users int) float64 {
 	return float64(f.Base) + float64(f.PerUser)*float64(max(0, users-f.Threshold))
 }
 
@@ -162,8 +162,8 @@ type GC struct {
 	PerUnit      float64          `yaml:"perUnit"`
 }
 
-// Share is g for n units.
-func (g GC) Share(n int) float64 { return g.Base + g.PerUnit*float64(n) }
+// share is g for n units.
+func (g GC) share(n int) float64 { return g.Base + g.PerUnit*float64(n) }
 
 func (g GC) enabled() bool { return g.WorkInterval > 0 && (g.Base > 0 || g.PerUnit > 0) }
 
@@ -216,12 +216,12 @@ func LoadModel(path string) (*Model, error) {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(filepath.Dir(path), p)
 		}
-		return LoadMix(p)
+		return readMix(p)
 	})
 }
 
-// LoadMix reads a workload mix file, to set as a Model's Mix.
-func LoadMix(path string) (*Mix, error) {
+// readMix reads a workload mix file, a Model's MixFile.
+func readMix(path string) (*Mix, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load mix: %w", err)
@@ -321,20 +321,14 @@ func keyPaths(n *yaml.Node, prefix string, out map[string]bool, depth int) {
 	}
 }
 
-// Validate reports the first parameter out of range, by its YAML path.
-func (m *Model) Validate() error {
-	if err := m.validate(); err != nil {
-		return err
-	}
-	if m.Mix == nil || len(m.Mix.states) == 0 {
-		return errors.New("mix: no workload mix loaded (use LoadMix or LoadModel)")
-	}
-	return nil
-}
-
+// validate reports the first parameter out of range, by its YAML path, or
+// a model without a mix.
 func (m *Model) validate() error {
 	if p := m.problems(); len(p) > 0 {
 		return errors.New(p[0].String())
+	}
+	if m.Mix == nil || len(m.Mix.states) == 0 {
+		return errors.New("mix: no workload mix loaded (use LoadModel)")
 	}
 	return nil
 }

@@ -262,14 +262,14 @@ func newChain(m *Model, e algorithms.Experiment, seed uint64) (*chain, error) {
 		w.workers = engine.NewLevel(wT)
 		w.toApp = lb(nA, 1<<32|uint64(i))
 	}
-	segMean := float64(m.App.ServletDemand) / (m.Mix.QueriesPerServletPageMean() + 1)
+	segMean := float64(m.App.ServletDemand) / (m.Mix.queriesPerServletPageMean() + 1)
 	c.app = make([]appServer, nA)
 	for i := range c.app {
 		a := &c.app[i]
 		s := engine.NewStation(cores(1), 1, []float64{segMean}, stRNG(roleApp, i))
 		a.gcUnits = int(aT) + int(min(aC, aT))
 		if m.App.GC.enabled() {
-			s.SetGC(float64(m.App.GC.WorkInterval), m.App.GC.Share(a.gcUnits))
+			s.SetGC(float64(m.App.GC.WorkInterval), m.App.GC.share(a.gcUnits))
 		}
 		a.station = addStation(roleApp, s)
 		a.threads, a.connections = engine.NewLevel(aT), engine.NewLevel(aC)
@@ -283,7 +283,7 @@ func newChain(m *Model, e algorithms.Experiment, seed uint64) (*chain, error) {
 			s := engine.NewStation(cores(2), 1, []float64{float64(m.Cluster.QueryDemand)}, stRNG(roleCluster, i))
 			k.gcUnits = (openConns + nC - 1) / nC
 			if m.Cluster.GC.enabled() {
-				s.SetGC(float64(m.Cluster.GC.WorkInterval), m.Cluster.GC.Share(k.gcUnits))
+				s.SetGC(float64(m.Cluster.GC.WorkInterval), m.Cluster.GC.share(k.gcUnits))
 			}
 			k.station = addStation(roleCluster, s)
 			k.threads = int32(k.gcUnits)
@@ -298,7 +298,7 @@ func newChain(m *Model, e algorithms.Experiment, seed uint64) (*chain, error) {
 	}
 	c.firstFINSource = candStations + len(c.stations)
 	nKeys := c.firstFINSource
-	fm := m.Web.FINWait.Mean(users)
+	fm := m.Web.FINWait.mean(users)
 	if fm > 0 {
 		nKeys += nW
 	}
@@ -336,22 +336,6 @@ func newChain(m *Model, e algorithms.Experiment, seed uint64) (*chain, error) {
 	c.push(c.windowStart, 0, evWindowStart)
 	c.push(c.windowEnd, 0, evWindowEnd)
 	return c, nil
-}
-
-// QueriesPerServletPageMean is the stationary mean SQL queries per servlet
-// page after scaling.
-func (mx *Mix) QueriesPerServletPageMean() float64 {
-	var w, q float64
-	for i, st := range mx.states {
-		if !st.static {
-			w += mx.shares[i]
-			q += mx.shares[i] * st.q
-		}
-	}
-	if w == 0 {
-		return 0
-	}
-	return q / w
 }
 
 // run processes events until the window ends or ctx is done.

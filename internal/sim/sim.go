@@ -105,7 +105,7 @@ type shape struct {
 // order it refuses it.
 func checkExperiment(m *Model, e algorithms.Experiment) (shape, error) {
 	var sh shape
-	if err := m.Validate(); err != nil {
+	if err := m.validate(); err != nil {
 		return sh, fmt.Errorf("model %q: %w", m.Name, err)
 	}
 	users := e.Workload.Users

@@ -116,7 +116,7 @@ func TestObservation(t *testing.T) {
 	assert.Zero(t, o.Drops)
 	assert.InDelta(t, 3.22, st.QueriesPerServletPage, 0.1)
 
-	servlet := 1 - m.Mix.Shares()[1] // Browse is the static page
+	servlet := 1 - m.Mix.shares[1] // Browse is the static page
 	web := server(t, o, "web-1")
 	// Every HTTP request counts at the web server: pages plus one logo per servlet page.
 	assert.InDelta(t, o.Throughput*(1+servlet), web.Throughput, 0.03*web.Throughput)
@@ -130,10 +130,10 @@ func TestObservation(t *testing.T) {
 
 	// Utilisation law: U = X * D, GC included as busy.
 	app1 := server(t, o, "app-1")
-	gc := m.App.GC.Share(150 + 60)
+	gc := m.App.GC.share(150 + 60)
 	assert.InDelta(t, app1.Throughput*float64(m.App.ServletDemand)*(1+gc), app1.CPU, 0.03*app1.CPU)
 	assert.InDelta(t, app1.CPU*gc/(1+gc), app1.GCShare, 0.2*app1.GCShare)
-	assert.InDelta(t, cl.Throughput*float64(m.Cluster.QueryDemand)*(1+m.Cluster.GC.Share(120)), cl.CPU, 0.03*cl.CPU)
+	assert.InDelta(t, cl.Throughput*float64(m.Cluster.QueryDemand)*(1+m.Cluster.GC.share(120)), cl.CPU, 0.03*cl.CPU)
 	assert.Zero(t, web.GCShare, "Apache has no JVM")
 
 	// Response times: a Tomcat answers after its servlet (CPU and queries);

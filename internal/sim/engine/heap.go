@@ -22,12 +22,6 @@ func (h *EventHeap) Top() float64 {
 	return h.a[0].t
 }
 
-// TopID is the entity of the earliest event; the heap must not be empty.
-func (h *EventHeap) TopID() int32 { return h.a[0].id }
-
-// Len is the number of events.
-func (h *EventHeap) Len() int { return len(h.a) }
-
 // Push adds the event of kind for entity id at time t.
 func (h *EventHeap) Push(t float64, id int32, kind uint8) {
 	e := event{t: t, id: id, kind: kind}

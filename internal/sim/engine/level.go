@@ -20,8 +20,8 @@ func (l *Level) Value() int32 { return l.v }
 // Size is the count at which the level is full.
 func (l *Level) Size() int32 { return l.size }
 
-// Set changes the count to v at time now.
-func (l *Level) Set(now float64, v int32) {
+// set changes the count to v at time now.
+func (l *Level) set(now float64, v int32) {
 	dt := now - l.last
 	l.area += float64(l.v) * dt
 	if l.size > 0 && l.v >= l.size {
@@ -32,7 +32,7 @@ func (l *Level) Set(now float64, v int32) {
 }
 
 // Add changes the count by d at time now; d = 0 closes the integrals at now.
-func (l *Level) Add(now float64, d int32) { l.Set(now, l.v+d) }
+func (l *Level) Add(now float64, d int32) { l.set(now, l.v+d) }
 
 // Restart forgets the integrals: the measured window begins at now.
 func (l *Level) Restart(now float64) { l.last, l.area, l.fullT = now, 0, 0 }

@@ -10,8 +10,8 @@ const (
 	nextGCEnd
 )
 
-// MaxClasses bounds the demand classes of one Station.
-const MaxClasses = 4
+// maxClasses bounds the demand classes of one Station.
+const maxClasses = 4
 
 // Station is a CPU of one server: c cores shared by processor sharing among
 // the jobs present, exponential demands with a mean per class, and optional
@@ -38,7 +38,7 @@ type Station struct {
 	work     float64 // core-seconds of work since the last pause
 	gcWork   float64 // GC: a pause after this much work; 0 = no GC
 	n        int
-	jobs     [MaxClasses][]int32
+	jobs     [maxClasses][]int32
 	rng      Stream
 	nextKind uint8
 	simple   bool // one core, one class: the rate is mu[0] whenever busy
@@ -49,7 +49,7 @@ type Station struct {
 	Tag     uint8
 	classes int
 	cores   int
-	mu      [MaxClasses]float64 // 1/mean demand per class
+	mu      [maxClasses]float64 // 1/mean demand per class
 	rate    float64             // total completion rate now
 	sum     float64             // several classes: the rate before sharing, as of the last reschedule
 
@@ -70,7 +70,7 @@ type Station struct {
 }
 
 // NewStation is an idle station of cores cores and classes demand classes
-// (at most MaxClasses) with the given mean demands, seconds; a mean of 0
+// (at most 4) with the given mean demands, seconds; a mean of 0
 // leaves at once, in effect. rng draws its demands and its choices.
 func NewStation(cores, classes int, means []float64, rng Stream) *Station {
 	s := &Station{next: inf, classes: classes, cores: cores, rng: rng}
