@@ -12,11 +12,14 @@
 //     entity;
 //   - measurement: Level, a time-weighted count;
 //   - servers: Station (a processor-sharing CPU with exponential demands
-//     and stop-the-world pauses), DelayStation (an infinite server).
+//     and stop-the-world pauses), DelayStation (an infinite server), and
+//     the Schedulers of a CPU for jobs of known work: GroupSharing
+//     (processor sharing, strict priority, weighted share) and RoundRobin.
 //
-// Entities are int32 ids and times are float64 seconds. The types are
-// values that a model embeds, so the hot paths touch no pointers and
-// allocate nothing; their small methods inline into the model's code.
+// Entities are int32 ids and times are float64 seconds. Most types are
+// values that a model embeds, so that its hot paths follow few pointers
+// and allocate nothing once warm; their small methods inline into the
+// model's code.
 package engine
 
 import "math"
