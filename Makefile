@@ -55,10 +55,9 @@ fuzz:
 # would take all the time, so minimization is cut short.
 	$(GO) test ./internal/runner/exec -run '^$$' -fuzz FuzzParseObservation -fuzztime 140000x -fuzzminimizetime 3s
 	$(GO) test ./internal/runner/replay -run '^$$' -fuzz FuzzRead -fuzztime 50000x -fuzzminimizetime 3s
-	$(GO) test ./internal/runner/live -run '^$$' -fuzz FuzzParseWorkload -fuzztime 45000x -fuzzminimizetime 3s
+	$(GO) test ./internal/workload -run '^$$' -fuzz FuzzParse -fuzztime 60000x -fuzzminimizetime 3s
 	$(GO) test ./internal/sim/classes -run '^$$' -fuzz FuzzParse -fuzztime 23000x -fuzzminimizetime 3s
 	$(GO) test ./internal/sim -run '^$$' -fuzz FuzzParseModel -fuzztime 70000x -fuzzminimizetime 3s
-	$(GO) test ./internal/sim -run '^$$' -fuzz FuzzParseMix -fuzztime 60000x -fuzzminimizetime 3s
 	$(GO) test ./internal/journal -run '^$$' -fuzz FuzzOpen -fuzztime 4000x -fuzzminimizetime 3s
 
 clean:

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,18 +16,20 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/duration"
 	"github.com/softalloc/softalloc/internal/oneline"
 )
 
 // Model holds every parameter of the simulated n-tier chain. DefaultModel is
 // the paper's RUBBoS testbed; LoadModel reads a user's own. Times are seconds
-// (Duration) and are written in YAML as "2.4673ms", "7s" or plain seconds.
+// (duration.Seconds) and are written in YAML as "2.4673ms", "7s" or plain
+// seconds.
 type Model struct {
 	// Name labels the model in messages.
 	Name string `yaml:"name"`
 	// WarmUp is the simulated time before measurement that DefaultTiming
 	// proposes (an experiment's RampUp overrides it).
-	WarmUp Duration `yaml:"warmUp"`
+	WarmUp duration.Seconds `yaml:"warmUp"`
 	// MixFile is the workload mix file, relative to the model file; empty
 	// means the embedded RUBBoS browse-only mix.
 	MixFile string `yaml:"mix"`
@@ -75,7 +76,7 @@ type Admission struct {
 	Mode string `yaml:"mode"`
 	// RetryAfter is the wait before the first retry of a dropped connection
 	// (the TCP SYN retransmission timeout, 3 s in Linux 2.6).
-	RetryAfter Duration `yaml:"retryAfter"`
+	RetryAfter duration.Seconds `yaml:"retryAfter"`
 	// RetryFactor multiplies the wait at each further retry (2: 3, 6, 12 s).
 	RetryFactor float64 `yaml:"retryFactor"`
 }
@@ -85,12 +86,12 @@ type WebModel struct {
 	// PageDemand, StaticDemand and ImageDemand are mean CPU demands
 	// (exponential) of a servlet page request (parse and forward), a static
 	// page and an embedded image.
-	PageDemand   Duration `yaml:"pageDemand"`
-	StaticDemand Duration `yaml:"staticDemand"`
-	ImageDemand  Duration `yaml:"imageDemand"`
+	PageDemand   duration.Seconds `yaml:"pageDemand"`
+	StaticDemand duration.Seconds `yaml:"staticDemand"`
+	ImageDemand  duration.Seconds `yaml:"imageDemand"`
 	// ForwardDelay is a constant latency between the web CPU and the app
 	// tier (network, mod_jk); the worker is held through it.
-	ForwardDelay Duration `yaml:"forwardDelay"`
+	ForwardDelay duration.Seconds `yaml:"forwardDelay"`
 	// Backlog bounds the accept queue in bounded admission.
 	Backlog int `yaml:"backlog"`
 	// FINWait holds a worker after each response until the client's FIN.
@@ -102,13 +103,13 @@ type WebModel struct {
 // (client machines answer later as they host more emulated users).
 // A zero mean turns it off.
 type FINWait struct {
-	Base      Duration `yaml:"base"`
-	PerUser   Duration `yaml:"perUser"`
-	Threshold int      `yaml:"threshold"`
+	Base      duration.Seconds `yaml:"base"`
+	PerUser   duration.Seconds `yaml:"perUser"`
+	Threshold int              `yaml:"threshold"`
 }
 
-// Mean is the FIN wait at a workload of users.
-func (f FINWait) Mean(users int) float64 {
+// mean is the FIN wait at a workload of users.
+func (f FINWait) mean(users int) float64 {
 	return float64(f.Base) + float64(f.PerUser)*float64(max(0, users-f.Threshold))
 }
 
@@ -119,10 +120,10 @@ type AppModel struct {
 	// query count. A page runs q+1 CPU segments (before, between and after its
 	// q queries), each exponential with mean ServletDemand/(mean q + 1), so
 	// pages with more queries cost more CPU.
-	ServletDemand Duration `yaml:"servletDemand"`
+	ServletDemand duration.Seconds `yaml:"servletDemand"`
 	// QueryDelay is a constant latency per query (driver, network) between
 	// the app CPU and the next tier; the connection is held through it.
-	QueryDelay Duration `yaml:"queryDelay"`
+	QueryDelay duration.Seconds `yaml:"queryDelay"`
 	// Backlog bounds the accept queue (Tomcat's acceptCount).
 	Backlog int `yaml:"backlog"`
 	// AcceptOrder is the order in which waiting requests get a thread in
@@ -137,7 +138,7 @@ type AppModel struct {
 // connection; every query passes through it to a DB server.
 type ClusterModel struct {
 	// QueryDemand is the mean CPU demand per query (exponential).
-	QueryDemand Duration `yaml:"queryDemand"`
+	QueryDemand duration.Seconds `yaml:"queryDemand"`
 	// GC is the JVM's collection; its unit count is the connections that
 	// the app servers can open, sum of min(connections, threads), shared
 	// evenly among the cluster servers.
@@ -147,7 +148,7 @@ type ClusterModel struct {
 // DBModel is the database tier (MySQL): one thread per connection.
 type DBModel struct {
 	// QueryDemand is the mean CPU demand per query (exponential).
-	QueryDemand Duration `yaml:"queryDemand"`
+	QueryDemand duration.Seconds `yaml:"queryDemand"`
 }
 
 // GC is stop-the-world garbage collection of a JVM: after every WorkInterval
@@ -156,67 +157,15 @@ type DBModel struct {
 // pause and it counts as busy CPU. The GC share of a saturated CPU is g/(1+g).
 // Base = PerUnit = 0 turns it off.
 type GC struct {
-	WorkInterval Duration `yaml:"workInterval"`
-	Base         float64  `yaml:"base"`
-	PerUnit      float64  `yaml:"perUnit"`
+	WorkInterval duration.Seconds `yaml:"workInterval"`
+	Base         float64          `yaml:"base"`
+	PerUnit      float64          `yaml:"perUnit"`
 }
 
-// Share is g for n units.
-func (g GC) Share(n int) float64 { return g.Base + g.PerUnit*float64(n) }
+// share is g for n units.
+func (g GC) share(n int) float64 { return g.Base + g.PerUnit*float64(n) }
 
 func (g GC) enabled() bool { return g.WorkInterval > 0 && (g.Base > 0 || g.PerUnit > 0) }
-
-// Duration is a time in seconds. YAML accepts Go duration text ("0.88ms",
-// "2.2us", "7s") or a plain number of seconds.
-type Duration float64
-
-// UnmarshalYAML reads "2.4673ms" or 0.0024673.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return typeError("line %d: want a duration like 2.5ms or 7s", n.Line)
-	}
-	if v, err := strconv.ParseFloat(n.Value, 64); err == nil && !math.IsNaN(v) {
-		*d = Duration(v)
-		return nil
-	}
-	// ParseFloat reads "nan": no time is that, and a NaN passes every
-	// range check written as a comparison.
-	v, err := parseDuration(n.Value)
-	if err != nil || math.IsNaN(v) {
-		return typeError("line %d: want a duration like 2.5ms or 7s, got %q", n.Line, n.Value)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// typeError is an error yaml.v3 collects with the others of a document, so
-// that decodeStrict can name its field.
-func typeError(format string, args ...any) error {
-	return &yaml.TypeError{Errors: []string{fmt.Sprintf(format, args...)}}
-}
-
-// MarshalYAML writes a duration text that reads back exactly.
-func (d Duration) MarshalYAML() (any, error) {
-	return strconv.FormatFloat(float64(d), 'g', -1, 64) + "s", nil
-}
-
-// parseDuration is time.ParseDuration without its nanosecond rounding.
-func parseDuration(s string) (float64, error) {
-	units := []struct {
-		suffix string
-		scale  float64
-	}{{"ns", 1e-9}, {"us", 1e-6}, {"µs", 1e-6}, {"ms", 1e-3}, {"s", 1}, {"m", 60}, {"h", 3600}}
-	for _, u := range units {
-		if num, ok := strings.CutSuffix(s, u.suffix); ok {
-			v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-			if err != nil {
-				return 0, err
-			}
-			return v * u.scale, nil
-		}
-	}
-	return 0, errors.New("no unit")
-}
 
 //go:embed rubbos.yaml
 var defaultModelYAML []byte
@@ -267,12 +216,12 @@ func LoadModel(path string) (*Model, error) {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(filepath.Dir(path), p)
 		}
-		return LoadMix(p)
+		return readMix(p)
 	})
 }
 
-// LoadMix reads a workload mix file, to set as a Model's Mix.
-func LoadMix(path string) (*Mix, error) {
+// readMix reads a workload mix file, a Model's MixFile.
+func readMix(path string) (*Mix, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load mix: %w", err)
@@ -372,20 +321,14 @@ func keyPaths(n *yaml.Node, prefix string, out map[string]bool, depth int) {
 	}
 }
 
-// Validate reports the first parameter out of range, by its YAML path.
-func (m *Model) Validate() error {
-	if err := m.validate(); err != nil {
-		return err
-	}
-	if m.Mix == nil || len(m.Mix.states) == 0 {
-		return errors.New("mix: no workload mix loaded (use LoadMix or LoadModel)")
-	}
-	return nil
-}
-
+// validate reports the first parameter out of range, by its YAML path, or
+// a model without a mix.
 func (m *Model) validate() error {
 	if p := m.problems(); len(p) > 0 {
 		return errors.New(p[0].String())
+	}
+	if m.Mix == nil || len(m.Mix.states) == 0 {
+		return errors.New("mix: no workload mix loaded (use LoadModel)")
 	}
 	return nil
 }

@@ -3,17 +3,21 @@ package sim
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/softalloc/softalloc/internal/sim/engine"
+	"github.com/softalloc/softalloc/internal/workload"
 )
 
 func TestDefaultModel(t *testing.T) {
 	m := DefaultModel()
-	require.NoError(t, m.Validate())
+	require.NoError(t, m.validate())
 	assert.Equal(t, AdmissionBounded, m.Admission.Mode)
 	assert.InDelta(t, 2.4673e-3, float64(m.App.ServletDemand), 1e-12)
 	assert.InDelta(t, 0.33537e-3, float64(m.Cluster.QueryDemand), 1e-12)
@@ -21,7 +25,7 @@ func TestDefaultModel(t *testing.T) {
 	assert.Equal(t, 128, m.Web.Backlog)
 	assert.Equal(t, 100, m.App.Backlog)
 	// GC: 1.0% of a saturated CPU at 24 units, 9.0% at 800 (the paper's two measurements).
-	share := func(n int) float64 { g := m.Cluster.GC.Share(n); return g / (1 + g) }
+	share := func(n int) float64 { g := m.Cluster.GC.share(n); return g / (1 + g) }
 	assert.InDelta(t, 0.010, share(24), 0.0005)
 	assert.InDelta(t, 0.090, share(800), 0.0005)
 
@@ -33,21 +37,21 @@ func TestDefaultModel(t *testing.T) {
 func TestDefaultMix(t *testing.T) {
 	mx := DefaultModel().Mix
 	require.Len(t, mx.Interactions, 11)
-	assert.InDelta(t, 3.22, mx.QueriesPerServletPageMean(), 1e-9)
+	assert.InDelta(t, 3.22, mx.queriesPerServletPageMean(), 1e-9)
 	// The stationary page mix of RUBBOS.md (Monte Carlo of the client logic).
 	want := map[string]float64{
 		"ViewComment": 0.279, "ViewStory": 0.267, "StoriesOfTheDay": 0.221, "SearchInStories": 0.038,
 		"Search": 0.037, "Browse": 0.037, "BrowseStoriesInCategory": 0.036, "OlderStories": 0.034,
 		"SearchInComments": 0.028, "BrowseCategories": 0.017, "SearchInUsers": 0.007,
 	}
-	shares := mx.Shares()
+	shares := mx.shares
 	for i, it := range mx.Interactions {
 		assert.InDelta(t, want[it.Name], shares[i], 0.005, it.Name)
 	}
 	assert.True(t, mx.Interactions[1].Static, "Browse is a static page")
-	assert.Equal(t, 0.0, mx.QueryMean(1))
+	assert.Equal(t, 0.0, mx.states[1].q)
 	// Think time: exponential, mean 7 s, over 70 s becomes 0.
-	r := newStream(3, purposeMix, 1)
+	r := engine.NewStream(3, purposeMix, 1)
 	var sum float64
 	const n = 200_000
 	for i := 0; i < n; i++ {
@@ -67,7 +71,7 @@ func TestLoadModel(t *testing.T) {
 	assert.InDelta(t, 1e-3, float64(m.App.ServletDemand), 1e-15)
 	require.NotNil(t, m.Mix)
 	assert.Equal(t, "two-pages", m.Mix.Name)
-	assert.InDelta(t, 2.0, m.Mix.QueryMean(0), 1e-12, "no queriesPerServletPage: counts as given")
+	assert.InDelta(t, 2.0, m.Mix.states[0].q, 1e-12, "no queriesPerServletPage: counts as given")
 
 	// A model that names no mix gets the embedded RUBBoS mix.
 	m2, err := LoadModel(filepath.Join("testdata", "no-mix.yaml"))
@@ -75,13 +79,13 @@ func TestLoadModel(t *testing.T) {
 	assert.Equal(t, "browse-only", m2.Mix.Name)
 
 	// A mix can be loaded on its own and set on another model.
-	mx, err := LoadMix(filepath.Join("testdata", "small-mix.yaml"))
+	mx, err := readMix(filepath.Join("testdata", "small-mix.yaml"))
 	require.NoError(t, err)
 	m3 := DefaultModel()
 	m3.Mix = mx
-	require.NoError(t, m3.Validate())
-	m3.Mix = &Mix{Name: "not loaded"}
-	require.ErrorContains(t, m3.Validate(), "LoadMix")
+	require.NoError(t, m3.validate())
+	m3.Mix = &Mix{Workload: workload.Workload{Name: "not loaded"}}
+	require.ErrorContains(t, m3.validate(), "no workload mix loaded")
 
 	// It runs.
 	o, _ := trial(t, m, "1/2/1/2", "50-10-5", 100, 5*time.Second, 20*time.Second, 1)
@@ -154,6 +158,26 @@ func TestLoadModelAnchorsCountAsGiven(t *testing.T) {
 	m, err := parseModel([]byte(doc), "m.yaml", func(string) (*Mix, error) { return DefaultModel().Mix, nil })
 	require.NoError(t, err)
 	assert.InDelta(t, 0.3e-3, float64(m.DB.QueryDemand), 1e-12)
+}
+
+// A workload file for the live runner is a mix too: its embedded paths
+// count as images, its paths are ignored, and its stationary page mix is the
+// browse-only one it transcribes.
+func TestLiveWorkloadIsAMix(t *testing.T) {
+	mx, err := readMix("../../testbed/workload.yaml")
+	require.NoError(t, err)
+	for i, it := range mx.Interactions {
+		assert.Equal(t, len(it.Embedded), int(mx.states[i].images), it.Name)
+	}
+	shares := mx.shares
+	assert.InDelta(t, 0.279, shares[slices.IndexFunc(mx.Interactions, func(it workload.Interaction) bool { return it.Name == "ViewComment" })], 0.005)
+}
+
+// Query counts too small to scale to queriesPerServletPage are an error,
+// not infinite query means.
+func TestMixQueriesTooFewToScale(t *testing.T) {
+	_, err := parseMix([]byte("queriesPerServletPage: 1e308\nthinkTime: {mean: 1s}\nstart: A\ninteractions: [{name: A, queries: 5e-324}]\n"), "m.yaml")
+	require.ErrorContains(t, err, `load mix "m.yaml": queriesPerServletPage: 1e+308 asked, but the servlet pages' queries are too few to scale to it`)
 }
 
 func TestLoadMixEmpty(t *testing.T) {

@@ -33,7 +33,7 @@ func mvaModel() *Model {
 // delays (infinite servers) as the delay station.
 func mvaNetwork(m *Model, d algorithms.Deployment) (stations []algorithms.Station, z, delays float64) {
 	mx := m.Mix
-	shares := mx.Shares()
+	shares := mx.shares
 	var servlet, static, images float64
 	for i, it := range mx.Interactions {
 		if it.Static {
@@ -43,7 +43,7 @@ func mvaNetwork(m *Model, d algorithms.Deployment) (stations []algorithms.Statio
 		}
 		images += shares[i] * float64(it.Images)
 	}
-	q := servlet * mx.QueriesPerServletPageMean() // queries per page
+	q := servlet * mx.queriesPerServletPageMean() // queries per page
 	demand := map[string]float64{
 		algorithms.RoleWeb:     servlet*float64(m.Web.PageDemand) + static*float64(m.Web.StaticDemand) + images*float64(m.Web.ImageDemand),
 		algorithms.RoleApp:     servlet * float64(m.App.ServletDemand),

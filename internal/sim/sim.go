@@ -4,9 +4,10 @@
 // soft resources of the paper (thread and connection pools), bounded accept
 // queues with retried connections, JVM garbage collection and FIN waits.
 //
-// The event core (core.go) is separate from the RUBBoS chain (rubbos.go),
-// so that another model can reuse it. All parameters live in a Model
-// (DefaultModel: the embedded rubbos.yaml and rubbos-browse-only.yaml).
+// The RUBBoS chain (rubbos.go) is built on the event core of
+// internal/sim/engine, which another model (internal/sim/classes) shares.
+// All parameters live in a Model (DefaultModel: the embedded rubbos.yaml
+// and rubbos-browse-only.yaml).
 package sim
 
 import (
@@ -15,6 +16,7 @@ import (
 	"math"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/sim/engine"
 )
 
 // Stats are diagnostics of one trial, beside its observation.
@@ -76,23 +78,10 @@ func Simulate(ctx context.Context, m *Model, e algorithms.Experiment, seed uint6
 	return c.observation(), c.collectStats(), nil
 }
 
-// CheckExperiment reports what Simulate would reject in e on model m (nil:
-// DefaultModel), without simulating: the model, the workload, the timing, the
-// chain of roles and the pools the chain needs. It lets a command refuse a
-// deployment before its first experiment rather than experiments into a
-// campaign. The errors are Simulate's, without its "simulate: " prefix.
-func CheckExperiment(m *Model, e algorithms.Experiment) error {
-	if m == nil {
-		m = DefaultModel()
-	}
-	_, err := checkExperiment(m, e)
-	return err
-}
-
 // shape is what checkExperiment reads from a valid experiment for newChain.
 type shape struct {
 	tiers      [4]algorithms.Tier // by role: web, app, cluster, db
-	hasCl      bool
+	hasCluster bool
 	start, end float64 // the measured window, simulated seconds
 	webThreads int32
 	appThreads int32
@@ -103,7 +92,7 @@ type shape struct {
 // order it refuses it.
 func checkExperiment(m *Model, e algorithms.Experiment) (shape, error) {
 	var sh shape
-	if err := m.Validate(); err != nil {
+	if err := m.validate(); err != nil {
 		return sh, fmt.Errorf("model %q: %w", m.Name, err)
 	}
 	users := e.Workload.Users
@@ -152,7 +141,7 @@ func checkExperiment(m *Model, e algorithms.Experiment) (shape, error) {
 			return sh, fmt.Errorf("deployment %q: no tier of role %q; the chain needs web, app and db", e.Deployment.Topology, order[r])
 		}
 	}
-	sh.hasCl = seen[2]
+	sh.hasCluster = seen[2]
 	pool := func(r int, name string, v int) (int32, error) {
 		if v < 1 || v > math.MaxInt32 {
 			return 0, fmt.Errorf("allocation[%q].%s: want a pool size >= 1, got %d", sh.tiers[r].Name, name, v)
@@ -188,29 +177,44 @@ func (r Runner) RunExperiment(ctx context.Context, e algorithms.Experiment) (alg
 	return obs, err
 }
 
+// CheckExperiment reports what RunExperiment would reject in e, without
+// simulating: the model, the workload, the timing, the chain of roles and
+// the pools the chain needs. A command that finds this method on its runner
+// (runner.ExperimentChecker) refuses a deployment before its first
+// experiment rather than experiments into a campaign. The errors are
+// Simulate's, without its "simulate: " prefix.
+func (r Runner) CheckExperiment(e algorithms.Experiment) error {
+	m := r.Model
+	if m == nil {
+		m = DefaultModel()
+	}
+	_, err := checkExperiment(m, e)
+	return err
+}
+
 func (c *chain) collectStats() Stats {
 	s := c.stats
 	s.Pages = c.pages
-	s.LazyEvents = c.lazyEvents
-	for i := range c.st {
-		s.LazyEvents += c.st[i].absorbed
+	s.LazyEvents = c.lazyFINEnds
+	for i := range c.stations {
+		s.LazyEvents += c.stations[i].Absorbed()
 	}
 	s.SimulatedSeconds = c.now
-	if c.servlets > 0 {
-		s.QueriesPerServletPage = float64(c.queries) / float64(c.servlets)
+	if c.servletPages > 0 {
+		s.QueriesPerServletPage = float64(c.queriesSent) / float64(c.servletPages)
 	}
 	s.WebDrops, s.AppDrops = c.webDrops, c.appDrops
-	for i := range c.st {
-		s.GCPauses += c.st[i].pauses
+	for i := range c.stations {
+		s.GCPauses += c.stations[i].Pauses()
 	}
-	if len(c.web) > 0 && c.web[0].fin != nil {
-		s.FINWait = 1 / c.web[0].fin.mu
+	if len(c.web) > 0 && c.web[0].finWait != nil {
+		s.FINWait = c.web[0].finWait.Mean()
 	}
 	for i := range c.web {
-		s.WebQueue += c.web[i].queue.len()
+		s.WebQueue += c.web[i].waiting.Len()
 	}
 	for i := range c.app {
-		s.AppQueue += c.app[i].accept.len()
+		s.AppQueue += c.app[i].acceptQueue.Len()
 	}
 	return s
 }
@@ -218,11 +222,11 @@ func (c *chain) collectStats() Stats {
 // observation turns the window's integrals into what SysStat, the server
 // logs and the pool monitors gave the paper.
 func (c *chain) observation() algorithms.Observation {
-	T := c.end - c.start
+	T := c.windowEnd - c.windowStart
 	o := algorithms.Observation{
 		RuntimeSeconds: T,
 		Throughput:     float64(c.pages) / T,
-		ResponseTimes:  c.rec.Histogram(),
+		ResponseTimes:  c.responseTimes.Histogram(),
 		Drops:          c.drops,
 		Retries:        c.retries,
 	}
@@ -236,11 +240,11 @@ func (c *chain) observation() algorithms.Observation {
 		return area / float64(n)
 	}
 	cpu := func(s int) float64 {
-		st := &c.st[s]
-		return min(1, st.busyArea/(float64(st.cores)*T))
+		st := &c.stations[s]
+		return min(1, st.Busy()/(float64(st.Cores())*T))
 	}
-	pool := func(name string, size int32, l *level) algorithms.PoolObservation {
-		return algorithms.PoolObservation{Name: name, Size: int(size), Busy: l.area / T, FullShare: l.fullT / T}
+	pool := func(name string, size int32, l *engine.Level) algorithms.PoolObservation {
+		return algorithms.PoolObservation{Name: name, Size: int(size), Busy: l.Area() / T, FullShare: l.FullTime() / T}
 	}
 	server := func(r int, i int, s int, pools []algorithms.PoolObservation, n int64, area float64, gc bool) algorithms.ServerObservation {
 		so := algorithms.ServerObservation{
@@ -252,38 +256,38 @@ func (c *chain) observation() algorithms.Observation {
 			ResponseTime: rt(area, n),
 		}
 		if gc {
-			so.GCShare = c.st[s].gcArea / T
+			so.GCShare = c.stations[s].Paused() / T
 		}
 		return so
 	}
 	for i := range c.web {
 		w := &c.web[i]
 		// Little's law on the workers that serve (held minus FIN waits).
-		active := w.workers.area
-		if w.fin != nil {
-			active -= w.fin.area
+		active := w.workers.Area()
+		if w.finWait != nil {
+			active -= w.finWait.Area()
 		}
-		o.Servers = append(o.Servers, server(0, i, w.st,
-			[]algorithms.PoolObservation{pool(algorithms.PoolThreads, w.size, &w.workers)}, w.count, active, false))
+		o.Servers = append(o.Servers, server(0, i, w.station,
+			[]algorithms.PoolObservation{pool(algorithms.PoolThreads, w.workers.Size(), &w.workers)}, w.responses, active, false))
 	}
 	for i := range c.app {
 		a := &c.app[i]
-		o.Servers = append(o.Servers, server(1, i, a.st, []algorithms.PoolObservation{
-			pool(algorithms.PoolThreads, a.threads.size, &a.threads),
-			pool(algorithms.PoolConnections, a.conns.size, &a.conns),
-		}, a.count, a.threads.area, true))
+		o.Servers = append(o.Servers, server(1, i, a.station, []algorithms.PoolObservation{
+			pool(algorithms.PoolThreads, a.threads.Size(), &a.threads),
+			pool(algorithms.PoolConnections, a.connections.Size(), &a.connections),
+		}, a.servlets, a.threads.Area(), true))
 	}
 	query := func(r int, q []queryServer, gc bool) {
 		for i := range q {
 			k := &q[i]
-			p := algorithms.PoolObservation{Name: algorithms.PoolThreads, Size: int(k.threads), Busy: k.rtSum / T, FullShare: -1}
+			p := algorithms.PoolObservation{Name: algorithms.PoolThreads, Size: int(k.threads), Busy: k.residenceSum / T, FullShare: -1}
 			if k.samples > 0 {
-				p.FullShare = float64(k.full) / float64(k.samples)
+				p.FullShare = float64(k.fullSamples) / float64(k.samples)
 			}
-			o.Servers = append(o.Servers, server(r, i, k.st, []algorithms.PoolObservation{p}, k.count, k.rtSum, gc))
+			o.Servers = append(o.Servers, server(r, i, k.station, []algorithms.PoolObservation{p}, k.queries, k.residenceSum, gc))
 		}
 	}
-	query(2, c.cl, true)
+	query(2, c.cluster, true)
 	query(3, c.db, false)
 	return o
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/duration"
 )
 
 func TestBadExperiments(t *testing.T) {
@@ -49,14 +50,14 @@ func TestBadExperiments(t *testing.T) {
 				assert.Contains(t, err.Error(), w)
 			}
 			// CheckExperiment refuses it up front with Simulate's words.
-			cerr := CheckExperiment(nil, e)
+			cerr := Runner{}.CheckExperiment(e)
 			require.Error(t, cerr)
 			assert.Equal(t, err.Error(), "simulate: "+cerr.Error())
 			_, err = Runner{}.RunExperiment(context.Background(), e)
 			require.Error(t, err)
 		})
 	}
-	require.NoError(t, CheckExperiment(nil, good()))
+	require.NoError(t, Runner{}.CheckExperiment(good()))
 
 	// A broken model is an error too, not a panic.
 	m := DefaultModel()
@@ -67,6 +68,33 @@ func TestBadExperiments(t *testing.T) {
 	m.Mix = nil
 	_, _, err = Simulate(context.Background(), m, good(), 1)
 	require.ErrorContains(t, err, "mix")
+}
+
+// A command discovers Runner's check through an optional interface (it
+// does not know the simulator's types) and gets RunExperiment's refusal,
+// without "simulate: ", before running anything.
+func TestRunnerChecksAnExperiment(t *testing.T) {
+	type checker interface {
+		CheckExperiment(algorithms.Experiment) error
+	}
+	good := experiment(t, "1/2/1/2", "400-150-60", 100, time.Second, 10*time.Second)
+	noConns := experiment(t, "1/2/1/2", "400-150-60", 100, time.Second, 10*time.Second)
+	noConns.Allocation["app"] = algorithms.TierPools{Threads: 10}
+	for _, x := range []algorithms.Experimenter{Runner{}, &Runner{Seed: 3}} {
+		c, ok := x.(checker)
+		require.True(t, ok, "%T", x)
+		require.NoError(t, c.CheckExperiment(good))
+		cerr := c.CheckExperiment(noConns)
+		require.EqualError(t, cerr, `allocation["app"].connections: want a pool size >= 1, got 0`)
+		_, err := x.RunExperiment(context.Background(), noConns)
+		require.EqualError(t, err, "simulate: "+cerr.Error())
+	}
+
+	// The runner's own model is checked, not the default one.
+	m := DefaultModel()
+	m.App.Backlog = -1
+	err := Runner{Model: m}.CheckExperiment(good)
+	require.EqualError(t, err, `model "rubbos-ipdps2011": app.backlog: want an integer >= 0, got -1`)
 }
 
 // TestObservation checks the observation's definitions on a light load,
@@ -88,7 +116,7 @@ func TestObservation(t *testing.T) {
 	assert.Zero(t, o.Drops)
 	assert.InDelta(t, 3.22, st.QueriesPerServletPage, 0.1)
 
-	servlet := 1 - m.Mix.Shares()[1] // Browse is the static page
+	servlet := 1 - m.Mix.shares[1] // Browse is the static page
 	web := server(t, o, "web-1")
 	// Every HTTP request counts at the web server: pages plus one logo per servlet page.
 	assert.InDelta(t, o.Throughput*(1+servlet), web.Throughput, 0.03*web.Throughput)
@@ -102,10 +130,10 @@ func TestObservation(t *testing.T) {
 
 	// Utilisation law: U = X * D, GC included as busy.
 	app1 := server(t, o, "app-1")
-	gc := m.App.GC.Share(150 + 60)
+	gc := m.App.GC.share(150 + 60)
 	assert.InDelta(t, app1.Throughput*float64(m.App.ServletDemand)*(1+gc), app1.CPU, 0.03*app1.CPU)
 	assert.InDelta(t, app1.CPU*gc/(1+gc), app1.GCShare, 0.2*app1.GCShare)
-	assert.InDelta(t, cl.Throughput*float64(m.Cluster.QueryDemand)*(1+m.Cluster.GC.Share(120)), cl.CPU, 0.03*cl.CPU)
+	assert.InDelta(t, cl.Throughput*float64(m.Cluster.QueryDemand)*(1+m.Cluster.GC.share(120)), cl.CPU, 0.03*cl.CPU)
 	assert.Zero(t, web.GCShare, "Apache has no JVM")
 
 	// Response times: a Tomcat answers after its servlet (CPU and queries);
@@ -147,7 +175,7 @@ func TestStreamIndependence(t *testing.T) {
 		state uint8
 		think float64
 	}
-	record := func(alloc string, webDemand Duration) map[int32][]step {
+	record := func(alloc string, webDemand duration.Seconds) map[int32][]step {
 		m := DefaultModel()
 		m.Web.PageDemand = webDemand
 		c, err := newChain(m, experiment(t, "1/2/1/2", alloc, 2000, 5*time.Second, 40*time.Second), 5)
@@ -162,7 +190,7 @@ func TestStreamIndependence(t *testing.T) {
 		return seq
 	}
 	base := record("400-150-60", DefaultModel().Web.PageDemand)
-	for _, other := range []map[int32][]step{record("400-6-6", DefaultModel().Web.PageDemand), record("400-150-60", Duration(1e-3))} {
+	for _, other := range []map[int32][]step{record("400-6-6", DefaultModel().Web.PageDemand), record("400-150-60", duration.Seconds(1e-3))} {
 		compared := 0
 		for u, s := range base {
 			n := min(len(s), len(other[u]))

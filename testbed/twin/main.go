@@ -3,8 +3,10 @@
 //
 // Per-tier CPU demands come from the utilisation law, D = U / X: each
 // tier's utilisation (of its CPU cap) over the throughput that tier served
-// (web: HTTP requests, app: pages, db: queries). The workload file gives
-// the simulator the same page mix and think time as the load generator.
+// (web: HTTP requests, app: pages, db: queries). The simulator reads the
+// workload file too: mix.yaml is the trial's workload with the queries per
+// page it measured, so the simulator walks the same page mix with the same
+// think time as the load generator.
 //
 //	softalloc simulate --runner live -f testbed/deployment.yaml --users 40 --output observation > low.jsonl
 //	go run ./testbed/twin -observation low.jsonl -workload testbed/workload.yaml -out /tmp/twin
@@ -26,8 +28,9 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/softalloc/softalloc/algorithms"
-	"github.com/softalloc/softalloc/internal/runner/live"
+	"github.com/softalloc/softalloc/internal/duration"
 	"github.com/softalloc/softalloc/internal/sim"
+	"github.com/softalloc/softalloc/internal/workload"
 )
 
 func main() {
@@ -96,32 +99,28 @@ func run(obsPath, wlPath, out string, delay time.Duration, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", obsPath, err)
 	}
-	wl, err := live.LoadWorkload(wlPath)
+	wl, err := workload.Load(wlPath)
 	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	mix := mixFile{Name: wl.Name, ThinkTime: mixThink{Mean: sim.Duration(time.Duration(wl.ThinkTime.Mean).Seconds()),
-		Cap: sim.Duration(time.Duration(wl.ThinkTime.Cap).Seconds())},
-		SessionLength: wl.SessionLength, Start: wl.Start, QueriesPerServletPage: d.QueriesPerPage}
-	for _, it := range wl.Interactions {
-		mix.Interactions = append(mix.Interactions, mixInteraction{Name: it.Name, Static: it.Static,
-			Images: len(it.Embedded), Queries: it.Queries, Next: it.Next})
-	}
+	// The simulator reads the same workload format: the trial's workload,
+	// with the queries per page the trial measured.
+	wl.QueriesPerServletPage = d.QueriesPerPage
 	m := sim.Model{
 		Name: "twin of " + wl.Name, WarmUp: 3, MixFile: "mix.yaml", Cores: 1, LoadBalancing: sim.BalanceRoundRobin,
 		// Waiting requests queue: the testbed's accept queues are deep
 		// enough that nothing is dropped below saturation.
 		Admission: sim.Admission{Mode: sim.AdmissionUnbounded, RetryAfter: 1, RetryFactor: 2},
-		Web: sim.WebModel{PageDemand: sim.Duration(d.WebRequest), StaticDemand: sim.Duration(d.WebRequest),
-			ImageDemand: sim.Duration(d.WebRequest), Backlog: 511},
-		App:     sim.AppModel{ServletDemand: sim.Duration(d.AppPage), QueryDelay: sim.Duration(delay.Seconds()), Backlog: 100, AcceptOrder: sim.OrderFIFO},
-		Cluster: sim.ClusterModel{QueryDemand: sim.Duration(d.DBQuery)}, // unused on a 3-tier topology, but must be valid
-		DB:      sim.DBModel{QueryDemand: sim.Duration(d.DBQuery)},
+		Web: sim.WebModel{PageDemand: duration.Seconds(d.WebRequest), StaticDemand: duration.Seconds(d.WebRequest),
+			ImageDemand: duration.Seconds(d.WebRequest), Backlog: 511},
+		App:     sim.AppModel{ServletDemand: duration.Seconds(d.AppPage), QueryDelay: duration.Seconds(delay.Seconds()), Backlog: 100, AcceptOrder: sim.OrderFIFO},
+		Cluster: sim.ClusterModel{QueryDemand: duration.Seconds(d.DBQuery)}, // unused on a 3-tier topology, but must be valid
+		DB:      sim.DBModel{QueryDemand: duration.Seconds(d.DBQuery)},
 	}
-	if err := writeYAML(filepath.Join(out, "mix.yaml"), "# The workload of the live trial, for the simulator (written by testbed/twin).\n", mix); err != nil {
+	if err := writeYAML(filepath.Join(out, "mix.yaml"), "# The workload of the live trial, for the simulator (written by testbed/twin).\n", wl); err != nil {
 		return err
 	}
 	header := fmt.Sprintf("# A twin of the testbed, calibrated by testbed/twin from %s:\n"+
@@ -136,29 +135,6 @@ func run(obsPath, wlPath, out string, delay time.Duration, w io.Writer) error {
 	fmt.Fprintf(w, "demands: web %.3f ms/request, app %.3f ms/page, db %.3f ms/query; %.2f queries/page\nwrote %s\n",
 		d.WebRequest*1e3, d.AppPage*1e3, d.DBQuery*1e3, d.QueriesPerPage, modelPath)
 	return nil
-}
-
-// mixFile is the simulator's mix file format (internal/sim/mix.go).
-type mixFile struct {
-	Name                  string           `yaml:"name"`
-	ThinkTime             mixThink         `yaml:"thinkTime"`
-	SessionLength         int              `yaml:"sessionLength"`
-	Start                 string           `yaml:"start"`
-	QueriesPerServletPage float64          `yaml:"queriesPerServletPage"`
-	Interactions          []mixInteraction `yaml:"interactions"`
-}
-
-type mixThink struct {
-	Mean sim.Duration `yaml:"mean"`
-	Cap  sim.Duration `yaml:"cap"`
-}
-
-type mixInteraction struct {
-	Name    string  `yaml:"name"`
-	Static  bool    `yaml:"static,omitempty"`
-	Images  int     `yaml:"images,omitempty"`
-	Queries float64 `yaml:"queries,omitempty"`
-	Next    any     `yaml:"next"`
 }
 
 func writeYAML(path, header string, v any) error {

@@ -2,7 +2,6 @@ package live
 
 import (
 	"fmt"
-	"math"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -12,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/softalloc/softalloc/internal/duration"
 	"github.com/softalloc/softalloc/internal/oneline"
 )
 
@@ -34,17 +34,17 @@ type Config struct {
 	// allocation is not applied (the runner warns once).
 	Hook []string `yaml:"hook"`
 	// HookTimeout bounds one run of the hook (default 5m).
-	HookTimeout Duration `yaml:"hookTimeout"`
+	HookTimeout duration.Seconds `yaml:"hookTimeout"`
 	// HealthTimeout bounds the wait for Health (default 2m).
-	HealthTimeout Duration `yaml:"healthTimeout"`
+	HealthTimeout duration.Seconds `yaml:"healthTimeout"`
 	// ScrapeTimeout bounds the wait, after a trial, for Prometheus to have
 	// scraped every target past the runtime window (default 1m).
-	ScrapeTimeout Duration `yaml:"scrapeTimeout"`
+	ScrapeTimeout duration.Seconds `yaml:"scrapeTimeout"`
 	// AllowedHosts lists hosts other than loopback that the runner may send
 	// requests to (host names, IP addresses or CIDR prefixes). Empty: loopback only.
 	AllowedHosts []string `yaml:"allowedHosts"`
 	// RequestTimeout bounds each HTTP request of the load (default 30s).
-	RequestTimeout Duration `yaml:"requestTimeout"`
+	RequestTimeout duration.Seconds `yaml:"requestTimeout"`
 	// KeepAlive reuses each user's connection between requests (default
 	// true); false opens one connection per request, as the RUBBoS client.
 	KeepAlive *bool `yaml:"keepAlive"`
@@ -53,12 +53,12 @@ type Config struct {
 	MaxUsers    int   `yaml:"maxUsers"`
 	MaxRequests int64 `yaml:"maxRequests"`
 	// ThinkTime overrides the workload file's mean think time.
-	ThinkTime Duration `yaml:"thinkTime"`
+	ThinkTime duration.Seconds `yaml:"thinkTime"`
 	// RampUp, Runtime and RampDown are the trial schedule used when the
 	// command line names none (default 1m, 5m, 10s).
-	RampUp   Duration `yaml:"rampUp"`
-	Runtime  Duration `yaml:"runtime"`
-	RampDown Duration `yaml:"rampDown"`
+	RampUp   duration.Seconds `yaml:"rampUp"`
+	Runtime  duration.Seconds `yaml:"runtime"`
+	RampDown duration.Seconds `yaml:"rampDown"`
 	// Seed makes the users' random choices repeatable (default 1).
 	Seed uint64 `yaml:"seed"`
 	// Label is free text naming the deployment's state (a CPU cap, a
@@ -118,28 +118,6 @@ type PoolQueries struct {
 	FullShare string `yaml:"fullShare"`
 }
 
-// Duration reads "30s", "1m30s" or a number of seconds.
-type Duration time.Duration
-
-// UnmarshalYAML reads a Go duration text or plain seconds.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: want a duration such as 30s", n.Line)
-	}
-	if v, err := time.ParseDuration(n.Value); err == nil && v >= 0 {
-		*d = Duration(v)
-		return nil
-	}
-	var secs float64
-	// Past about 292 years the nanoseconds overflow, and converting such a
-	// float (or .inf) to an integer gives a platform's arbitrary value.
-	if err := n.Decode(&secs); err == nil && secs >= 0 && secs < float64(math.MaxInt64)/float64(time.Second) {
-		*d = Duration(secs * float64(time.Second))
-		return nil
-	}
-	return fmt.Errorf("line %d: want a duration such as 30s, got %q", n.Line, n.Value)
-}
-
 // Defaults of the zero fields.
 const (
 	DefaultHookTimeout    = 5 * time.Minute
@@ -190,6 +168,9 @@ func ParseConfig(section map[string]any, path string) (Config, error) {
 
 func (c *Config) check() error {
 	fail := func(format string, a ...any) error { return fmt.Errorf("runner section: "+format, a...) }
+	if err := c.checkDurations(); err != nil {
+		return fail("%w", err)
+	}
 	for _, u := range []struct{ key, val string }{{"target", c.Target}, {"prometheus", c.Prometheus}} {
 		if u.val == "" {
 			return fail("%s: missing; want a URL such as http://127.0.0.1:8080", u.key)
@@ -222,9 +203,9 @@ func (c *Config) check() error {
 
 // withDefaults fills the zero fields.
 func (c Config) withDefaults() Config {
-	def := func(d *Duration, v time.Duration) {
+	def := func(d *duration.Seconds, v time.Duration) {
 		if *d == 0 {
-			*d = Duration(v)
+			*d = duration.Of(v)
 		}
 	}
 	def(&c.HookTimeout, DefaultHookTimeout)

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/softalloc/softalloc/internal/duration"
 )
 
 func section(extra map[string]any) map[string]any {
@@ -19,11 +21,11 @@ func section(extra map[string]any) map[string]any {
 func TestParseConfig(t *testing.T) {
 	c, err := ParseConfig(section(map[string]any{"rampUp": "2s", "runtime": 30, "retries": 3}), "/x/deployment.yaml")
 	require.NoError(t, err)
-	assert.Equal(t, Duration(2e9), c.RampUp)
-	assert.Equal(t, Duration(30e9), c.Runtime, "plain numbers are seconds")
+	assert.Equal(t, duration.Seconds(2), c.RampUp)
+	assert.Equal(t, duration.Seconds(30), c.Runtime, "plain numbers are seconds")
 	assert.Equal(t, "/x/w.yaml", c.path(c.Workload))
 	d := c.withDefaults()
-	assert.Equal(t, Duration(DefaultRampDown), d.RampDown)
+	assert.Equal(t, duration.Of(DefaultRampDown), d.RampDown)
 	assert.True(t, *d.KeepAlive)
 
 	for _, tc := range []struct {

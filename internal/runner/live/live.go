@@ -34,6 +34,7 @@ import (
 
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/procattr"
+	"github.com/softalloc/softalloc/internal/workload"
 )
 
 // Runner is the live runner. Trials on one deployment cannot overlap, so
@@ -49,7 +50,7 @@ type Runner struct {
 	Timeout time.Duration
 
 	cfg      Config
-	workload *Workload
+	workload *workload.Workload
 	wlHash   string
 	target   *url.URL
 	guard    *guard
@@ -108,7 +109,7 @@ func New(section map[string]any, path string) (*Runner, error) {
 
 // DefaultTiming is the section's schedule.
 func (r *Runner) DefaultTiming() algorithms.Timing {
-	return algorithms.Timing{RampUp: time.Duration(r.cfg.RampUp), Runtime: time.Duration(r.cfg.Runtime), RampDown: time.Duration(r.cfg.RampDown)}
+	return algorithms.Timing{RampUp: r.cfg.RampUp.Duration(), Runtime: r.cfg.Runtime.Duration(), RampDown: r.cfg.RampDown.Duration()}
 }
 
 // Settings identify what determines the runner's observations, for the
@@ -128,14 +129,14 @@ func (r *Runner) Settings() map[string]string {
 		s["label"] = r.cfg.Label
 	}
 	if r.cfg.ThinkTime != 0 {
-		s["thinkTime"] = time.Duration(r.cfg.ThinkTime).String()
+		s["thinkTime"] = r.cfg.ThinkTime.Duration().String()
 	}
 	return s
 }
 
 // newTransport dials only what the guard allows, and never through a proxy.
 func (r *Runner) newTransport(users int, keepAlive bool) *http.Transport {
-	d := &net.Dialer{Timeout: time.Duration(r.cfg.RequestTimeout), Control: r.guard.control}
+	d := &net.Dialer{Timeout: r.cfg.RequestTimeout.Duration(), Control: r.guard.control}
 	return &http.Transport{
 		DialContext:         d.DialContext,
 		MaxIdleConnsPerHost: users,
@@ -193,7 +194,7 @@ func (r *Runner) RunExperiment(ctx context.Context, e algorithms.Experiment) (al
 func (r *Runner) attempt(ctx context.Context, e algorithms.Experiment) (algorithms.Observation, error) {
 	timeout := r.Timeout
 	if timeout <= 0 {
-		timeout = e.Timing.Total() + time.Duration(r.cfg.HookTimeout+r.cfg.HealthTimeout+r.cfg.ScrapeTimeout) + time.Minute
+		timeout = e.Timing.Total() + r.cfg.HookTimeout.Duration() + r.cfg.HealthTimeout.Duration() + r.cfg.ScrapeTimeout.Duration() + time.Minute
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -207,7 +208,7 @@ func (r *Runner) attempt(ctx context.Context, e algorithms.Experiment) (algorith
 	tr := r.newTransport(e.Workload.Users, keepAlive)
 	defer tr.CloseIdleConnections()
 	load := Load{Workload: r.workload, Target: r.target, Users: e.Workload.Users, Timing: e.Timing,
-		ThinkTime: time.Duration(r.cfg.ThinkTime), RequestTimeout: time.Duration(r.cfg.RequestTimeout),
+		ThinkTime: r.cfg.ThinkTime.Duration(), RequestTimeout: r.cfg.RequestTimeout.Duration(),
 		MaxRequests: r.cfg.MaxRequests, Seed: r.cfg.Seed, Transport: tr}
 	res, err := load.Run(ctx)
 	if err != nil {
@@ -217,7 +218,7 @@ func (r *Runner) attempt(ctx context.Context, e algorithms.Experiment) (algorith
 		r.logf("%d users: %d failed pages in the window (%d refused, %d timed out, %d 5xx, %d other)",
 			e.Workload.Users, n, res.Errors.Refused, res.Errors.TimedOut, res.Errors.ServerErrors, res.Errors.Other)
 	}
-	if err := r.prom.waitScraped(ctx, res.WindowEnd, time.Duration(r.cfg.ScrapeTimeout)); err != nil {
+	if err := r.prom.waitScraped(ctx, res.WindowEnd, r.cfg.ScrapeTimeout.Duration()); err != nil {
 		return algorithms.Observation{}, err
 	}
 	runtime := res.WindowEnd.Sub(res.WindowStart).Seconds()
@@ -252,7 +253,7 @@ func (r *Runner) apply(ctx context.Context, a algorithms.Allocation) error {
 	if err != nil {
 		return permanent{err}
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(r.cfg.HookTimeout))
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.HookTimeout.Duration())
 	defer cancel()
 	cmd := osexec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = r.cfg.dir
@@ -313,7 +314,7 @@ func (r *Runner) waitHealthy(ctx context.Context) error {
 	if r.cfg.Health == "" {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(r.cfg.HealthTimeout))
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.HealthTimeout.Duration())
 	defer cancel()
 	var last error
 	for {
@@ -333,7 +334,7 @@ func (r *Runner) waitHealthy(ctx context.Context) error {
 		last = err
 		if !sleepUntil(ctx, time.Now().Add(200*time.Millisecond)) {
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("health %s did not answer 2xx within %v: %w", r.cfg.Health, time.Duration(r.cfg.HealthTimeout), last)
+				return fmt.Errorf("health %s did not answer 2xx within %v: %w", r.cfg.Health, r.cfg.HealthTimeout.Duration(), last)
 			}
 			return ctx.Err()
 		}

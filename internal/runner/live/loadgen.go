@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/workload"
 )
 
 // Load is one trial of a closed-loop load: Users emulated users, each a
@@ -23,7 +24,7 @@ import (
 // over the first half of the ramp-up, measured over the runtime window, and
 // stopped at the end of the ramp-down, whatever is in flight.
 type Load struct {
-	Workload *Workload
+	Workload *workload.Workload
 	// Target is the base URL the workload's paths are joined to.
 	Target *url.URL
 	Users  int
@@ -115,7 +116,7 @@ func (l *Load) Run(ctx context.Context) (LoadResult, error) {
 	}
 	think := l.ThinkTime
 	if think == 0 {
-		think = time.Duration(l.Workload.ThinkTime.Mean)
+		think = l.Workload.ThinkTime.Mean.Duration()
 	}
 	start := time.Now()
 	t0 := start.Add(l.Timing.RampUp)
@@ -213,7 +214,7 @@ type user struct {
 func (u *user) run(ctx context.Context) {
 	w := u.l.Workload
 	s := session{hist: make([]int, 0, 8)}
-	w.begin(&s)
+	begin(w, &s)
 	for ctx.Err() == nil {
 		began := time.Now()
 		kind := u.page(ctx, s.state)
@@ -236,7 +237,7 @@ func (u *user) run(ctx context.Context) {
 			u.sh.mu.Unlock()
 		}
 		asleep := time.Now()
-		if !sleepUntil(ctx, asleep.Add(w.think(u.r, u.think))) {
+		if !sleepUntil(ctx, asleep.Add(think(w, u.r, u.think))) {
 			return
 		}
 		if awake := time.Now(); !awake.Before(u.t0) && awake.Before(u.t1) {
@@ -245,7 +246,7 @@ func (u *user) run(ctx context.Context) {
 			u.sh.thinks++
 			u.sh.mu.Unlock()
 		}
-		w.step(&s, u.r)
+		step(w, &s, u.r)
 	}
 }
 
@@ -262,12 +263,12 @@ const (
 
 // page fetches one page and its embedded requests, stopping at the first failure.
 func (u *user) page(ctx context.Context, state int) outcome {
-	st := &u.l.Workload.states[state]
-	if o := u.get(ctx, st.path.render(u.r, &u.b)); o != ok {
+	st := u.l.Workload.Page(state)
+	if o := u.get(ctx, st.Path.Render(u.r, &u.b)); o != ok {
 		return o
 	}
-	for _, e := range st.embedded {
-		if o := u.get(ctx, e.render(u.r, &u.b)); o != ok {
+	for _, e := range st.Embedded {
+		if o := u.get(ctx, e.Render(u.r, &u.b)); o != ok {
 			return o
 		}
 	}

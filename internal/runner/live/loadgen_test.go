@@ -13,9 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/workload"
 )
 
-func testWorkload(t testing.TB, think string, paths ...string) *Workload {
+func testWorkload(t testing.TB, think string, paths ...string) *workload.Workload {
 	t.Helper()
 	doc := "thinkTime: {mean: " + think + "}\nstart: P0\ninteractions:\n"
 	for i, p := range paths {
@@ -30,7 +31,7 @@ func testWorkload(t testing.TB, think string, paths ...string) *Workload {
 	return w
 }
 
-func newLoad(t testing.TB, srv string, w *Workload, users int, timing algorithms.Timing) *Load {
+func newLoad(t testing.TB, srv string, w *workload.Workload, users int, timing algorithms.Timing) *Load {
 	t.Helper()
 	u, err := url.Parse(srv)
 	require.NoError(t, err)

@@ -6,7 +6,7 @@ import (
 	"math"
 
 	"github.com/softalloc/softalloc/algorithms"
-	"github.com/softalloc/softalloc/internal/sim"
+	"github.com/softalloc/softalloc/internal/sim/engine"
 )
 
 // Result is one trial: what a load generator and the server's monitors
@@ -130,13 +130,13 @@ type request struct {
 }
 
 type user struct {
-	rng   sim.Stream
+	rng   engine.Stream
 	class int16
 }
 
 type pool struct {
 	size, backlog, busy int
-	queue               sim.IDQueue
+	queue               engine.IDQueue
 }
 
 type classState struct {
@@ -146,9 +146,9 @@ type classState struct {
 	costs                          []float64
 	pool                           int
 	sel                            *selector
-	rng                            sim.Stream // demands
+	rng                            engine.Stream // demands
 	arr                            *Arrivals
-	arrRNG                         sim.Stream
+	arrRNG                         engine.Stream
 	ramp                           *Ramp
 	maxUsers                       int
 	users                          int
@@ -174,9 +174,8 @@ type model struct {
 	end      float64
 	inWindow bool
 	bounded  bool
-	heap     sim.EventHeap
-	cpu      cpu
-	work     []float64 // per request id, for round robin
+	heap     engine.EventHeap
+	cpu      engine.Scheduler
 	reqs     []request
 	free     []int32
 	live     int
@@ -222,11 +221,7 @@ func newModel(w *Workload, seed uint64) *model {
 		}
 	}
 	speed := m.slump * m.gcSpeed()
-	if w.Server.Policy == policyRR {
-		m.cpu = newRRCPU(w.Server.Cores, float64(w.Server.Quantum), speed, &m.work)
-	} else {
-		m.cpu = newGroupCPU(w, speed)
-	}
+	m.cpu = newCPU(w, speed)
 	poolIdx := map[string]int{}
 	for i, p := range w.Server.Pools {
 		poolIdx[p.Name] = i
@@ -251,13 +246,13 @@ func newModel(w *Workload, seed uint64) *model {
 		if c.Selector != nil && len(c.Approaches) > 1 {
 			s.sel = newSelector(c.Selector, len(c.Approaches))
 		}
-		s.rng = sim.NewStream(seed, purposeDemand, uint64(k))
+		s.rng = engine.NewStream(seed, purposeDemand, uint64(k))
 		s.rec = &algorithms.Recorder{}
 		s.served = make([]int64, len(c.Approaches))
 		s.servedOK = make([]int64, len(c.Approaches))
 		s.arr, s.ramp, s.maxUsers = c.Load.Arrivals, c.Load.Ramp, c.Load.Users
 		if s.arr != nil && s.arr.Rate > 0 {
-			s.arrRNG = sim.NewStream(seed, purposeArrival, uint64(k))
+			s.arrRNG = engine.NewStream(seed, purposeArrival, uint64(k))
 			m.heap.Push(m.nextArrival(s, 0), int32(k), evOpen)
 		}
 		n := c.Load.Concurrency(0)
@@ -284,7 +279,7 @@ func newModel(w *Workload, seed uint64) *model {
 func (m *model) addUser(k int) {
 	s := &m.cls[k]
 	id := int32(len(m.users))
-	m.users = append(m.users, user{rng: sim.NewStream(m.seed, purposeUser, uint64(id)), class: int16(k)})
+	m.users = append(m.users, user{rng: engine.NewStream(m.seed, purposeUser, uint64(id)), class: int16(k)})
 	s.users++
 	t := m.now
 	if s.think > 0 {
@@ -324,9 +319,9 @@ func (m *model) run(ctx context.Context) error {
 				return err
 			}
 		}
-		if tc := m.cpu.next(); tc <= m.heap.Top() {
+		if tc := m.cpu.Next(); tc <= m.heap.Top() {
 			m.now = tc
-			if id := m.cpu.pop(tc); id >= 0 {
+			if id := m.cpu.Pop(tc); id >= 0 {
 				m.finish(id)
 			}
 			continue
@@ -355,13 +350,13 @@ func (m *model) run(ctx context.Context) error {
 			}
 		case evSlumpStart:
 			m.slump = m.w.Server.Slumps[id].Speed
-			m.cpu.setSpeed(t, m.slump*m.gcSpeed())
+			m.cpu.SetSpeed(t, m.slump*m.gcSpeed())
 		case evSlumpEnd:
 			m.slump = 1
-			m.cpu.setSpeed(t, m.gcSpeed())
+			m.cpu.SetSpeed(t, m.gcSpeed())
 		case evWindowStart:
 			m.inWindow = true
-			m.cpu.restart(t)
+			m.cpu.Restart(t)
 			m.gcLast, m.gcArea, m.heapPeak = t, 0, m.liveBytes
 		case evWindowEnd:
 			return nil
@@ -380,7 +375,6 @@ func (m *model) newReq(k int, u int32) int32 {
 	} else {
 		id = int32(len(m.reqs))
 		m.reqs = append(m.reqs, request{})
-		m.work = append(m.work, 0)
 	}
 	s := &m.cls[k]
 	r := &m.reqs[id]
@@ -464,7 +458,7 @@ func (m *model) begin(id int32) bool {
 	if s.exp {
 		work *= s.rng.Exp()
 	}
-	m.cpu.add(m.now, id, int(r.class), work)
+	m.cpu.Add(m.now, id, int(r.class), work)
 	return true
 }
 
@@ -561,7 +555,7 @@ func (m *model) setLive(v float64) {
 	if m.memory.GCCost > 0 { // with no collector cost the speed never moves
 		g := m.gcSpeed()
 		m.gcShare = 1 - g
-		m.cpu.setSpeed(m.now, m.slump*g)
+		m.cpu.SetSpeed(m.now, m.slump*g)
 	}
 }
 
@@ -579,7 +573,7 @@ func (m *model) result() Result {
 	w := m.w
 	T := m.end - m.start
 	res := Result{Name: w.Name, Seconds: T}
-	res.CPU = m.cpu.busy(m.end) / (float64(w.Server.Cores) * T)
+	res.CPU = m.cpu.Busy(m.end) / (float64(w.Server.Cores) * T)
 	if m.memory != nil {
 		res.GCShare = (m.gcArea + m.gcShare*(m.end-m.gcLast)) / T
 		res.HeapPeak = max(m.heapPeak, float64(m.memory.Base)+m.liveBytes)

@@ -74,28 +74,6 @@ func TestRoundRobinWithSmallQuantumIsProcessorSharing(t *testing.T) {
 	assert.InEpsilon(t, ps.Class("light").Throughput, rr.Class("light").Throughput, 0.03)
 }
 
-func TestWeightedShareWaterFills(t *testing.T) {
-	w := Seed000()
-	w.Server.Policy = policyWeighted
-	w.Class("light").Weight, w.Class("heavy").Weight = 0.9, 0.1
-	c := newGroupCPU(w, 1)
-	// Light has 2 jobs (capped at 2 cores), heavy 10: heavy takes the rest.
-	for i := range 2 {
-		c.add(0, int32(i), 0, 1)
-	}
-	for i := range 10 {
-		c.add(0, int32(10+i), 2, 1)
-	}
-	assert.InDelta(t, 2, c.groups[0].cores, 1e-12)
-	assert.InDelta(t, 2, c.groups[2].cores, 1e-12)
-	// With 10 light jobs the split is 0.9/0.1 of 4 cores.
-	for i := range 8 {
-		c.add(0, int32(20+i), 0, 1)
-	}
-	assert.InDelta(t, 3.6, c.groups[0].cores, 1e-12)
-	assert.InDelta(t, 0.4, c.groups[2].cores, 1e-12)
-}
-
 func TestSelector(t *testing.T) {
 	s := newSelector(&Selector{TimeLimit: 0.8, Reactivation: 0.4, Window: 3}, 3)
 	assert.Equal(t, 0, s.pick())

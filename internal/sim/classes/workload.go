@@ -1,5 +1,5 @@
 // Package classes is a multi-class application server model on the event
-// core of internal/sim: request classes with their own CPU demands, SLA
+// core of internal/sim/engine: request classes with their own CPU demands, SLA
 // threshold, client limit, weight and priority; per-class or shared thread
 // pools with a bounded or unbounded accept queue; a CPU scheduling policy
 // (processor sharing, round robin with a quantum, strict priority, weighted
@@ -25,12 +25,12 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/softalloc/softalloc/internal/duration"
 	"github.com/softalloc/softalloc/internal/oneline"
-	"github.com/softalloc/softalloc/internal/sim"
 )
 
 // Duration is seconds; YAML takes "3.9ms", "10s", "1m" or plain seconds.
-type Duration = sim.Duration
+type Duration = duration.Seconds
 
 // Workload is one server, its request classes and their load: the whole
 // input of a trial, read from a YAML workload file.
