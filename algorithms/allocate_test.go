@@ -232,7 +232,7 @@ func TestFindCriticalResourceOnAnalyticModel(t *testing.T) {
 			assert.Equal(t, tc.tier, c.Tier)
 			assert.Equal(t, "cpu", c.Resource)
 			assert.GreaterOrEqual(t, c.Utilization, 0.95)
-			assert.Equal(t, x.calls, c.Experiments, "every experiment is counted")
+			assert.Equal(t, int(x.calls.Load()), c.Experiments, "every experiment is counted")
 			assert.Len(t, c.Trials, c.Experiments)
 			// The bound from MVA: the first step at or past saturation.
 			users, _ := algorithms.MVASaturation(x.stations(d, 0), x.think)
@@ -355,7 +355,7 @@ func TestOptionsRefuseAStepPastTheWorkloadBound(t *testing.T) {
 			_, err := algorithms.Recommend(context.Background(), x, d, allocation(t, "400-150-60"), opts)
 			require.Error(t, err)
 			assert.Equal(t, tc.want, err.Error())
-			assert.Zero(t, x.calls, "refused before any experiment")
+			assert.Zero(t, x.calls.Load(), "refused before any experiment")
 		})
 	}
 }
@@ -456,7 +456,7 @@ func TestRecommendOnAnalyticModel(t *testing.T) {
 	rec, err := algorithms.Recommend(context.Background(), x, d, allocation(t, "400-150-60"), shortOptions())
 	require.NoError(t, err)
 	assert.Equal(t, "cluster", rec.Critical.Tier)
-	assert.Equal(t, x.calls, rec.Experiments, "distinct experiments")
+	assert.Equal(t, int(x.calls.Load()), rec.Experiments, "distinct experiments")
 	assert.LessOrEqual(t, rec.Experiments, 10, "warm start and bisection")
 
 	// The knee reading scans again over find-critical's workloads: those
@@ -466,7 +466,7 @@ func TestRecommendOnAnalyticModel(t *testing.T) {
 	y := rubbosFake()
 	rec, err = algorithms.Recommend(context.Background(), y, d, allocation(t, "400-150-60"), knee)
 	require.NoError(t, err)
-	assert.Equal(t, y.calls, rec.Experiments)
+	assert.Equal(t, int(y.calls.Load()), rec.Experiments)
 	assert.Less(t, rec.Experiments, rec.Critical.Experiments+rec.MinJobs.Experiments)
 	assert.Equal(t, 400, rec.Allocation["web"].Threads, "the front buffer is kept")
 	app := rec.Allocation["app"]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync/atomic"
 
 	"github.com/softalloc/softalloc/algorithms"
 )
@@ -27,7 +28,7 @@ type mvaExperimenter struct {
 	capped          string
 	quotaLoss       float64
 	reportThrottled bool
-	calls           int
+	calls           atomic.Int64 // RunAll calls it from several goroutines
 }
 
 func rubbosFake() *mvaExperimenter {
@@ -63,7 +64,7 @@ func (m *mvaExperimenter) stations(d algorithms.Deployment, from int) []algorith
 }
 
 func (m *mvaExperimenter) RunExperiment(ctx context.Context, e algorithms.Experiment) (algorithms.Observation, error) {
-	m.calls++
+	m.calls.Add(1)
 	d, n := e.Deployment, e.Workload.Users
 	all := m.stations(d, 0)
 	pts, err := algorithms.MVA(all, m.think, n)
