@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/journal"
 	"github.com/softalloc/softalloc/internal/report"
+	"github.com/softalloc/softalloc/internal/safefile"
 )
 
 // checkOptions are check's.
@@ -84,7 +84,7 @@ func parsePercent(s string) (float64, error) {
 
 func loadBaseline(path string) (report.Capacity, error) {
 	var c report.Capacity
-	data, err := os.ReadFile(path)
+	data, err := safefile.Read(path, safefile.MaxInput)
 	if err != nil {
 		return c, usageError{fmt.Errorf("--baseline: %w", err)}
 	}

@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/oneline"
 	"github.com/softalloc/softalloc/internal/report"
+	"github.com/softalloc/softalloc/internal/safefile"
 	"github.com/softalloc/softalloc/internal/topology"
 )
 
@@ -81,9 +81,9 @@ func runSize(o *sizeOptions) error {
 	var data []byte
 	var err error
 	if o.file == "-" {
-		data, err = io.ReadAll(s.In)
+		data, err = safefile.ReadAll(s.In, safefile.MaxInput)
 	} else {
-		data, err = os.ReadFile(o.file)
+		data, err = safefile.Read(o.file, safefile.MaxInput)
 	}
 	if err != nil {
 		return configError(fmt.Errorf("size: %w", err))

@@ -217,3 +217,27 @@ func TestFlagNits(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &doc))
 	assert.Equal(t, "[]", string(doc["checks"]))
 }
+
+// Issue 25: every input read whole ran out of memory on /dev/zero. Each is
+// bounded, and a device is refused by name.
+func TestUnboundedInputsAreRefused(t *testing.T) {
+	sim := []string{"simulate", "--topology", "1/2/1/2", "--users", "100", "--runtime", "2s"}
+	runUsageCases(t, []usageCase{
+		{"nojournal size", []string{"size", "-f", "/dev/zero"}, `size: not a regular file (a device)`},
+		{"model", append(sim, "--model", "/dev/zero"), `load model "/dev/zero": not a regular file (a device)`},
+		{"campaign", append(sim, "--runner", "replay", "--campaign", "/dev/zero"), `replay campaign "/dev/zero": not a regular file`},
+		{"nojournal journal", append(sim, "--journal", "/dev/zero"), `journal "/dev/zero": not a regular file (a device)`},
+		{"nojournal classes", []string{"recommend", "--classes", "/dev/zero"}, `load workload "/dev/zero": not a regular file (a device)`},
+		{"nojournal degradation workload", []string{"degradation", "--workload", "/dev/zero"}, `load workload "/dev/zero": not a regular file (a device)`},
+		{"baseline", []string{"check", "--topology", "1/2/1/2", "--baseline", "/dev/zero", "--max-regression", "5%"}, `--baseline: not a regular file (a device)`},
+		{"nojournal from-journal", []string{"check", "--from-journal", "/dev/zero", "--min-goodput", "1"}, `journal "/dev/zero": not a regular file (a device)`},
+		{"deployment", append([]string{"simulate", "--users", "100"}, "-f", "/dev/zero"), `/dev/zero`},
+	})
+	// Standard input is a pipe: bounded, not refused.
+	stdout, stderr, code := run(t, strings.Repeat("y\n", 1<<20), "size", "-f", "-")
+	assert.Equal(t, 2, code)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, "larger than the 1024 KiB limit")
+	_, err := os.Stat("/dev/zero.lock")
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}

@@ -160,3 +160,44 @@ func unwrapPath(err error) error {
 	}
 	return err
 }
+
+// MaxInput bounds a configuration file softalloc reads whole (a deployment,
+// a model, a workload, measurements, a baseline): each is a few kilobytes,
+// and the bound keeps a wrong path (a device, a log) from being read into
+// memory.
+const MaxInput = 1 << 20
+
+// TooLargeError is an input past its bound.
+type TooLargeError struct{ Limit int64 }
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("larger than the %d KiB limit for this file; is it the right one?", e.Limit>>10)
+}
+
+// Read reads at most limit bytes of the file at path, refusing a file that
+// is larger or that is not a regular file (a device or a FIFO could be
+// endless).
+func Read(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s)", Describe(fi.Mode()))
+	}
+	return ReadAll(f, limit)
+}
+
+// ReadAll reads at most limit bytes from r (standard input, say) and
+// refuses more.
+func ReadAll(r io.Reader, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, &TooLargeError{Limit: limit}
+	}
+	return b, nil
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/duration"
 	"github.com/softalloc/softalloc/internal/oneline"
+	"github.com/softalloc/softalloc/internal/safefile"
 )
 
 // Model holds every parameter of the simulated n-tier chain. DefaultModel is
@@ -200,9 +200,9 @@ func DefaultModel() *Model {
 // overlay would silently turn into the default's value; a left-out
 // parameter that has no valid zero is reported as missing.
 func LoadModel(path string) (*Model, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.Read(path, safefile.MaxInput)
 	if err != nil {
-		return nil, fmt.Errorf("load model: %w", err)
+		return nil, fmt.Errorf("load model %q: %w", path, err)
 	}
 	return parseModel(b, path, func(name string) (*Mix, error) {
 		if name == "" {
@@ -222,9 +222,9 @@ func LoadModel(path string) (*Model, error) {
 
 // readMix reads a workload mix file, a Model's MixFile.
 func readMix(path string) (*Mix, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.Read(path, safefile.MaxInput)
 	if err != nil {
-		return nil, fmt.Errorf("load mix: %w", err)
+		return nil, fmt.Errorf("load mix %q: %w", path, err)
 	}
 	return parseMix(b, path)
 }

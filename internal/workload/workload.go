@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"unicode"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/softalloc/softalloc/internal/duration"
 	"github.com/softalloc/softalloc/internal/oneline"
+	"github.com/softalloc/softalloc/internal/safefile"
 )
 
 // Workload is a workload file. The JSON of its fields is part of the
@@ -183,9 +183,9 @@ var ErrEmpty = errors.New("the file is empty; want a workload: thinkTime, start 
 
 // Load reads and checks a workload file.
 func Load(path string) (*Workload, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.Read(path, safefile.MaxInput)
 	if err != nil {
-		return nil, fmt.Errorf("load workload: %w", err)
+		return nil, fmt.Errorf("load workload %q: %w", path, err)
 	}
 	w, err := Parse(b)
 	if err != nil {

@@ -20,7 +20,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	osexec "os/exec"
 	"regexp"
 	"sort"
@@ -34,6 +33,7 @@ import (
 
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/procattr"
+	"github.com/softalloc/softalloc/internal/safefile"
 	"github.com/softalloc/softalloc/internal/workload"
 )
 
@@ -88,7 +88,7 @@ func New(section map[string]any, path string) (*Runner, error) {
 		return nil, fmt.Errorf("runner section: target: %w", err)
 	}
 	wpath := c.path(c.Workload)
-	b, err := os.ReadFile(wpath)
+	b, err := safefile.Read(wpath, safefile.MaxInput)
 	if err != nil {
 		return nil, fmt.Errorf("runner section: workload: %w", err)
 	}

@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"unicode"
@@ -27,6 +26,7 @@ import (
 
 	"github.com/softalloc/softalloc/internal/duration"
 	"github.com/softalloc/softalloc/internal/oneline"
+	"github.com/softalloc/softalloc/internal/safefile"
 )
 
 // Duration is seconds; YAML takes "3.9ms", "10s", "1m" or plain seconds.
@@ -304,9 +304,9 @@ func (w *Workload) Class(name string) *Class {
 
 // LoadWorkload reads a workload file; errors name the file and the field.
 func LoadWorkload(path string) (*Workload, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.Read(path, safefile.MaxInput)
 	if err != nil {
-		return nil, fmt.Errorf("load workload: %w", err)
+		return nil, fmt.Errorf("load workload %q: %w", path, err)
 	}
 	return parse(b, path)
 }
