@@ -52,6 +52,11 @@ type Config struct {
 	// 10,000,000 requests): a typo in a workload must not become a flood.
 	MaxUsers    int   `yaml:"maxUsers"`
 	MaxRequests int64 `yaml:"maxRequests"`
+	// MaxErrorShare is the share of the window's pages that may fail
+	// (refused, timed out, 5xx) for the trial to count as a measurement
+	// (default 0.5): past it the trial measured an outage, not the
+	// deployment, and is retried and never journaled.
+	MaxErrorShare *float64 `yaml:"maxErrorShare"`
 	// ThinkTime overrides the workload file's mean think time.
 	ThinkTime duration.Seconds `yaml:"thinkTime"`
 	// RampUp, Runtime and RampDown are the trial schedule used when the
@@ -126,6 +131,7 @@ const (
 	DefaultRequestTimeout = 30 * time.Second
 	DefaultMaxUsers       = 20000
 	DefaultMaxRequests    = 10_000_000
+	DefaultMaxErrorShare  = 0.5
 	DefaultRampUp         = time.Minute
 	DefaultRuntime        = 5 * time.Minute
 	DefaultRampDown       = 10 * time.Second
@@ -188,6 +194,9 @@ func (c *Config) check() error {
 	if c.Workload == "" {
 		return fail("workload: missing; want a workload file (see testbed/workload.yaml)")
 	}
+	if c.MaxErrorShare != nil && !(*c.MaxErrorShare >= 0 && *c.MaxErrorShare <= 1) {
+		return fail("maxErrorShare: want a share in [0,1] of the pages that may fail, got %v", *c.MaxErrorShare)
+	}
 	if c.MaxUsers < 0 || c.MaxRequests < 0 {
 		return fail("maxUsers and maxRequests: want positive numbers")
 	}
@@ -217,6 +226,10 @@ func (c Config) withDefaults() Config {
 	def(&c.RampDown, DefaultRampDown)
 	if c.MaxUsers == 0 {
 		c.MaxUsers = DefaultMaxUsers
+	}
+	if c.MaxErrorShare == nil {
+		share := DefaultMaxErrorShare
+		c.MaxErrorShare = &share
 	}
 	if c.MaxRequests == 0 {
 		c.MaxRequests = DefaultMaxRequests

@@ -215,8 +215,14 @@ func (r *Runner) attempt(ctx context.Context, e algorithms.Experiment) (algorith
 		return algorithms.Observation{}, err
 	}
 	if n := res.Errors.Total(); n > 0 {
-		r.logf("%d users: %d failed pages in the window (%d refused, %d timed out, %d 5xx, %d other)",
-			e.Workload.Users, n, res.Errors.Refused, res.Errors.TimedOut, res.Errors.ServerErrors, res.Errors.Other)
+		causes := fmt.Sprintf("%d refused, %d timed out, %d 5xx, %d other",
+			res.Errors.Refused, res.Errors.TimedOut, res.Errors.ServerErrors, res.Errors.Other)
+		if share := float64(n) / float64(n+res.Pages); share > *r.cfg.MaxErrorShare {
+			// An outage, not a measurement: retried, and never journaled.
+			return algorithms.Observation{}, fmt.Errorf("%d of %d pages failed in the window (%.0f%%: %s), more than maxErrorShare %.0f%%: the trial measured an outage, not the deployment",
+				n, n+res.Pages, 100*share, causes, 100**r.cfg.MaxErrorShare)
+		}
+		r.logf("%d users: %d failed pages in the window (%s)", e.Workload.Users, n, causes)
 	}
 	if err := r.prom.waitScraped(ctx, res.WindowEnd, r.cfg.ScrapeTimeout.Duration()); err != nil {
 		return algorithms.Observation{}, err

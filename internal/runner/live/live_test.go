@@ -156,3 +156,47 @@ func TestHookArgv(t *testing.T) {
 	_, err = hookArgv([]string{"{db.threads}"}, a)
 	assert.ErrorContains(t, err, "sets no {db.threads}")
 }
+
+// Issue 25: with every page refused the trial reported throughput 0 and was
+// journaled, so find-critical said throughput stopped growing at 5 users.
+// An outage is a failed experiment, retried and reported.
+func TestAnOutageIsNotAMeasurement(t *testing.T) {
+	dir := t.TempDir()
+	var pages atomic.Int32
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" {
+			return
+		}
+		pages.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer app.Close()
+	prom, _ := fakePrometheus(t, map[string]string{"cpu_usage": "0.1"})
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "w.yaml"), []byte(
+		"thinkTime: {mean: 20ms}\nstart: A\ninteractions:\n  - {name: A, path: /a, next: {A: 1}}\n"), 0o644))
+	sec := map[string]any{"target": app.URL, "prometheus": prom.URL, "health": app.URL + "/health", "workload": "w.yaml",
+		"tiers": map[string]any{"web": map[string]any{"queries": map[string]any{"cpu": "cpu_usage"}}}}
+	r, err := New(sec, filepath.Join(dir, "deployment.yaml"))
+	require.NoError(t, err)
+	r.Retries = 1
+	d := algorithms.Deployment{Tiers: []algorithms.Tier{{Name: "web", Role: "web", Replicas: 1, Cores: 1}}}
+	e := algorithms.Experiment{Deployment: d, Workload: algorithms.Workload{Users: 5},
+		Timing: algorithms.Timing{RampUp: 50 * time.Millisecond, Runtime: 300 * time.Millisecond}}
+	_, err = r.RunExperiment(context.Background(), e)
+	require.Error(t, err)
+	assert.Regexp(t, `[0-9]+ of [0-9]+ pages failed in the window \(100%: 0 refused, 0 timed out, [0-9]+ 5xx, 0 other\), more than maxErrorShare 50%`, err.Error())
+	assert.Positive(t, pages.Load())
+
+	// A share the user allows is a measurement, with its errors counted.
+	sec["maxErrorShare"] = 1.0
+	r, err = New(sec, filepath.Join(dir, "deployment.yaml"))
+	require.NoError(t, err)
+	obs, err := r.RunExperiment(context.Background(), e)
+	require.NoError(t, err)
+	assert.Positive(t, obs.Errors)
+	assert.Zero(t, obs.Throughput)
+
+	sec["maxErrorShare"] = 1.5
+	_, err = New(sec, filepath.Join(dir, "deployment.yaml"))
+	assert.ErrorContains(t, err, "maxErrorShare: want a share in [0,1]")
+}
