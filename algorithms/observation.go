@@ -2,9 +2,13 @@ package algorithms
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 )
 
 // Experimenter runs one experiment and returns what was measured. Runners
@@ -145,67 +149,83 @@ func (o Observation) TierTotals(tier string) (throughput, responseTime float64, 
 // Validate reports the first field that is missing or out of range, by name
 // ("observation.servers[2].cpu: want a number in [0,1], got 1.7").
 func (o Observation) Validate() error {
-	bad := func(field, want string, got any) error {
-		return fmt.Errorf("observation.%s: want %s, got %v", field, want, got)
+	if p := o.Problems(); len(p) > 0 {
+		return errors.New(strings.Join(p, "; "))
+	}
+	return nil
+}
+
+// Problems lists every field that is missing or out of range, in field
+// order, so that a program writing observations sees all its mistakes at once.
+func (o Observation) Problems() []string {
+	var out []string
+	bad := func(field, want string, got any) {
+		out = append(out, fmt.Sprintf("observation.%s: want %s, got %v", field, want, got))
 	}
 	if !(o.RuntimeSeconds > 0) || math.IsInf(o.RuntimeSeconds, 0) {
-		return bad("runtimeSeconds", "a positive number", o.RuntimeSeconds)
+		bad("runtimeSeconds", "a positive number", o.RuntimeSeconds)
 	}
 	if !(o.Throughput >= 0) || math.IsInf(o.Throughput, 0) {
-		return bad("throughput", "a number >= 0", o.Throughput)
+		bad("throughput", "a number >= 0", o.Throughput)
 	}
 	if err := o.ResponseTimes.Validate(); err != nil {
-		return fmt.Errorf("observation.responseTimes.%w", err)
+		out = append(out, "observation.responseTimes."+err.Error())
 	}
 	for _, n := range []struct {
 		name string
 		v    int64
 	}{{"drops", o.Drops}, {"retries", o.Retries}, {"errors", o.Errors}} {
 		if n.v < 0 {
-			return bad(n.name, "an integer >= 0", n.v)
+			bad(n.name, "an integer >= 0", n.v)
 		}
 	}
 	if len(o.Servers) == 0 {
-		return bad("servers", "at least one server", "none")
+		bad("servers", "at least one server", "none")
 	}
 	for i, s := range o.Servers {
 		f := fmt.Sprintf("servers[%d]", i)
-		switch {
-		case s.Name == "":
-			return bad(f+".name", "a server name", `""`)
-		case s.Tier == "":
-			return bad(f+".tier", "a tier name", `""`)
-		case !(s.CPU >= 0 && s.CPU <= 1):
-			return bad(f+".cpu", "a number in [0,1]", s.CPU)
-		case !(s.Throttled >= 0 && s.Throttled <= 1):
-			return bad(f+".throttled", "a number in [0,1]", s.Throttled)
-		case !(s.GCShare >= 0 && s.GCShare <= 1):
-			return bad(f+".gcShare", "a number in [0,1]", s.GCShare)
-		case !(s.Throughput >= 0) || math.IsInf(s.Throughput, 0):
-			return bad(f+".throughput", "a number >= 0", s.Throughput)
-		case !(s.ResponseTime >= 0) || math.IsInf(s.ResponseTime, 0):
-			return bad(f+".responseTime", "a number of seconds >= 0", s.ResponseTime)
+		if s.Name == "" {
+			bad(f+".name", "a server name", `""`)
 		}
-		for r, u := range s.Resources {
-			if !(u >= 0 && u <= 1) {
-				return bad(fmt.Sprintf("%s.resources.%s", f, r), "a number in [0,1]", u)
+		if s.Tier == "" {
+			bad(f+".tier", "a tier name", `""`)
+		}
+		for _, share := range []struct {
+			name string
+			v    float64
+		}{{"cpu", s.CPU}, {"throttled", s.Throttled}, {"gcShare", s.GCShare}} {
+			if !(share.v >= 0 && share.v <= 1) {
+				bad(f+"."+share.name, "a number in [0,1]", share.v)
+			}
+		}
+		if !(s.Throughput >= 0) || math.IsInf(s.Throughput, 0) {
+			bad(f+".throughput", "a number >= 0", s.Throughput)
+		}
+		if !(s.ResponseTime >= 0) || math.IsInf(s.ResponseTime, 0) {
+			bad(f+".responseTime", "a number of seconds >= 0", s.ResponseTime)
+		}
+		for _, r := range slices.Sorted(maps.Keys(s.Resources)) {
+			if u := s.Resources[r]; !(u >= 0 && u <= 1) {
+				bad(fmt.Sprintf("%s.resources.%s", f, r), "a number in [0,1]", u)
 			}
 		}
 		for j, p := range s.Pools {
 			pf := fmt.Sprintf("%s.pools[%d]", f, j)
-			switch {
-			case p.Name == "":
-				return bad(pf+".name", "a pool name", `""`)
-			case p.Size < 0:
-				return bad(pf+".size", "an integer >= 0", p.Size)
-			case !(p.Busy >= 0) || (p.Size > 0 && p.Busy > float64(p.Size)*1.0001):
-				return bad(pf+".busy", fmt.Sprintf("a number in [0,%d]", p.Size), p.Busy)
-			case !(p.FullShare <= 1) || math.IsNaN(p.FullShare):
-				return bad(pf+".fullShare", "a number in [0,1], or negative for unknown", p.FullShare)
+			if p.Name == "" {
+				bad(pf+".name", "a pool name", `""`)
+			}
+			if p.Size < 0 {
+				bad(pf+".size", "an integer >= 0", p.Size)
+			}
+			if !(p.Busy >= 0) || (p.Size > 0 && p.Busy > float64(p.Size)*1.0001) {
+				bad(pf+".busy", fmt.Sprintf("a number in [0,%d]", max(p.Size, 0)), p.Busy)
+			}
+			if !(p.FullShare <= 1) || math.IsNaN(p.FullShare) {
+				bad(pf+".fullShare", "a number in [0,1], or negative for unknown", p.FullShare)
 			}
 		}
 	}
-	return nil
+	return out
 }
 
 // Bucket counts the values in (previous bucket's LE, LE].

@@ -488,3 +488,21 @@ func TestNullListsAreEmpty(t *testing.T) {
 	_, err = ParseObservation(marshal(t, set(t, m, "servers", json.RawMessage("null"))), testExperiment())
 	assert.ErrorContains(t, err, "observation.servers: want at least one server, got none")
 }
+
+// Issue 25: range problems came one at a time while type problems came
+// together; a program's author sees them all in one run.
+func TestEveryRangeProblemAtOnce(t *testing.T) {
+	o := testObservation()
+	o.Throughput = -1
+	o.Servers[0].CPU = 1.7
+	o.Servers[2].GCShare = 2
+	b := marshal(t, Response{ProtocolVersion: ProtocolVersion, Observation: wire.FromObservation(o)})
+	_, err := ParseObservation(b, testExperiment())
+	var inv *InvalidObservationError
+	require.ErrorAs(t, err, &inv)
+	assert.Equal(t, []string{
+		"observation.throughput: want a number >= 0, got -1",
+		"observation.servers[0].cpu: want a number in [0,1], got 1.7",
+		"observation.servers[2].gcShare: want a number in [0,1], got 2",
+	}, inv.Problems)
+}

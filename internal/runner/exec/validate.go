@@ -267,7 +267,8 @@ func ParseObservation(stdout []byte, e algorithms.Experiment) (algorithms.Observ
 	}
 	o, err := r.Observation.Algorithms()
 	if err != nil {
-		return algorithms.Observation{}, &InvalidObservationError{Problems: []string{err.Error()}}
+		// Every range problem at once, as the shape check gives every type problem.
+		return algorithms.Observation{}, &InvalidObservationError{Problems: o.Problems()}
 	}
 	return matchServers(o, e)
 }
