@@ -59,6 +59,10 @@ fuzz:
 	$(GO) test ./internal/sim/classes -run '^$$' -fuzz FuzzParse -fuzztime 23000x -fuzzminimizetime 3s
 	$(GO) test ./internal/sim -run '^$$' -fuzz FuzzParseModel -fuzztime 70000x -fuzzminimizetime 3s
 	$(GO) test ./internal/journal -run '^$$' -fuzz FuzzOpen -fuzztime 4000x -fuzzminimizetime 3s
+	$(GO) test ./internal/cli -run '^$$' -fuzz FuzzParseMeasured -fuzztime 30000x -fuzzminimizetime 3s
+	$(GO) test ./internal/cli -run '^$$' -fuzz FuzzParseBaseline -fuzztime 40000x -fuzzminimizetime 3s
+	$(GO) test ./internal/cli -run '^$$' -fuzz FuzzFlagValues -fuzztime 40000x -fuzzminimizetime 3s
+	$(GO) test ./internal/runner/live -run '^$$' -fuzz FuzzParseConfig -fuzztime 30000x -fuzzminimizetime 3s
 
 clean:
 	rm -rf bin

@@ -76,7 +76,7 @@ job can push them whatever the verdict.`,
 
 func parsePercent(s string) (float64, error) {
 	v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(s), "%"), 64)
-	if err != nil || v < 0 || v >= 100 {
+	if err != nil || !(v >= 0 && v < 100) { // NaN too
 		return 0, usagef("--max-regression %q: want a percentage in [0,100), e.g. 5%%", s)
 	}
 	return v / 100, nil
@@ -88,6 +88,12 @@ func loadBaseline(path string) (report.Capacity, error) {
 	if err != nil {
 		return c, usageError{fmt.Errorf("--baseline: %w", err)}
 	}
+	return parseBaseline(data, path)
+}
+
+// parseBaseline reads a baseline: check's JSON output or its capacity object.
+func parseBaseline(data []byte, path string) (report.Capacity, error) {
+	var c report.Capacity
 	var doc struct {
 		Capacity *report.Capacity `json:"capacity"`
 	}
@@ -97,10 +103,21 @@ func loadBaseline(path string) (report.Capacity, error) {
 	} else if err := json.Unmarshal(data, &c); err != nil {
 		return c, usageError{fmt.Errorf("--baseline %q: want check's JSON output: %w", path, err)}
 	}
-	if c.MaxGoodput <= 0 && c.MaxThroughput <= 0 {
-		return c, usagef("--baseline %q: want maxGoodput and maxThroughput above 0 (check --output json writes them)", path)
+	// A negative or zero figure would make every regression check pass.
+	if !(c.MaxGoodput > 0) || !(c.MaxThroughput > 0) || !(c.SLA >= 0) {
+		return c, usagef("--baseline %q: want maxGoodput and maxThroughput above 0 and slaSeconds >= 0, got %g, %g and %g (check --output json writes them)",
+			path, c.MaxGoodput, c.MaxThroughput, c.SLA)
 	}
 	return c, nil
+}
+
+// parseCritical reads --critical's TIER/RESOURCE.
+func parseCritical(s string) (tier, resource string, err error) {
+	tier, resource, _ = strings.Cut(s, "/")
+	if tier == "" || resource == "" || strings.Contains(resource, "/") {
+		return "", "", usagef("--critical %q: want TIER/RESOURCE, e.g. app/cpu", s)
+	}
+	return tier, resource, nil
 }
 
 func runCheck(o *checkOptions) error {
@@ -118,9 +135,8 @@ func runCheck(o *checkOptions) error {
 		return usagef("--min-goodput %g: want pages/s >= 0", o.minGoodput)
 	}
 	if o.critical != "" {
-		tier, res, _ := strings.Cut(o.critical, "/")
-		if tier == "" || res == "" || strings.Contains(res, "/") {
-			return usagef("--critical %q: want TIER/RESOURCE, e.g. app/cpu", o.critical)
+		if _, _, err := parseCritical(o.critical); err != nil {
+			return err
 		}
 	}
 	if o.maxRegression != "" {
