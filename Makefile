@@ -6,7 +6,7 @@ BIN := bin/softalloc
 .PHONY: build test fmt-check bench demo evaluate lint fuzz clean
 
 build:
-	$(GO) build -o $(BIN) ./cmd/softalloc
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/softalloc
 
 # The race pass covers every package but two kinds of long test: tests that run
 # many simulated trials live in files with `//go:build !race` and are named

@@ -15,6 +15,7 @@ import (
 	"github.com/softalloc/softalloc/internal/journal"
 	"github.com/softalloc/softalloc/internal/report"
 	"github.com/softalloc/softalloc/internal/safefile"
+	"github.com/softalloc/softalloc/internal/version"
 )
 
 // checkOptions are check's.
@@ -169,7 +170,7 @@ func runCheck(o *checkOptions) error {
 		capacity = capacityOf(cp.deployment, cp.runner.Name, formatAllocation(cp.start), cp.opts, trials)
 	}
 	// Checks is [] in JSON when there are none, never null.
-	doc := report.CheckJSON{Capacity: capacity, Checks: []report.CheckResult{}, OK: true}
+	doc := report.CheckJSON{Capacity: capacity, Checks: []report.CheckResult{}, OK: true, Version: version.String()}
 	add := func(name string, ok bool, format string, a ...any) {
 		doc.Checks = append(doc.Checks, report.CheckResult{Name: name, OK: ok, Message: fmt.Sprintf(format, a...)})
 		doc.OK = doc.OK && ok

@@ -11,6 +11,7 @@ import (
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/report"
 	"github.com/softalloc/softalloc/internal/runner"
+	"github.com/softalloc/softalloc/internal/version"
 )
 
 // This file holds the multi-class commands: `softalloc degradation` and
@@ -161,6 +162,7 @@ func runDegradation(o *degradationOptions) error {
 		return usageError{err}
 	}
 	doc := report.NewDegradationJSON(cls.Workload.Name, o.sweep, schemes)
+	doc.Version = version.String()
 	if o.plot != "" {
 		if err := report.PlotDegradation(o.plot, doc); err != nil {
 			return err
@@ -255,6 +257,7 @@ func runTrial(cmd *cobra.Command, s Streams, o *degradationOptions, cls runner.C
 	if err != nil {
 		return err
 	}
+	r.Version = version.String()
 	if o.output == "json" {
 		return report.WriteJSON(s.Out, r)
 	}
@@ -359,6 +362,7 @@ func runRecommendClasses(o *recommendOptions) error {
 		return err
 	}
 	doc := report.NewClassRecommendJSON(rec)
+	doc.Version = version.String()
 	if o.output == "json" {
 		return report.WriteJSON(s.Out, doc)
 	}

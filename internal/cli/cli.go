@@ -20,10 +20,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"golang.org/x/term"
 
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/runner"
 	"github.com/softalloc/softalloc/internal/topology"
+	"github.com/softalloc/softalloc/internal/version"
 )
 
 // Streams are the process's standard streams.
@@ -37,12 +39,12 @@ type Streams struct {
 
 // StandardStreams are os.Stdin, os.Stdout and os.Stderr.
 func StandardStreams() Streams {
-	tty := false
-	if fi, err := os.Stderr.Stat(); err == nil {
-		tty = fi.Mode()&os.ModeCharDevice != 0
-	}
-	return Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrIsTerminal: tty}
+	return Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrIsTerminal: isTerminal(os.Stderr)}
 }
+
+// isTerminal asks the terminal ioctl: /dev/null is a character device too,
+// which a test of the file's mode takes for a terminal.
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
 // factory is what commands get from outside: the process's streams and the
 // registry of runners. Tests swap NewRunner for a fake.
@@ -180,7 +182,10 @@ RUBBoS testbed, so every command gives real answers in seconds.`,
   softalloc simulate --topology 1/4/1/4 --alloc 400-6-6 --users 5000:8000:500`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		Version:       version.Long(),
 	}
+	// --version prints the line as it is, not cobra's "softalloc version ...".
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.SetIn(s.In)

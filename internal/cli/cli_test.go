@@ -142,3 +142,15 @@ func TestBadTopologyIsAUsageError(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, `runner "nosuch": want one of`)
 }
+
+func TestVersion(t *testing.T) {
+	stdout, stderr, code := run(t, "", "--version")
+	require.Equal(t, 0, code, stderr)
+	assert.Regexp(t, `^softalloc \S+.*, go1\.[0-9.]+ [a-z0-9]+/[a-z0-9]+\n$`, stdout)
+
+	stdout, _, code = run(t, "", "size", "-f", "../../testdata/table1/1212.yaml", "-o", "json")
+	require.Equal(t, 0, code)
+	var doc struct{ Version string }
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+	assert.NotEmpty(t, doc.Version, "JSON results say which softalloc wrote them")
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -86,4 +87,13 @@ func TestCommandsRunOnTheFactorysRunner(t *testing.T) {
 	// 0.95 of 800 pages/s at 7 s think time is reached near 5,300 users.
 	assert.InDelta(t, 5500, doc.Critical.SaturationWorkload, 500)
 	assert.Positive(t, fake.calls)
+}
+
+// Issue 24: a character device was taken for a terminal, so progress was
+// drawn into /dev/null's place in a CI log.
+func TestDevNullIsNoTerminal(t *testing.T) {
+	f, err := os.Open(os.DevNull)
+	require.NoError(t, err)
+	defer f.Close()
+	assert.False(t, isTerminal(f))
 }

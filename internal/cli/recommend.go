@@ -11,6 +11,7 @@ import (
 	"github.com/softalloc/softalloc/internal/metrics"
 	"github.com/softalloc/softalloc/internal/report"
 	"github.com/softalloc/softalloc/internal/runner"
+	"github.com/softalloc/softalloc/internal/version"
 )
 
 // campaignOptions are the flags of every command that runs a campaign of
@@ -161,7 +162,7 @@ func runFindCritical(o *findCriticalOptions) error {
 	// The answer is printed first, so a failed push never hides it.
 	if o.output == "json" {
 		err = report.WriteJSON(s.Out, report.FindCriticalJSON{Topology: d.Topology, Critical: report.NewCriticalJSON(c),
-			Reserve: formatAllocation(c.Reserve), Experiments: c.Experiments, Warnings: nonNilStrings(c.Warnings)})
+			Reserve: formatAllocation(c.Reserve), Experiments: c.Experiments, Warnings: nonNilStrings(c.Warnings), Version: version.String()})
 	} else {
 		err = report.WriteCriticalTable(s.Out, d.Topology, c, formatAllocation(c.Reserve))
 	}
@@ -233,6 +234,7 @@ func runRecommend(o *recommendOptions) error {
 		return err
 	}
 	doc := report.NewRecommendJSON(d, rec, formatAllocation(rec.Allocation))
+	doc.Version = version.String()
 	doc.Snippets = report.Snippets(d, rec.Tiers, formats)
 	set := o.metricSet(cp)
 	set.Recommendation(rec)

@@ -12,6 +12,7 @@ import (
 	"github.com/softalloc/softalloc/internal/report"
 	"github.com/softalloc/softalloc/internal/safefile"
 	"github.com/softalloc/softalloc/internal/topology"
+	"github.com/softalloc/softalloc/internal/version"
 )
 
 // measuredFile is the input of `softalloc size`: per-tier throughput and
@@ -104,7 +105,7 @@ func runSize(o *sizeOptions) error {
 	}
 	_, tiers := algorithms.RecommendAllocation(d, sz, nil)
 	if o.output == "json" {
-		return report.WriteJSON(s.Out, report.SizeJSON{Topology: d.Topology, Critical: sz.Critical, MinJobs: sz.MinJobs, Tiers: tiers})
+		return report.WriteJSON(s.Out, report.SizeJSON{Topology: d.Topology, Critical: sz.Critical, MinJobs: sz.MinJobs, Tiers: tiers, Version: version.String()})
 	}
 	return report.WriteSizeTable(s.Out, d, sz, tiers)
 }

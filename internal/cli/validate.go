@@ -11,6 +11,7 @@ import (
 	"github.com/softalloc/softalloc/internal/journal"
 	"github.com/softalloc/softalloc/internal/report"
 	"github.com/softalloc/softalloc/internal/topology"
+	"github.com/softalloc/softalloc/internal/version"
 )
 
 // validateOptions are validate's.
@@ -104,7 +105,7 @@ func runValidate(o *validateOptions) error {
 		cp.progress.close()
 		return usagef("validate: the grid varies the web and app tiers' pools; deployment %q has no tiers named web and app", d.Topology)
 	}
-	doc := report.ValidateJSON{Topology: d.Topology, SLA: cp.opts.SLA}
+	doc := report.ValidateJSON{Topology: d.Topology, SLA: cp.opts.SLA, Version: version.String()}
 	var rec algorithms.Allocation
 	saturation := 0
 	if o.recommended != "" {

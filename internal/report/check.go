@@ -35,6 +35,8 @@ type CheckJSON struct {
 	Capacity Capacity      `json:"capacity"`
 	Checks   []CheckResult `json:"checks"`
 	OK       bool          `json:"ok"`
+	// Version is the softalloc that wrote the document.
+	Version string `json:"version"`
 }
 
 // WriteCheckTable writes check's verdict as a table.

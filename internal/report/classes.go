@@ -22,6 +22,8 @@ type DegradationJSON struct {
 	Workload string       `json:"workload"`
 	Swept    string       `json:"swept"`
 	Schemes  []SchemeJSON `json:"schemes"`
+	// Version is the softalloc that wrote the document.
+	Version string `json:"version"`
 }
 
 // SchemeJSON is one setup's degradation scheme.
@@ -170,6 +172,8 @@ type ClassRecommendJSON struct {
 	Swept      string            `json:"swept"`
 	Schemes    []SchemeJSON      `json:"schemes"`
 	Warnings   []string          `json:"warnings"`
+	// Version is the softalloc that wrote the document.
+	Version string `json:"version"`
 }
 
 // ClassCriticalJSON is the saturated hardware resource ("cpu" or "none").
@@ -274,6 +278,8 @@ type ClassTrialJSON struct {
 	Classes  []TrialClassJSON `json:"classes"`
 	// Series bins the whole trial by the workload's interval (none without).
 	Series []TrialBinJSON `json:"series,omitempty"`
+	// Version is the softalloc that wrote the document.
+	Version string `json:"version"`
 }
 
 // TrialClassJSON is one class over the measured window.

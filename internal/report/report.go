@@ -29,6 +29,8 @@ type SizeJSON struct {
 	Critical string                          `json:"critical"`
 	MinJobs  float64                         `json:"minJobs"`
 	Tiers    []algorithms.TierRecommendation `json:"tiers"`
+	// Version is the softalloc that wrote the document.
+	Version string `json:"version"`
 }
 
 // CriticalJSON is the critical resource as find-critical and recommend print it.
@@ -48,6 +50,8 @@ type FindCriticalJSON struct {
 	Reserve     string       `json:"reserve"`
 	Experiments int          `json:"experiments"`
 	Warnings    []string     `json:"warnings"`
+	// Version is the softalloc that wrote the document.
+	Version string `json:"version"`
 }
 
 // EvidenceJSON is what the recommendation was computed from.
@@ -87,6 +91,8 @@ type RecommendJSON struct {
 	Warnings    []string                        `json:"warnings"`
 	// Snippets are present with --format.
 	Snippets []Snippet `json:"snippets,omitempty"`
+	// Version is the softalloc that wrote the document.
+	Version string `json:"version"`
 }
 
 // NewCriticalJSON converts the algorithm's result.

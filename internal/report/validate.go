@@ -36,6 +36,8 @@ type ValidateJSON struct {
 	// GridExperiments what the grid cost, per seed.
 	RecommendExperiments int `json:"recommendExperiments"`
 	GridExperiments      int `json:"gridExperiments"`
+	// Version is the softalloc that wrote the document.
+	Version string `json:"version"`
 }
 
 // WriteValidateTable writes validate's comparison as a table.
