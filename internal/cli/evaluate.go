@@ -22,7 +22,7 @@ type evaluateOptions struct {
 	rampUp     time.Duration
 	parallel   int
 	model      string
-	quiet      bool
+	progress   progressFlags
 }
 
 // newCmdEvaluate is `softalloc evaluate`: the figures we compete on.
@@ -62,7 +62,7 @@ It writes evaluation.md, evaluation.json and SVG plots to --out.`,
 	fs.DurationVar(&o.rampUp, "ramp-up", def.Timing.RampUp, "warm-up of campaign and grid trials")
 	registerParallel(fs, &o.parallel, "grid trials at once")
 	fs.StringVar(&o.model, "model", "", "simulator parameter file (default: the embedded RUBBoS testbed)")
-	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines on stderr")
+	o.progress.register(fs)
 	return cmd
 }
 
@@ -111,7 +111,11 @@ func runEvaluate(o *evaluateOptions) error {
 		}
 		cfg.ModelPath = o.model
 	}
-	if !o.quiet {
+	mode, err := o.progress.resolve(s)
+	if err != nil {
+		return err
+	}
+	if mode != "none" {
 		cfg.Log = func(format string, a ...any) { fmt.Fprintf(s.Err, "evaluate: "+format+"\n", a...) }
 	}
 	rep, err := evaluate.Run(cmd.Context(), cfg)

@@ -7,7 +7,9 @@ import (
 	"math"
 	"os"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -96,4 +98,75 @@ func TestDevNullIsNoTerminal(t *testing.T) {
 	require.NoError(t, err)
 	defer f.Close()
 	assert.False(t, isTerminal(f))
+}
+
+// syncBuffer is a buffer the display and the test can share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// held runs the bottleneck, but holds each experiment until released.
+type held struct {
+	bottleneck
+	release chan struct{}
+}
+
+func (h *held) RunExperiment(ctx context.Context, e algorithms.Experiment) (algorithms.Observation, error) {
+	<-h.release
+	return h.bottleneck.RunExperiment(ctx, e)
+}
+
+// Issue 24: off a terminal a campaign was silent on stderr for hours.
+func TestPlainProgressForCILogs(t *testing.T) {
+	old := heartbeat
+	heartbeat = 40 * time.Millisecond
+	t.Cleanup(func() { heartbeat = old })
+	x := &held{release: make(chan struct{})}
+	var out bytes.Buffer
+	errb := &syncBuffer{}
+	f := newFactory(Streams{In: strings.NewReader(""), Out: &out, Err: errb})
+	f.NewRunner = func(cfg runner.Config) (runner.Runner, error) {
+		return runner.Runner{Experimenter: x, Name: "fake", DefaultTiming: algorithms.PaperTiming}, nil
+	}
+	code := make(chan int)
+	go func() {
+		code <- runWith(context.Background(), []string{"find-critical", "--topology", "1/2/1/2", "--no-journal", "-o", "json"}, f)
+	}()
+	// Nothing finishes while the experiment is held: the heartbeat says what runs.
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(errb.String(), "running 400-150-60 at 500 users for") {
+		require.True(t, time.Now().Before(deadline), "no heartbeat: %q", errb.String())
+		time.Sleep(5 * time.Millisecond)
+	}
+	assert.Regexp(t, `^softalloc: find-critical: running 400-150-60 at 500 users for [0-9]+s \| 0 done \| `, errb.String())
+	close(x.release)
+	require.Equal(t, ExitOK, <-code, errb.String())
+	assert.Regexp(t, `softalloc:   1 find-critical 400-150-60 at 500 users: [0-9.]+ pages/s, saturated: none \(`, errb.String())
+	assert.Regexp(t, `saturated: app-1/cpu app-2/cpu`, errb.String())
+
+	// --progress none and -q say nothing; a bad mode is a usage error.
+	for _, args := range [][]string{{"--progress", "none"}, {"-q"}} {
+		errb = &syncBuffer{}
+		f.Streams.Err = errb
+		code := runWith(context.Background(), append([]string{"find-critical", "--topology", "1/2/1/2", "--no-journal", "-o", "json"}, args...), f)
+		require.Equal(t, ExitOK, code)
+		assert.Empty(t, errb.String(), args)
+	}
+	errb = &syncBuffer{}
+	f.Streams.Err = errb
+	assert.Equal(t, ExitUsage, runWith(context.Background(), []string{"simulate", "-t", "1/2/1/2", "--users", "100", "--progress", "loud"}, f))
+	assert.Contains(t, errb.String(), `--progress "loud": want auto, plain or none`)
 }

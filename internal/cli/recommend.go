@@ -25,7 +25,7 @@ type campaignOptions struct {
 	algorithm  algorithmFlags
 	metrics    metricsFlags
 	output     string
-	quiet      bool
+	progress   progressFlags
 	started    time.Time
 	// preflight, when set, checks a command's own flags against the resolved
 	// campaign before the journal opens (and with --fresh sets it aside).
@@ -41,7 +41,7 @@ func (o *campaignOptions) register(f *factory, cmd *cobra.Command) {
 	o.algorithm.register(fs)
 	o.metrics.register(fs)
 	fs.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
-	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines on stderr")
+	o.progress.register(fs)
 }
 
 // campaign is everything a campaign command runs on.
@@ -52,7 +52,9 @@ type campaign struct {
 	x          algorithms.Experimenter
 	journal    *journal.Journal
 	opts       algorithms.Options
-	progress   *progressUI
+	progress   *progress
+	// progressMode is --progress resolved: live, plain or none.
+	progressMode string
 }
 
 // setup resolves everything a campaign needs from the flags.
@@ -70,6 +72,9 @@ func (o *campaignOptions) setup() (campaign, error) {
 		return c, err
 	}
 	var err error
+	if c.progressMode, err = o.progress.resolve(s); err != nil {
+		return c, err
+	}
 	if c.deployment, c.start, err = o.deployment.resolve(); err != nil {
 		return c, err
 	}
@@ -95,18 +100,22 @@ func (o *campaignOptions) setup() (campaign, error) {
 			return c, err
 		}
 	}
-	if c.x, c.journal, err = o.journal.open(s, c.runner); err != nil {
+	c.progress = newProgress(cmd.Context(), s, c.progressMode)
+	c.progress.campaign(c.deployment, &c.opts)
+	// Inside the journal: the display shows the experiments that run.
+	run := c.runner
+	run.Experimenter = c.progress.wrap(run.Experimenter)
+	if c.x, c.journal, err = o.journal.open(s, run); err != nil {
+		c.progress.close()
 		return c, err
 	}
-	c.progress = newProgress(cmd.Context(), s, o.quiet)
-	c.progress.options(&c.opts)
 	return c, nil
 }
 
 // finish stops the progress display and closes the journal.
 func (o *campaignOptions) finish(c campaign, err error) error {
 	c.progress.close()
-	return finishJournal(o.cmd.Context(), o.f.Streams, c.journal, o.quiet, err)
+	return finishJournal(o.cmd.Context(), o.f.Streams, c.journal, c.progressMode == "none", err)
 }
 
 // metricSet starts the command's metrics with its duration.

@@ -28,6 +28,7 @@ type simulateOptions struct {
 	slas       string
 	output     string
 	parallel   int
+	progress   progressFlags
 }
 
 // newCmdSimulate is `softalloc simulate`: goodput and badput curves.
@@ -68,6 +69,7 @@ JSON keys goodput and badput by the threshold as written.`,
 	fs.StringVar(&o.slas, "sla", "0.5,1,2", "SLA thresholds in seconds, comma-separated")
 	fs.StringVarP(&o.output, "output", "o", "table", "output format: table, json, csv, or observation (the runner's raw observations, one JSON object a line)")
 	registerParallel(fs, &o.parallel, "trials run at once")
+	o.progress.register(fs)
 	return cmd
 }
 
@@ -85,6 +87,10 @@ func runSimulate(o *simulateOptions) error {
 		return err
 	}
 	if err := o.journal.check(); err != nil {
+		return err
+	}
+	mode, err := o.progress.resolve(s)
+	if err != nil {
 		return err
 	}
 	started := time.Now()
@@ -132,12 +138,17 @@ func runSimulate(o *simulateOptions) error {
 			exps = append(exps, algorithms.Experiment{Deployment: d, Allocation: a, Workload: algorithms.Workload{Users: u}, Timing: timing})
 		}
 	}
-	x, j, err := o.journal.open(s, r)
+	pr := newProgress(cmd.Context(), s, mode)
+	run := r
+	run.Experimenter = pr.wrap(run.Experimenter)
+	x, j, err := o.journal.open(s, run)
 	if err != nil {
+		pr.close()
 		return err
 	}
 	obs, err := algorithms.RunAll(cmd.Context(), x, exps, r.Workers(o.parallel))
-	if err = finishJournal(cmd.Context(), s, j, false, err); err != nil {
+	pr.close()
+	if err = finishJournal(cmd.Context(), s, j, mode == "none", err); err != nil {
 		return err
 	}
 	rows := make([]report.SimulateRow, len(exps))

@@ -102,16 +102,14 @@ func runValidate(o *validateOptions) error {
 	}
 	d := cp.deployment
 	if d.TierIndex("web") < 0 || d.TierIndex("app") < 0 {
-		cp.progress.close()
-		return usagef("validate: the grid varies the web and app tiers' pools; deployment %q has no tiers named web and app", d.Topology)
+		return o.campaign.finish(cp, usagef("validate: the grid varies the web and app tiers' pools; deployment %q has no tiers named web and app", d.Topology))
 	}
 	doc := report.ValidateJSON{Topology: d.Topology, SLA: cp.opts.SLA, Version: version.String()}
 	var rec algorithms.Allocation
 	saturation := 0
 	if o.recommended != "" {
 		if rec, err = o.campaign.deployment.parseAllocation(d, o.recommended); err != nil {
-			cp.progress.close()
-			return err
+			return o.campaign.finish(cp, err)
 		}
 	} else {
 		r, err := algorithms.Recommend(ctx, cp.x, d, cp.start, cp.opts)
@@ -120,8 +118,6 @@ func runValidate(o *validateOptions) error {
 		}
 		rec, saturation, doc.RecommendExperiments = r.Allocation, r.Critical.SaturationWorkload, r.Experiments
 	}
-	cp.progress.close()
-	cp.progress = nil
 	if doc.Workloads, err = validateWorkloads(o.users, saturation); err != nil {
 		return o.campaign.finish(cp, err)
 	}
@@ -144,6 +140,7 @@ func runValidate(o *validateOptions) error {
 		if err != nil {
 			return closeJournals(err)
 		}
+		r.Experimenter = cp.progress.wrap(r.Experimenter)
 		jf := o.campaign.journal
 		if !jf.off {
 			jf.path = fmt.Sprintf("%s.seed-%d", jf.path, seed)
