@@ -108,7 +108,7 @@ func TestSimulateOutputs(t *testing.T) {
 	assert.Contains(t, stderr, "END 4000 is below START 5000")
 	_, stderr, code = run(t, "", "simulate", "--topology", "1/2/1/2", "--users", "6000", "--sla", "fast")
 	assert.Equal(t, 2, code)
-	assert.Contains(t, stderr, `threshold "fast" is not a positive number of seconds`)
+	assert.Contains(t, stderr, `threshold "fast" is not a positive time`)
 }
 
 func TestValidateAgainstAGrid(t *testing.T) {

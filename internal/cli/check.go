@@ -65,7 +65,7 @@ job can push them whatever the verdict.`,
 			return runCheck(o)
 		},
 	}
-	o.campaign.register(f, cmd)
+	o.campaign.register(f, cmd, scopeSweep)
 	fs := cmd.Flags()
 	fs.StringVar(&o.fromJournal, "from-journal", "", "measure capacity from this recorded journal instead of running a campaign")
 	fs.Float64Var(&o.minGoodput, "min-goodput", 0, "fail when the highest goodput at --sla is below this many pages/s")

@@ -15,7 +15,7 @@ import (
 )
 
 // This file holds the multi-class commands: `softalloc degradation` and
-// `softalloc recommend --classes` (dispatched from recommend.go). They are
+// `softalloc recommend --workload` (dispatched from recommend.go). They are
 // wiring: flags become algorithms' class setups, runner.NewClasses loads the
 // workload and runs its trials, algorithms' class procedures decide, and
 // report prints.
@@ -72,7 +72,7 @@ approach selectors off (the baseline of seed 002).`,
   softalloc degradation --classes light,heavy --heavy 0:40:5 --policy ps,rr --quantum 10ms,100ms --plot scheme.svg
   softalloc degradation --classes light,heavy --heavy 0:40:5 --policy priority --pools per-class
   softalloc degradation --classes light,heavy --heavy 0:40:5 --policy weighted --weight light=0.8,heavy=0.2
-  softalloc degradation --classes light,middle,heavy --users light=20,middle=20 --heavy 0:40:10 --output json
+  softalloc degradation --classes light,middle,heavy --hold light=20,middle=20 --heavy 0:40:10 --output json
   softalloc degradation --trial --workload internal/sim/classes/testdata/seed002-bursty.yaml
   softalloc degradation --trial --no-selector --workload internal/sim/classes/testdata/seed002-bursty.yaml`,
 		Args: cobra.NoArgs,
@@ -89,14 +89,16 @@ approach selectors off (the baseline of seed 002).`,
 	fs.StringVar(&o.classes, "classes", "", "classes taking part, comma-separated (default: every class with users, and the swept one)")
 	fs.StringVar(&o.sweep, "sweep", "heavy", "the class whose users are raised")
 	fs.StringVar(&o.levels, "heavy", "0:40:5", "users of the swept class: N, N1,N2,... or START:END:STEP")
-	fs.StringVar(&o.users, "users", "", "users of held classes, e.g. light=30,middle=20 (default: the workload's)")
+	fs.StringVar(&o.users, "hold", "", "users of held classes, e.g. light=30,middle=20 (default: the workload's)")
+	deprecatedAlias(fs, "users", "hold", &o.users)
 	fs.StringVar(&o.policies, "policy", "", "CPU policies to compare: ps, rr, priority, weighted (comma-separated; default: the workload's)")
 	fs.StringVar(&o.quanta, "quantum", "", "rr time slices, comma-separated, e.g. 10ms,100ms (default: the workload's)")
 	fs.StringVar(&o.weights, "weight", "", "weighted shares, e.g. light=0.8,heavy=0.2 (default: the workload's)")
 	fs.StringVar(&o.priority, "priority", "", "strict priority order, highest first, e.g. light,heavy (default: the workload's)")
 	fs.StringVar(&o.pools, "pools", "shared", "shared (one pool) or per-class (each class its own pool of --pool threads)")
 	fs.IntVar(&o.poolSize, "pool", 0, "pool size (default: the workload's)")
-	fs.DurationVar(&o.duration, "duration", 0, "measured time per trial (default: the workload's)")
+	fs.DurationVar(&o.duration, "runtime", 0, "measured time per trial (default: the workload's)")
+	deprecatedAlias(fs, "duration", "runtime", &o.duration)
 	fs.Uint64Var(&o.seed, "seed", 1, "simulator seed: the same seed gives the same numbers")
 	registerParallel(fs, &o.parallel, "trials run at once")
 	fs.StringVar(&o.plot, "plot", "", "also draw each held class's throughput as a share of its solo value, a curve per policy (.svg, .png or .pdf)")
@@ -121,8 +123,8 @@ func runDegradation(o *degradationOptions) error {
 	if cmd.Flags().Changed("pool") && o.poolSize < 1 {
 		return usagef("--pool: want a pool size >= 1 (leave --pool out for the workload's), got %d", o.poolSize)
 	}
-	if cmd.Flags().Changed("duration") && o.duration <= 0 {
-		return usagef("--duration: want a time > 0 (leave --duration out for the workload's), got %v", o.duration)
+	if (cmd.Flags().Changed("runtime") || cmd.Flags().Changed("duration")) && o.duration <= 0 {
+		return usagef("--runtime: want a time > 0 (leave --runtime out for the workload's), got %v", o.duration)
 	}
 	cls, err := o.f.NewClasses(runner.ClassesConfig{WorkloadPath: o.workload, Seed: o.seed, Duration: o.duration, NoSelector: o.noSelect})
 	if err != nil {
@@ -138,7 +140,7 @@ func runDegradation(o *degradationOptions) error {
 	if err != nil {
 		return err
 	}
-	held, err := parseAssignments("--users", o.users, func(v string) (int, error) {
+	held, err := parseAssignments("--hold", o.users, func(v string) (int, error) {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > 1_000_000 {
 			return 0, fmt.Errorf("want a number of users in 0..1000000")
@@ -339,7 +341,7 @@ func parseLevels(flag, s string) ([]int, error) {
 	return out, nil
 }
 
-// runRecommendClasses is `softalloc recommend --classes FILE`.
+// runRecommendClasses is `softalloc recommend --workload FILE`.
 func runRecommendClasses(o *recommendOptions) error {
 	cmd, s, file := o.cmd, o.f.Streams, o.classes
 	if err := checkOutput(o.output); err != nil {

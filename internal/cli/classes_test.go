@@ -18,7 +18,7 @@ func classesFile(name string) string {
 }
 
 func TestDegradationTable(t *testing.T) {
-	stdout, stderr, code := run(t, "", "degradation", "--classes", "light,heavy", "--heavy", "0,40", "--duration", "20s")
+	stdout, stderr, code := run(t, "", "degradation", "--classes", "light,heavy", "--heavy", "0,40", "--runtime", "20s")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "ps\n")
 	assert.Contains(t, stdout, "LIGHT DROP")
@@ -36,7 +36,7 @@ func TestDegradationJSONAndPlot(t *testing.T) {
 	plot := filepath.Join(t.TempDir(), "scheme.svg")
 	stdout, stderr, code := run(t, "", "degradation", "--classes", "light,heavy", "--heavy", "0:40:20",
 		"--policy", "rr,weighted", "--quantum", "10ms,100ms", "--weight", "light=0.8,heavy=0.2",
-		"--pools", "per-class", "--duration", "20s", "--plot", plot, "--output", "json")
+		"--pools", "per-class", "--runtime", "20s", "--plot", plot, "--output", "json")
 	require.Equal(t, 0, code, stderr)
 	var doc struct {
 		Workload string
@@ -67,18 +67,18 @@ func TestDegradationUsageErrors(t *testing.T) {
 		"pools":    {"--pools", "some"},
 		"output":   {"--output", "yaml"},
 		"quantum":  {"--policy", "rr", "--quantum", "fast"},
-		"users":    {"--users", "light"},
+		"users":    {"--hold", "light"},
 		"workload": {"--workload", filepath.Join(t.TempDir(), "none.yaml")},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, stderr, code := run(t, "", append([]string{"degradation", "--heavy", "0,5", "--duration", "1s"}, args...)...)
+			_, stderr, code := run(t, "", append([]string{"degradation", "--heavy", "0,5", "--runtime", "1s"}, args...)...)
 			assert.Equal(t, 2, code, stderr)
 			assert.True(t, strings.HasPrefix(stderr, "softalloc: "), stderr)
 		})
 	}
 }
 
-// recommend --classes on seed 000 with Linux's slice: the light class misses
+// recommend --workload on seed 000 with Linux's slice: the light class misses
 // its objective in the shared pool and meets it with the recommended pools.
 // A 30 s window keeps the test short; internal/sim/classes checks the file's.
 func TestRecommendClasses(t *testing.T) {
@@ -88,7 +88,7 @@ func TestRecommendClasses(t *testing.T) {
 	require.NotEqual(t, string(b), short)
 	file := filepath.Join(t.TempDir(), "seed000-linux.yaml")
 	require.NoError(t, os.WriteFile(file, []byte(short), 0o644))
-	stdout, stderr, code := run(t, "", "recommend", "--classes", file, "--output", "json")
+	stdout, stderr, code := run(t, "", "recommend", "--workload", file, "--output", "json")
 	require.Equal(t, 0, code, stderr)
 	var rec report.ClassRecommendJSON
 	require.NoError(t, json.Unmarshal([]byte(stdout), &rec))
@@ -100,7 +100,7 @@ func TestRecommendClasses(t *testing.T) {
 	assert.Less(t, heavy.Pool, 40)
 	assert.Len(t, rec.Schemes, 2)
 
-	stdout, stderr, code = run(t, "", "recommend", "--classes", file)
+	stdout, stderr, code = run(t, "", "recommend", "--workload", file)
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "critical resource cpu")
 	assert.Contains(t, stdout, "degradation scheme as heavy grows")
@@ -109,10 +109,10 @@ func TestRecommendClasses(t *testing.T) {
 
 func TestRecommendClassesUsageErrors(t *testing.T) {
 	for name, args := range map[string][]string{
-		"topology":     {"--classes", classesFile("seed000-linux.yaml"), "--topology", "1/2/1/2"},
-		"missing file": {"--classes", filepath.Join(t.TempDir(), "none.yaml")},
-		"no objective": {"--classes", classesFile("seed002-steady.yaml")},
-		"output":       {"--classes", classesFile("seed000-linux.yaml"), "--output", "csv"},
+		"topology":     {"--workload", classesFile("seed000-linux.yaml"), "--topology", "1/2/1/2"},
+		"missing file": {"--workload", filepath.Join(t.TempDir(), "none.yaml")},
+		"no objective": {"--workload", classesFile("seed002-steady.yaml")},
+		"output":       {"--workload", classesFile("seed000-linux.yaml"), "--output", "csv"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, stderr, code := run(t, "", append([]string{"recommend"}, args...)...)
@@ -122,7 +122,7 @@ func TestRecommendClassesUsageErrors(t *testing.T) {
 }
 
 func TestDegradationTrial(t *testing.T) {
-	stdout, stderr, code := run(t, "", "degradation", "--trial", "--workload", classesFile("seed002-bursty.yaml"), "--duration", "10m", "--output", "json")
+	stdout, stderr, code := run(t, "", "degradation", "--trial", "--workload", classesFile("seed002-bursty.yaml"), "--runtime", "10m", "--output", "json")
 	require.Equal(t, 0, code, stderr)
 	var r report.ClassTrialJSON
 	require.NoError(t, json.Unmarshal([]byte(stdout), &r))

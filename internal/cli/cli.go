@@ -178,7 +178,7 @@ RUBBoS testbed, so every command gives real answers in seconds.`,
 		Example: `  softalloc find-critical --topology 1/2/1/2
   softalloc recommend --topology 1/4/1/4
   softalloc recommend --topology 1/4/1/4 --output json
-  softalloc size -f measured.yaml
+  softalloc size -m measured.yaml
   softalloc simulate --topology 1/4/1/4 --alloc 400-6-6 --users 5000:8000:500`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -204,6 +204,7 @@ RUBBoS testbed, so every command gives real answers in seconds.`,
 	for _, c := range root.Commands() {
 		c.Args = noArgs
 	}
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { noteDeprecated(cmd.Flags(), s.Err) }
 	return root
 }
 
@@ -218,6 +219,7 @@ func flagError(_ *cobra.Command, err error) error {
 	want := map[string]string{
 		"uint64": "a non-negative integer", "uint": "a non-negative integer", "int": "an integer", "int64": "an integer",
 		"float64": "a number", "duration": "a duration such as 30s or 2m", "bool": "true or false",
+		"seconds": "seconds such as 2, 0.5 or 500ms",
 	}[f.Value.Type()]
 	if want == "" {
 		want = "a value of type " + f.Value.Type()

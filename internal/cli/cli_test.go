@@ -48,7 +48,7 @@ func TestSizeReproducesTableI(t *testing.T) {
 	}
 	for file, sizes := range want {
 		t.Run(file, func(t *testing.T) {
-			stdout, stderr, code := run(t, "", "size", "-f", table1(file), "--output", "json")
+			stdout, stderr, code := run(t, "", "size", "-m", table1(file), "--output", "json")
 			require.Equal(t, 0, code, stderr)
 			var doc struct {
 				Topology string
@@ -71,7 +71,7 @@ func TestSizeReproducesTableI(t *testing.T) {
 			}
 			if file != "1414.json" {
 				golden(t, "size-"+strings.TrimSuffix(file, ".yaml")+".json", stdout)
-				table, _, code := run(t, "", "size", "-f", table1(file))
+				table, _, code := run(t, "", "size", "-m", table1(file))
 				require.Equal(t, 0, code)
 				golden(t, "size-"+strings.TrimSuffix(file, ".yaml")+".txt", table)
 			}
@@ -82,7 +82,7 @@ func TestSizeReproducesTableI(t *testing.T) {
 func TestSizeReadsStdin(t *testing.T) {
 	data, err := os.ReadFile(table1("1212.yaml"))
 	require.NoError(t, err)
-	stdout, stderr, code := run(t, string(data), "size", "-f", "-", "-o", "json")
+	stdout, stderr, code := run(t, string(data), "size", "-m", "-", "-o", "json")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, `"threadsPerServer": 101`)
 }
@@ -100,15 +100,15 @@ func TestSizeErrors(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"no file", []string{"size"}, 2, "size: want -f FILE"},
-		{"missing file", []string{"size", "-f", filepath.Join(dir, "nope.yaml")}, 2, "no such file"},
-		{"bad topology", []string{"size", "-f", write("a.yaml", "topology: 1/x/1/4\ncritical: app\n")}, 2, `replica count "x" is not a positive integer`},
-		{"unknown key", []string{"size", "-f", write("b.yaml", "topology: 1/2/1/2\ncritical: app\nthroughput: 3\n")}, 2,
+		{"no file", []string{"size"}, 2, "size: want --measurements FILE"},
+		{"missing file", []string{"size", "-m", filepath.Join(dir, "nope.yaml")}, 2, "no such file"},
+		{"bad topology", []string{"size", "-m", write("a.yaml", "topology: 1/x/1/4\ncritical: app\n")}, 2, `replica count "x" is not a positive integer`},
+		{"unknown key", []string{"size", "-m", write("b.yaml", "topology: 1/2/1/2\ncritical: app\nthroughput: 3\n")}, 2,
 			`unknown field "throughput" in the top level; want one of: topology, deployment, critical, minJobs, tiers`},
-		{"no critical", []string{"size", "-f", write("c.yaml", "topology: 1/2/1/2\n")}, 2, "critical: want the critical tier's name"},
-		{"unknown tier", []string{"size", "-f", write("d.yaml", "topology: 1/2/1/2\ncritical: app\ntiers: [{name: cache, throughput: 1, responseTime: 1}]\n")}, 2, `measured tier "cache" is not in the deployment`},
-		{"empty", []string{"size", "-f", write("e.yaml", "")}, 2, "the file is empty"},
-		{"bad output", []string{"size", "-f", table1("1212.yaml"), "-o", "xml"}, 2, `--output "xml": want table or json`},
+		{"no critical", []string{"size", "-m", write("c.yaml", "topology: 1/2/1/2\n")}, 2, "critical: want the critical tier's name"},
+		{"unknown tier", []string{"size", "-m", write("d.yaml", "topology: 1/2/1/2\ncritical: app\ntiers: [{name: cache, throughput: 1, responseTime: 1}]\n")}, 2, `measured tier "cache" is not in the deployment`},
+		{"empty", []string{"size", "-m", write("e.yaml", "")}, 2, "the file is empty"},
+		{"bad output", []string{"size", "-m", table1("1212.yaml"), "-o", "xml"}, 2, `--output "xml": want table or json`},
 		{"unknown flag", []string{"size", "--frobnicate"}, 2, "unknown flag"},
 		{"unknown command", []string{"sizes"}, 2, "unknown command"},
 	}
@@ -148,7 +148,7 @@ func TestVersion(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.Regexp(t, `^softalloc \S+.*, go1\.[0-9.]+ [a-z0-9]+/[a-z0-9]+\n$`, stdout)
 
-	stdout, _, code = run(t, "", "size", "-f", "../../testdata/table1/1212.yaml", "-o", "json")
+	stdout, _, code = run(t, "", "size", "-m", "../../testdata/table1/1212.yaml", "-o", "json")
 	require.Equal(t, 0, code)
 	var doc struct{ Version string }
 	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))

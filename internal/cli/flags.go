@@ -2,6 +2,9 @@ package cli
 
 import (
 	"fmt"
+	"io"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -246,20 +249,78 @@ type algorithmFlags struct {
 	demandDrift   float64
 }
 
-func (f *algorithmFlags) register(fs *pflag.FlagSet) {
+// algorithmScope says which procedures a command runs, and so which of
+// Algorithm 1's flags it offers: a flag a command would ignore is not there.
+type algorithmScope int
+
+const (
+	// scopeSweep is check's: the workload raised on one allocation.
+	scopeSweep algorithmScope = iota
+	// scopeFindCritical adds the doubling of saturated pools.
+	scopeFindCritical
+	// scopeRecommend is all of Algorithm 1.
+	scopeRecommend
+)
+
+func (f *algorithmFlags) register(fs *pflag.FlagSet, scope algorithmScope) {
 	d := algorithms.DefaultOptions()
-	fs.StringVar(&f.mode, "mode", string(d.Mode), "efficient (fewer experiments, same answer) or paper (Algorithm 1 as written)")
-	fs.StringVar(&f.minJobsAt, "minjobs-at", string(d.MinJobsAt), "where minJobs is read: knee (of SLO satisfaction) or saturation (critical utilisation crosses --hw-threshold)")
-	fs.IntVar(&f.step, "step", d.Step, "find-critical workload step, users")
-	fs.IntVar(&f.smallStep, "small-step", d.SmallStep, "knee scan workload step, users")
+	// Every field starts at its default: options() reads them all.
+	f.mode, f.minJobsAt, f.step, f.smallStep, f.maxWorkload, f.scanSpan = string(d.Mode), string(d.MinJobsAt), d.Step, d.SmallStep, d.MaxWorkload, d.ScanSpan
+	f.hwThreshold, f.softThreshold, f.sla, f.kneeFactor, f.demandDrift = d.HardwareThreshold, d.SoftThreshold, 2*time.Second, d.KneeFactor, d.DemandDrift
+	stepUse := "workload step of the sweep, users"
+	if scope >= scopeFindCritical {
+		stepUse = "find-critical workload step, users"
+		fs.StringVar(&f.mode, "mode", string(d.Mode), "efficient (fewer experiments, same answer) or paper (Algorithm 1 as written)")
+	}
+	fs.IntVar(&f.step, "step", d.Step, stepUse)
 	fs.IntVar(&f.maxWorkload, "max-workload", d.MaxWorkload, "no scan goes above this many users")
-	fs.IntVar(&f.scanSpan, "scan-span", d.ScanSpan, "efficient mode: the knee scan starts this many users below the saturation workload")
 	fs.Float64Var(&f.hwThreshold, "hw-threshold", d.HardwareThreshold, "a hardware resource at or above this utilisation is saturated")
 	fs.Float64Var(&f.softThreshold, "soft-threshold", d.SoftThreshold, "a pool fully busy for at least this share of the runtime is saturated")
-	fs.DurationVar(&f.sla, "sla", 2*time.Second, "SLA response-time threshold of goodput")
-	fs.DurationVar(&f.kneeThreshold, "knee-threshold", 0, "response time at which SLO satisfaction is measured for the knee (default: --knee-factor x the page response time at the scan's lowest workload; the SLA in paper mode)")
+	fs.Var((*seconds)(&f.sla), "sla", "SLA response-time threshold of goodput: 2, 2s or 500ms")
+	if scope < scopeRecommend {
+		return
+	}
+	fs.StringVar(&f.minJobsAt, "minjobs-at", string(d.MinJobsAt), "where minJobs is read: knee (of SLO satisfaction) or saturation (critical utilisation crosses --hw-threshold)")
+	fs.IntVar(&f.smallStep, "small-step", d.SmallStep, "knee scan workload step, users")
+	fs.IntVar(&f.scanSpan, "scan-span", d.ScanSpan, "efficient mode: the knee scan starts this many users below the saturation workload")
+	fs.Var((*seconds)(&f.kneeThreshold), "knee-threshold", "response time at which SLO satisfaction is measured for the knee (default: --knee-factor x the page response time at the scan's lowest workload; the SLA in paper mode)")
 	fs.Float64Var(&f.kneeFactor, "knee-factor", d.KneeFactor, "see --knee-threshold")
 	fs.Float64Var(&f.demandDrift, "demand-drift", d.DemandDrift, "the saturation reading trusts the utilisation law: if the critical server's CPU per request falls by more than this share between low load and saturation, minJobs is read at the knee instead (0: no check)")
+}
+
+// seconds is a duration flag that also takes plain seconds: --sla 2 and
+// --sla 2s mean the same everywhere.
+type seconds time.Duration
+
+func (s *seconds) String() string {
+	if time.Duration(*s) == 0 {
+		return "0s"
+	}
+	return time.Duration(*s).String()
+}
+
+func (s *seconds) Set(v string) error {
+	d, err := parseSeconds(v)
+	if err != nil {
+		return err
+	}
+	*s = seconds(d)
+	return nil
+}
+
+func (s *seconds) Type() string { return "seconds" }
+
+// parseSeconds reads "2", "0.5", "2s" or "500ms".
+func parseSeconds(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	if d, err := time.ParseDuration(v); err == nil {
+		return d, nil
+	}
+	x, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || math.Abs(x) > 1e6 {
+		return 0, fmt.Errorf("want seconds such as 2, 0.5 or 500ms")
+	}
+	return time.Duration(x * float64(time.Second)), nil
 }
 
 func (f *algorithmFlags) options(t algorithms.Timing) (algorithms.Options, error) {
@@ -320,4 +381,32 @@ func formatAllocation(a algorithms.Allocation) string {
 		return s
 	}
 	return a.Key()
+}
+
+// deprecatedAlias keeps an old flag name working for a renamed flag (one
+// name, one meaning across commands), hidden from help; noteDeprecated
+// tells the user on stderr (pflag's own notice goes to stdout, into the
+// JSON a script reads).
+func deprecatedAlias[T string | time.Duration](fs *pflag.FlagSet, old, now string, p *T) {
+	switch v := any(p).(type) {
+	case *string:
+		fs.StringVar(v, old, "", "")
+	case *time.Duration:
+		fs.DurationVar(v, old, 0, "")
+	}
+	_ = fs.MarkHidden(old)
+	_ = fs.SetAnnotation(old, renamedTo, []string{now})
+}
+
+// renamedTo annotates an old flag name with the new one.
+const renamedTo = "softalloc-renamed-to"
+
+// noteDeprecated says, for each old flag name the command line used, what
+// it is called now.
+func noteDeprecated(fs *pflag.FlagSet, w io.Writer) {
+	fs.Visit(func(f *pflag.Flag) {
+		if now, ok := f.Annotations[renamedTo]; ok {
+			fmt.Fprintf(w, "softalloc: warning: --%s is now --%s; the old name will go\n", f.Name, now[0])
+		}
+	})
 }

@@ -25,7 +25,7 @@ func FuzzParseMeasured(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		d, m, err := parseMeasured(data, "fuzz.yaml")
+		d, m, err := parseMeasured(data, "fuzz.yaml", false)
 		if err != nil {
 			fuzzcheck.RequireOneLine(t, err)
 			return

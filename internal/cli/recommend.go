@@ -32,13 +32,13 @@ type campaignOptions struct {
 	preflight func(campaign) error
 }
 
-func (o *campaignOptions) register(f *factory, cmd *cobra.Command) {
+func (o *campaignOptions) register(f *factory, cmd *cobra.Command, scope algorithmScope) {
 	o.f, o.cmd = f, cmd
 	fs := cmd.Flags()
 	o.deployment.register(fs)
 	o.runner.register(fs)
 	o.journal.register(fs)
-	o.algorithm.register(fs)
+	o.algorithm.register(fs, scope)
 	o.metrics.register(fs)
 	fs.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	o.progress.register(fs)
@@ -149,7 +149,7 @@ allocation is too small, so it is doubled and the search goes on.`,
 			return runFindCritical(o)
 		},
 	}
-	o.register(f, cmd)
+	o.register(f, cmd, scopeFindCritical)
 	return cmd
 }
 
@@ -221,9 +221,10 @@ least their reserved size; the table shows the formula's minimum beside them.`,
 			return runRecommend(o)
 		},
 	}
-	o.register(f, cmd)
+	o.register(f, cmd, scopeRecommend)
 	cmd.Flags().StringVar(&o.format, "format", "", "config snippets for the recommended sizes: apache, tomcat, hikari, mysql (comma-separated) or all")
-	cmd.Flags().StringVar(&o.classes, "classes", "", "workload file of request classes with objectives: size per-class pools instead (docs/classes.md)")
+	cmd.Flags().StringVar(&o.classes, "workload", "", "workload file of request classes with objectives: size per-class pools of one server instead (docs/classes.md)")
+	deprecatedAlias(cmd.Flags(), "classes", "workload", &o.classes)
 	return cmd
 }
 

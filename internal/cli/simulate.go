@@ -44,8 +44,8 @@ side. Independent trials run in parallel (--parallel, default GOMAXPROCS) and
 give the same numbers as a serial run.
 
 --users takes a single workload (6000), a list (5000,6000,7000) or a range
-START:END:STEP (5000:8000:200). --sla takes thresholds in seconds (0.5,1,2);
-JSON keys goodput and badput by the threshold as written.`,
+START:END:STEP (5000:8000:200). --sla takes thresholds in seconds (0.5,1,2 or
+500ms,1s,2s); JSON keys goodput and badput by the threshold in seconds ("0.5").`,
 		Example: `  softalloc simulate --topology 1/4/1/4 --alloc 400-6-6 --users 5000:8000:200
   softalloc simulate --topology 1/2/1/2 --alloc 400-150-60 --alloc 400-6-6 --users 6000 --sla 0.5,1,2
   softalloc simulate --topology 1/4/1/4 --alloc 400-6-6 --users 7000 --output json --seed 7 --journal .softalloc/seed7.jsonl`,
@@ -177,11 +177,12 @@ func parseSLAs(s string) ([]report.SLA, error) {
 	var out []report.SLA
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
-		v, err := strconv.ParseFloat(f, 64)
-		if err != nil || !(v > 0) || v > 1e6 {
-			return nil, usagef("--sla %q: threshold %q is not a positive number of seconds", s, f)
+		d, err := parseSeconds(f)
+		if err != nil || d <= 0 {
+			return nil, usagef("--sla %q: threshold %q is not a positive time (seconds such as 2, 0.5 or 500ms)", s, f)
 		}
-		out = append(out, report.SLA{Text: f, Seconds: v})
+		// Keys in seconds, however written: "2s" and "2" are one threshold.
+		out = append(out, report.SLA{Text: strconv.FormatFloat(d.Seconds(), 'g', -1, 64), Seconds: d.Seconds()})
 	}
 	return out, nil
 }

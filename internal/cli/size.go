@@ -27,16 +27,17 @@ type measuredFile struct {
 
 // sizeOptions are size's.
 type sizeOptions struct {
-	f      *factory
-	file   string
-	output string
+	f          *factory
+	file       string // the measurements
+	deployment deploymentFlags
+	output     string
 }
 
 // newCmdSize is `softalloc size`: CalculateMinAllocation alone.
 func newCmdSize(f *factory, runF func(*sizeOptions) error) *cobra.Command {
 	o := &sizeOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "size -f measured.yaml",
+		Use:   "size --measurements measured.yaml",
 		Short: "Pool sizes from measured per-tier throughput and response time (Formula 3)",
 		Long: `size applies the paper's CalculateMinAllocation to measurements you already
 have: each tier's throughput (requests/s, all servers) and mean response time
@@ -55,9 +56,11 @@ The file is YAML (or JSON with the same keys):
     - {name: cluster, throughput: 2728, responseTime: 0.0082}
 
 minJobs: N may be given instead of the critical tier's measurement.
-Use - to read the file from standard input.`,
-		Example: `  softalloc size -f measured.yaml
-  softalloc size -f measured.yaml --output json`,
+Use - to read the file from standard input. --topology or -f/--deployment
+name the hardware instead of the file's topology or deployment key.`,
+		Example: `  softalloc size --measurements measured.yaml
+  softalloc size -m measured.yaml --output json
+  softalloc size -m measured.yaml -f deployment.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -66,15 +69,22 @@ Use - to read the file from standard input.`,
 			return runSize(o)
 		},
 	}
-	cmd.Flags().StringVarP(&o.file, "file", "f", "", "measurements file (YAML or JSON; - for stdin)")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	fs := cmd.Flags()
+	fs.StringVarP(&o.file, "measurements", "m", "", "measurements file (YAML or JSON; - for stdin)")
+	deprecatedAlias(fs, "file", "measurements", &o.file)
+	fs.StringVarP(&o.deployment.topology, "topology", "t", "", "topology #W/#A/#C/#D or #W/#A/#D (instead of the file's topology)")
+	fs.StringVarP(&o.deployment.file, "deployment", "f", "", "deployment file (YAML) naming the chain (instead of the file's deployment)")
+	fs.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	return cmd
 }
 
 func runSize(o *sizeOptions) error {
 	s := o.f.Streams
 	if o.file == "" {
-		return usagef("size: want -f FILE with per-tier measurements (see softalloc size --help)")
+		if o.deployment.file != "" && looksMeasured(o.deployment.file) {
+			return usagef("size: -f is --deployment now, as in every command; give the measurements with --measurements %s (-m)", o.deployment.file)
+		}
+		return usagef("size: want --measurements FILE with per-tier measurements (see softalloc size --help)")
 	}
 	if err := checkOutput(o.output); err != nil {
 		return err
@@ -91,9 +101,15 @@ func runSize(o *sizeOptions) error {
 	}
 	// The measurements file is size's whole input: what is wrong with it is
 	// a usage error, like a bad flag.
-	d, m, err := parseMeasured(data, o.file)
+	d, m, err := parseMeasured(data, o.file, o.deployment.topology != "" || o.deployment.file != "")
 	if err != nil {
 		return configError(err)
+	}
+	if o.deployment.topology != "" || o.deployment.file != "" {
+		// The flags name the hardware; the file's key, if any, gives way.
+		if d, _, err = o.deployment.resolve(); err != nil {
+			return err
+		}
 	}
 	minJobs := 0.0 // CalculateMinAllocation's "not given"
 	if m.MinJobs != nil {
@@ -110,7 +126,20 @@ func runSize(o *sizeOptions) error {
 	return report.WriteSizeTable(s.Out, d, sz, tiers)
 }
 
-func parseMeasured(data []byte, name string) (algorithms.Deployment, measuredFile, error) {
+// looksMeasured says whether path holds a measurements file, for the
+// message to a user of size's old -f.
+func looksMeasured(path string) bool {
+	data, err := safefile.Read(path, safefile.MaxInput)
+	if err != nil {
+		return false
+	}
+	_, m, err := parseMeasured(data, path, true)
+	return err == nil && len(m.Tiers) > 0
+}
+
+// parseMeasured reads a measurements file; hardware says the command line
+// names the deployment, so the file need not.
+func parseMeasured(data []byte, name string, hardware bool) (algorithms.Deployment, measuredFile, error) {
 	var m measuredFile
 	if err := oneline.DecodeYAML(data, &m); err != nil {
 		if errors.Is(err, io.EOF) {
@@ -120,6 +149,8 @@ func parseMeasured(data []byte, name string) (algorithms.Deployment, measuredFil
 	}
 	var d algorithms.Deployment
 	switch {
+	case hardware:
+		// The command line names it.
 	case m.Topology != "" && m.Deployment != "":
 		return d, m, fmt.Errorf("measurements %q: give topology or deployment, not both", name)
 	case m.Topology != "":

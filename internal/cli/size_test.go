@@ -34,7 +34,7 @@ func TestSizeRefusesBadMeasurements(t *testing.T) {
 				p := filepath.Join(t.TempDir(), "m.yaml")
 				require.NoError(t, os.WriteFile(p, []byte(tc.body), 0o600))
 				var out, errb bytes.Buffer
-				code := cli.Run(context.Background(), []string{"size", "-f", p, "-o", format}, cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+				code := cli.Run(context.Background(), []string{"size", "-m", p, "-o", format}, cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
 				assert.Equal(t, cli.ExitUsage, code)
 				assert.Empty(t, out.String())
 				assert.Contains(t, errb.String(), tc.want)

@@ -103,17 +103,18 @@ func TestOutputDirectoryNotWritable(t *testing.T) {
 
 func TestValidationNamesTheBadFlag(t *testing.T) {
 	fc := []string{"find-critical", "--topology", "1/2/1/2", "--no-journal"}
+	rec := []string{"recommend", "--topology", "1/2/1/2", "--no-journal"}
 	for _, tc := range []struct {
 		args []string
 		line string
 	}{
 		{append(fc, "--step", "-500"), "--step: want a positive number of users, got -500"},
-		{append(fc, "--small-step", "0"), "--small-step: want a positive number of users, got 0"},
+		{append(rec, "--small-step", "0"), "--small-step: want a positive number of users, got 0"},
 		{append(fc, "--max-workload", "-1"), "--max-workload: want a number of users in 1..1000000, got -1"},
-		{append(fc, "--scan-span", "0"), "--scan-span: want a positive number of users, got 0"},
+		{append(rec, "--scan-span", "0"), "--scan-span: want a positive number of users, got 0"},
 		{append(fc, "--sla", "-1s"), "--sla: want a duration > 0, got -1s"},
-		{append(fc, "--knee-threshold", "-1s"), "--knee-threshold: want a duration >= 0, got -1s"},
-		{append(fc, "--knee-factor", "0"), "--knee-factor: want a number > 0, got 0"},
+		{append(rec, "--knee-threshold", "-1s"), "--knee-threshold: want a duration >= 0, got -1s"},
+		{append(rec, "--knee-factor", "0"), "--knee-factor: want a number > 0, got 0"},
 		// Issue 25: 2500000h ran, and timed out after -2374095h on the exec runner.
 		{append(fc, "--runtime", "2500000h"), "--runtime 2500000h0m0s: want at most 24h0m0s for one phase of a trial"},
 		{append(fc, "--ramp-up", "25h"), "--ramp-up 25h0m0s: want at most 24h0m0s for one phase of a trial"},
@@ -198,7 +199,7 @@ func TestFlagNits(t *testing.T) {
 		{"nojournal duration", []string{"find-critical", "--runtime", "soon"}, `--runtime: want a duration such as 30s or 2m, got "soon"`},
 		{"nojournal fresh and no-journal", []string{"find-critical", "--topology", "1/2/1/2", "--fresh", "--no-journal"}, "--fresh and --no-journal contradict"},
 		{"nojournal pool 0", []string{"degradation", "--pool", "0"}, "--pool: want a pool size >= 1 (leave --pool out for the workload's), got 0"},
-		{"nojournal duration 0", []string{"degradation", "--duration", "0s"}, "--duration: want a time > 0 (leave --duration out for the workload's), got 0s"},
+		{"nojournal duration 0", []string{"degradation", "--runtime", "0s"}, "--runtime: want a time > 0 (leave --runtime out for the workload's), got 0s"},
 		{"runtime too short", []string{"simulate", "--topology", "1/2/1/2", "--users", "100", "--runtime", "1ns"}, "--runtime: want at least 1s on the simulator"},
 		{"runtime just short", []string{"recommend", "--topology", "1/2/1/2", "--runtime", "999ms"}, "got 999ms"},
 		{"topology as an argument", []string{"find-critical", "1/2/1/2"}, `softalloc: unexpected argument "1/2/1/2"; did you mean --topology 1/2/1/2?`},
@@ -223,21 +224,77 @@ func TestFlagNits(t *testing.T) {
 func TestUnboundedInputsAreRefused(t *testing.T) {
 	sim := []string{"simulate", "--topology", "1/2/1/2", "--users", "100", "--runtime", "2s"}
 	runUsageCases(t, []usageCase{
-		{"nojournal size", []string{"size", "-f", "/dev/zero"}, `size: not a regular file (a device)`},
+		{"nojournal size", []string{"size", "-m", "/dev/zero"}, `size: not a regular file (a device)`},
 		{"model", append(sim, "--model", "/dev/zero"), `load model "/dev/zero": not a regular file (a device)`},
 		{"campaign", append(sim, "--runner", "replay", "--campaign", "/dev/zero"), `replay campaign "/dev/zero": not a regular file`},
 		{"nojournal journal", append(sim, "--journal", "/dev/zero"), `journal "/dev/zero": not a regular file (a device)`},
-		{"nojournal classes", []string{"recommend", "--classes", "/dev/zero"}, `load workload "/dev/zero": not a regular file (a device)`},
+		{"nojournal classes", []string{"recommend", "--workload", "/dev/zero"}, `load workload "/dev/zero": not a regular file (a device)`},
 		{"nojournal degradation workload", []string{"degradation", "--workload", "/dev/zero"}, `load workload "/dev/zero": not a regular file (a device)`},
 		{"baseline", []string{"check", "--topology", "1/2/1/2", "--baseline", "/dev/zero", "--max-regression", "5%"}, `--baseline: not a regular file (a device)`},
 		{"nojournal from-journal", []string{"check", "--from-journal", "/dev/zero", "--min-goodput", "1"}, `journal "/dev/zero": not a regular file (a device)`},
 		{"deployment", append([]string{"simulate", "--users", "100"}, "-f", "/dev/zero"), `/dev/zero`},
 	})
 	// Standard input is a pipe: bounded, not refused.
-	stdout, stderr, code := run(t, strings.Repeat("y\n", 1<<20), "size", "-f", "-")
+	stdout, stderr, code := run(t, strings.Repeat("y\n", 1<<20), "size", "-m", "-")
 	assert.Equal(t, 2, code)
 	assert.Empty(t, stdout)
 	assert.Contains(t, stderr, "larger than the 1024 KiB limit")
 	_, err := os.Stat("/dev/zero.lock")
 	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// Issue 24: one name, one meaning; a flag a command ignores is not offered.
+func TestOneCommandLine(t *testing.T) {
+	for _, f := range []string{"--small-step", "--minjobs-at", "--scan-span", "--knee-factor", "--demand-drift"} {
+		_, stderr, code := run(t, "", "find-critical", "--topology", "1/2/1/2", "--no-journal", f, "1")
+		assert.Equal(t, 2, code, f)
+		assert.Contains(t, stderr, "unknown flag: "+f, "find-critical does not read %s", f)
+	}
+	_, stderr, code := run(t, "", "check", "--topology", "1/2/1/2", "--no-journal", "--min-goodput", "1", "--mode", "paper")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "unknown flag: --mode", "check never doubles a pool")
+
+	// --sla takes 2 and 2s alike, everywhere.
+	for _, args := range [][]string{
+		{"simulate", "--topology", "1/2/1/2", "--users", "100", "--runtime", "2s", "--no-journal", "-q", "-o", "json"},
+		{"check", "--topology", "1/2/1/2", "--runtime", "2s", "--step", "2000", "--no-journal", "-q", "-o", "json"},
+	} {
+		var outs []string
+		for _, sla := range []string{"2", "2s", "2000ms"} {
+			stdout, stderr, code := run(t, "", append(append([]string(nil), args...), "--sla", sla)...)
+			require.Equal(t, 0, code, "%s --sla %s: %s", args[0], sla, stderr)
+			outs = append(outs, stdout)
+		}
+		assert.Equal(t, outs[0], outs[1], args[0])
+		assert.Equal(t, outs[0], outs[2], args[0])
+	}
+	_, stderr, code = run(t, "", "find-critical", "--topology", "1/2/1/2", "--no-journal", "--sla", "soon")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, `--sla: want seconds such as 2, 0.5 or 500ms, got "soon"`)
+}
+
+// Issue 24: -f was --file in size and --deployment elsewhere; --runtime was
+// --duration in degradation; --users and --classes meant other things there.
+func TestRenamedFlags(t *testing.T) {
+	table := "../../testdata/table1/1212.yaml"
+	_, stderr, code := run(t, "", "size", "-f", table)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "size: -f is --deployment now, as in every command; give the measurements with --measurements "+table+" (-m)")
+
+	want, _, code := run(t, "", "size", "-m", table, "-o", "json")
+	require.Equal(t, 0, code)
+	got, stderr, code := run(t, "", "size", "--file", table, "-o", "json")
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, want, got, "the old name still works")
+	assert.Contains(t, stderr, "softalloc: warning: --file is now --measurements")
+
+	// The hardware from the command line instead of the file.
+	got, stderr, code = run(t, "", "size", "-m", table, "--topology", "1/4/1/4")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, got, "topology 1/4/1/4")
+	assert.Regexp(t, `app +critical +26\.0 .* 26 +7 +7\n`, got, "26 jobs over 1/4/1/4's four app servers, not the file's two")
+
+	_, stderr, code = run(t, "", "degradation", "--classes", "light,heavy", "--heavy", "0", "--duration", "1s")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "softalloc: warning: --duration is now --runtime")
 }

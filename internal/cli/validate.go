@@ -58,7 +58,7 @@ one real deployment and run their trials one at a time.`,
 			return runValidate(o)
 		},
 	}
-	o.campaign.register(f, cmd)
+	o.campaign.register(f, cmd, scopeRecommend)
 	fs := cmd.Flags()
 	fs.StringVar(&o.recommended, "recommended", "", "the allocation to validate (default: run recommend first)")
 	fs.StringVar(&o.users, "users", "", "workloads: N1,N2,... or START:END:STEP (default: around the saturation workload)")

@@ -13,7 +13,7 @@ import (
 
 // This file holds the outputs of the service-class commands: `softalloc
 // degradation` (schemes, or one trial's report with --trial) and `softalloc
-// recommend --classes`. The JSON documents are their own types, converted
+// recommend --workload`. The JSON documents are their own types, converted
 // from the algorithms' results, so the algorithms can change without
 // changing what scripts read.
 
@@ -163,7 +163,7 @@ func PlotDegradation(path string, d DegradationJSON) error {
 	return SavePlot(path, "Degradation scheme", d.Swept+" users", "throughput, % of solo", curves)
 }
 
-// ClassRecommendJSON is `softalloc recommend --classes FILE --output json`.
+// ClassRecommendJSON is `softalloc recommend --workload FILE --output json`.
 type ClassRecommendJSON struct {
 	Workload   string            `json:"workload"`
 	Critical   ClassCriticalJSON `json:"critical"`
@@ -204,7 +204,7 @@ type ClassOutcomeJSON struct {
 	Met          bool    `json:"met"`
 }
 
-// NewClassRecommendJSON assembles recommend --classes' document.
+// NewClassRecommendJSON assembles recommend --workload' document.
 func NewClassRecommendJSON(r algorithms.ClassPoolRecommendation) ClassRecommendJSON {
 	return ClassRecommendJSON{
 		Workload: r.Workload,
@@ -221,7 +221,7 @@ func NewClassRecommendJSON(r algorithms.ClassPoolRecommendation) ClassRecommendJ
 	}
 }
 
-// WriteClassRecommendTable is recommend --classes' readable output.
+// WriteClassRecommendTable is recommend --workload' readable output.
 func WriteClassRecommendTable(w io.Writer, rec ClassRecommendJSON) error {
 	fmt.Fprintf(w, "workload %s: critical resource %s (%d cores, %.0f%% busy at the load)\n\n",
 		rec.Workload, rec.Critical.Resource, rec.Critical.Cores, 100*rec.Critical.Utilization)

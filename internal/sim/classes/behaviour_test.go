@@ -211,7 +211,7 @@ func TestBehaviourSeed001GoldSilver(t *testing.T) {
 	assert.Less(t, s.Throughput, 110.0, "QoS: Silver gets the rest")
 }
 
-// recommend --classes on seed 000 under Linux's 100 ms slice: per-class pools
+// recommend --workload on seed 000 under Linux's 100 ms slice: per-class pools
 // keep light at its objective with 40 heavy, where the shared pool of 150
 // misses it; heavy, best effort, loses little.
 func TestBehaviourRecommendSeed000(t *testing.T) {
