@@ -45,8 +45,8 @@ A fresh check raises the workload in --step steps on the allocation as given
 (no pool is doubled) until throughput stops growing. Capacity is the highest
 goodput at the SLA and the highest throughput over those trials, and the first
 resource to saturate with the workload where it did: a hardware resource
-("app/cpu"), or a pool ("app/threads") when the allocation limits capacity. --output json prints it; saved to a file, that is a
---baseline for later runs.
+("app/cpu"), or a pool ("app/threads") when the allocation limits capacity.
+--output json prints it; saved to a file, that is a --baseline for later runs.
 
 Exit codes: 0 when capacity holds, 1 with one line per violated check on
 stderr, 2 on usage and configuration errors (found before any experiment),
@@ -56,7 +56,8 @@ job can push them whatever the verdict.`,
 		Example: `  softalloc check --topology 1/2/1/2 --min-goodput 700 --sla 2s
   softalloc check --topology 1/2/1/2 --output json > capacity.json
   softalloc check --topology 1/2/1/2 --baseline capacity.json --max-regression 5% --critical app/cpu
-  softalloc check --from-journal .softalloc/journal.jsonl --topology 1/4/1/4 --min-goodput 800 --metrics-file capacity.prom`,
+  softalloc check --from-journal .softalloc/journal.jsonl -t 1/4/1/4 --min-goodput 800 \
+    --metrics-file capacity.prom`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -204,9 +205,12 @@ func runCheck(o *checkOptions) error {
 	for _, c := range doc.Checks {
 		set.CheckPassed(c.Name, c.OK)
 	}
-	if o.campaign.output == "json" {
+	switch o.campaign.output {
+	case "json":
 		err = report.WriteJSON(s.Out, doc)
-	} else {
+	case "csv":
+		err = report.WriteCheckCSV(s.Out, doc)
+	default:
 		err = report.WriteCheckTable(s.Out, doc)
 	}
 	if err != nil {

@@ -49,7 +49,7 @@ func newCmdDegradation(f *factory, runF func(*degradationOptions) error) *cobra.
 	o := &degradationOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "degradation",
-		Short: "Per-class throughput as one class's load grows: the degradation scheme of each CPU policy",
+		Short: "Per-class throughput as one class's load grows: each CPU policy's degradation scheme",
 		Long: `degradation runs seed 000's experiment on the multi-class server model: it holds
 the concurrency of some classes (closed users, no think time in the default
 workload), raises one class's users through --heavy, and prints each class's
@@ -69,12 +69,15 @@ errors/s, service adequacy, response-time percentiles and approach shares,
 and the time series when the workload bins one. --no-selector turns the
 approach selectors off (the baseline of seed 002).`,
 		Example: `  softalloc degradation --classes light,heavy --heavy 0:40:5
-  softalloc degradation --classes light,heavy --heavy 0:40:5 --policy ps,rr --quantum 10ms,100ms --plot scheme.svg
+  softalloc degradation --classes light,heavy --heavy 0:40:5 --policy ps,rr --quantum 10ms,100ms \
+    --plot scheme.svg
   softalloc degradation --classes light,heavy --heavy 0:40:5 --policy priority --pools per-class
-  softalloc degradation --classes light,heavy --heavy 0:40:5 --policy weighted --weight light=0.8,heavy=0.2
-  softalloc degradation --classes light,middle,heavy --hold light=20,middle=20 --heavy 0:40:10 --output json
+  softalloc degradation --classes light,heavy --heavy 0:40:5 --policy weighted \
+    --weight light=0.8,heavy=0.2
+  softalloc degradation --classes light,middle,heavy --hold light=20,middle=20 --heavy 0:40:10
   softalloc degradation --trial --workload internal/sim/classes/testdata/seed002-bursty.yaml
-  softalloc degradation --trial --no-selector --workload internal/sim/classes/testdata/seed002-bursty.yaml`,
+  softalloc degradation --trial --no-selector \
+    --workload internal/sim/classes/testdata/seed002-bursty.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -102,7 +105,7 @@ approach selectors off (the baseline of seed 002).`,
 	fs.Uint64Var(&o.seed, "seed", 1, "simulator seed: the same seed gives the same numbers")
 	registerParallel(fs, &o.parallel, "trials run at once")
 	fs.StringVar(&o.plot, "plot", "", "also draw each held class's throughput as a share of its solo value, a curve per policy (.svg, .png or .pdf)")
-	fs.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	fs.StringVarP(&o.output, "output", "o", "table", "output format: table, json or csv")
 	fs.BoolVar(&o.trial, "trial", false, "run the workload once as it is and print the per-class report")
 	fs.BoolVar(&o.noSelect, "no-selector", false, "with --trial: serve every request with the full approach")
 	return cmd
@@ -170,8 +173,11 @@ func runDegradation(o *degradationOptions) error {
 			return err
 		}
 	}
-	if o.output == "json" {
+	switch o.output {
+	case "json":
 		return report.WriteJSON(s.Out, doc)
+	case "csv":
+		return report.WriteDegradationCSV(s.Out, doc)
 	}
 	return report.WriteDegradationTable(s.Out, doc)
 }
@@ -260,8 +266,11 @@ func runTrial(cmd *cobra.Command, s Streams, o *degradationOptions, cls runner.C
 		return err
 	}
 	r.Version = version.String()
-	if o.output == "json" {
+	switch o.output {
+	case "json":
 		return report.WriteJSON(s.Out, r)
+	case "csv":
+		return report.WriteClassTrialCSV(s.Out, r)
 	}
 	return report.WriteClassTrialTable(s.Out, r)
 }
@@ -365,8 +374,11 @@ func runRecommendClasses(o *recommendOptions) error {
 	}
 	doc := report.NewClassRecommendJSON(rec)
 	doc.Version = version.String()
-	if o.output == "json" {
+	switch o.output {
+	case "json":
 		return report.WriteJSON(s.Out, doc)
+	case "csv":
+		return report.WriteClassRecommendCSV(s.Out, doc)
 	}
 	return report.WriteClassRecommendTable(s.Out, doc)
 }

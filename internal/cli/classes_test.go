@@ -112,7 +112,7 @@ func TestRecommendClassesUsageErrors(t *testing.T) {
 		"topology":     {"--workload", classesFile("seed000-linux.yaml"), "--topology", "1/2/1/2"},
 		"missing file": {"--workload", filepath.Join(t.TempDir(), "none.yaml")},
 		"no objective": {"--workload", classesFile("seed002-steady.yaml")},
-		"output":       {"--workload", classesFile("seed000-linux.yaml"), "--output", "csv"},
+		"output":       {"--workload", classesFile("seed000-linux.yaml"), "--output", "xml"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, stderr, code := run(t, "", append([]string{"recommend"}, args...)...)

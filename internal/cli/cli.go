@@ -205,8 +205,17 @@ RUBBoS testbed, so every command gives real answers in seconds.`,
 		c.Args = noArgs
 	}
 	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { noteDeprecated(cmd.Flags(), s.Err) }
+	// Help fits 100 columns: flag descriptions wrap under themselves.
+	cobra.AddTemplateFunc("flagsIn100", func(fs *pflag.FlagSet) string { return fs.FlagUsagesWrapped(helpWidth) })
+	t := root.UsageTemplate()
+	t = strings.ReplaceAll(t, ".LocalFlags.FlagUsages", "flagsIn100 .LocalFlags")
+	t = strings.ReplaceAll(t, ".InheritedFlags.FlagUsages", "flagsIn100 .InheritedFlags")
+	root.SetUsageTemplate(t)
 	return root
 }
+
+// helpWidth is the widest line help prints.
+const helpWidth = 100
 
 // flagError rewrites pflag's complaint about a flag's value, which quotes Go
 // ("strconv.ParseUint: parsing \"abc\": invalid syntax"), as what was expected.

@@ -108,7 +108,7 @@ func TestSizeErrors(t *testing.T) {
 		{"no critical", []string{"size", "-m", write("c.yaml", "topology: 1/2/1/2\n")}, 2, "critical: want the critical tier's name"},
 		{"unknown tier", []string{"size", "-m", write("d.yaml", "topology: 1/2/1/2\ncritical: app\ntiers: [{name: cache, throughput: 1, responseTime: 1}]\n")}, 2, `measured tier "cache" is not in the deployment`},
 		{"empty", []string{"size", "-m", write("e.yaml", "")}, 2, "the file is empty"},
-		{"bad output", []string{"size", "-m", table1("1212.yaml"), "-o", "xml"}, 2, `--output "xml": want table or json`},
+		{"bad output", []string{"size", "-m", table1("1212.yaml"), "-o", "xml"}, 2, `--output "xml": want table, json or csv`},
 		{"unknown flag", []string{"size", "--frobnicate"}, 2, "unknown flag"},
 		{"unknown command", []string{"sizes"}, 2, "unknown command"},
 	}

@@ -31,7 +31,7 @@ func newCmdEvaluate(f *factory, runF func(*evaluateOptions) error) *cobra.Comman
 	def := evaluate.DefaultConfig()
 	cmd := &cobra.Command{
 		Use:   "evaluate",
-		Short: "Measure simulator speed, experiments needed and recommendation quality; write docs/evaluation.md",
+		Short: "Measure simulator speed, experiments and recommendation quality (docs/evaluation.md)",
 		Long: `evaluate measures, in one run on this machine:
   1. simulator speed: events/s, events/page and wall time of default trials,
      growth with users and replicas, and whether it is linear in events;

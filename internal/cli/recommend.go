@@ -40,7 +40,7 @@ func (o *campaignOptions) register(f *factory, cmd *cobra.Command, scope algorit
 	o.journal.register(fs)
 	o.algorithm.register(fs, scope)
 	o.metrics.register(fs)
-	fs.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	fs.StringVarP(&o.output, "output", "o", "table", "output format: table, json or csv")
 	o.progress.register(fs)
 }
 
@@ -169,10 +169,13 @@ func runFindCritical(o *findCriticalOptions) error {
 	set.Experiments(c.Experiments)
 	set.TrialsGoodput(c.Trials, cp.opts.SLA, formatAllocation)
 	// The answer is printed first, so a failed push never hides it.
-	if o.output == "json" {
+	switch o.output {
+	case "json":
 		err = report.WriteJSON(s.Out, report.FindCriticalJSON{Topology: d.Topology, Critical: report.NewCriticalJSON(c),
 			Reserve: formatAllocation(c.Reserve), Experiments: c.Experiments, Warnings: nonNilStrings(c.Warnings), Version: version.String()})
-	} else {
+	case "csv":
+		err = report.WriteCriticalCSV(s.Out, d.Topology, c, formatAllocation(c.Reserve))
+	default:
 		err = report.WriteCriticalTable(s.Out, d.Topology, c, formatAllocation(c.Reserve))
 	}
 	if err != nil {
@@ -250,9 +253,12 @@ func runRecommend(o *recommendOptions) error {
 	set.Recommendation(rec)
 	set.Experiments(rec.Experiments)
 	set.TrialsGoodput(append(rec.Critical.Trials, rec.MinJobs.Trials...), cp.opts.SLA, formatAllocation)
-	if o.output == "json" {
+	switch o.output {
+	case "json":
 		err = report.WriteJSON(s.Out, doc)
-	} else {
+	case "csv":
+		err = report.WriteRecommendCSV(s.Out, doc)
+	default:
 		err = report.WriteRecommendTable(s.Out, doc)
 	}
 	if err != nil {

@@ -47,8 +47,8 @@ give the same numbers as a serial run.
 START:END:STEP (5000:8000:200). --sla takes thresholds in seconds (0.5,1,2 or
 500ms,1s,2s); JSON keys goodput and badput by the threshold in seconds ("0.5").`,
 		Example: `  softalloc simulate --topology 1/4/1/4 --alloc 400-6-6 --users 5000:8000:200
-  softalloc simulate --topology 1/2/1/2 --alloc 400-150-60 --alloc 400-6-6 --users 6000 --sla 0.5,1,2
-  softalloc simulate --topology 1/4/1/4 --alloc 400-6-6 --users 7000 --output json --seed 7 --journal .softalloc/seed7.jsonl`,
+  softalloc simulate -t 1/2/1/2 --alloc 400-150-60 --alloc 400-6-6 --users 6000 --sla 0.5,1,2
+  softalloc simulate -t 1/4/1/4 --alloc 400-6-6 --users 7000 -o json --seed 7`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -67,7 +67,7 @@ START:END:STEP (5000:8000:200). --sla takes thresholds in seconds (0.5,1,2 or
 	fs.Lookup("alloc").Usage = "allocation #W_T-#A_T-#A_C; repeat to compare (default 400-150-60)"
 	fs.StringVar(&o.users, "users", "", "workloads: N, N1,N2,... or START:END:STEP (required)")
 	fs.StringVar(&o.slas, "sla", "0.5,1,2", "SLA thresholds in seconds, comma-separated")
-	fs.StringVarP(&o.output, "output", "o", "table", "output format: table, json, csv, or observation (the runner's raw observations, one JSON object a line)")
+	fs.StringVarP(&o.output, "output", "o", "table", "output format: table, json, csv or observation (the runner's observations, JSON lines)")
 	registerParallel(fs, &o.parallel, "trials run at once")
 	o.progress.register(fs)
 	return cmd

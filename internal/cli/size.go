@@ -74,7 +74,7 @@ name the hardware instead of the file's topology or deployment key.`,
 	deprecatedAlias(fs, "file", "measurements", &o.file)
 	fs.StringVarP(&o.deployment.topology, "topology", "t", "", "topology #W/#A/#C/#D or #W/#A/#D (instead of the file's topology)")
 	fs.StringVarP(&o.deployment.file, "deployment", "f", "", "deployment file (YAML) naming the chain (instead of the file's deployment)")
-	fs.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	fs.StringVarP(&o.output, "output", "o", "table", "output format: table, json or csv")
 	return cmd
 }
 
@@ -120,8 +120,11 @@ func runSize(o *sizeOptions) error {
 		return configError(fmt.Errorf("size %q: %w", o.file, err))
 	}
 	_, tiers := algorithms.RecommendAllocation(d, sz, nil)
-	if o.output == "json" {
+	switch o.output {
+	case "json":
 		return report.WriteJSON(s.Out, report.SizeJSON{Topology: d.Topology, Critical: sz.Critical, MinJobs: sz.MinJobs, Tiers: tiers, Version: version.String()})
+	case "csv":
+		return report.WriteSizeCSV(s.Out, d, sz, tiers)
 	}
 	return report.WriteSizeTable(s.Out, d, sz, tiers)
 }
@@ -178,8 +181,8 @@ func parseMeasured(data []byte, name string, hardware bool) (algorithms.Deployme
 }
 
 func checkOutput(format string) error {
-	if format != "table" && format != "json" {
-		return usagef("--output %q: want table or json", format)
+	if format != "table" && format != "json" && format != "csv" {
+		return usagef("--output %q: want table, json or csv", format)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -297,4 +298,42 @@ func TestRenamedFlags(t *testing.T) {
 	_, stderr, code = run(t, "", "degradation", "--classes", "light,heavy", "--heavy", "0", "--duration", "1s")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stderr, "softalloc: warning: --duration is now --runtime")
+}
+
+// Issue 24: CSV wherever there is a table.
+func TestCSVWhereverThereIsATable(t *testing.T) {
+	short := []string{"--runtime", "10s", "--ramp-up", "5s", "--no-journal", "-q", "-o", "csv"}
+	for name, args := range map[string][]string{
+		"find-critical": append([]string{"find-critical", "-t", "1/2/1/2"}, short...),
+		"recommend":     append([]string{"recommend", "-t", "1/2/1/2"}, short...),
+		"validate":      append([]string{"validate", "-t", "1/2/1/2", "--recommended", "400-13-13", "--users", "5000,6000", "--grid-threads", "13", "--grid-connections", "13"}, short...),
+		"check":         append([]string{"check", "-t", "1/2/1/2", "--min-goodput", "1", "--step", "2500"}, short...),
+		"simulate":      append([]string{"simulate", "-t", "1/2/1/2", "--users", "100"}, short...),
+		"size":          {"size", "-m", "../../testdata/table1/1414.yaml", "-o", "csv"},
+		"degradation":   {"degradation", "--classes", "light,heavy", "--heavy", "0,10", "--runtime", "5s", "-o", "csv"},
+		"trial":         {"degradation", "--trial", "--workload", "../../internal/sim/classes/testdata/seed002-steady.yaml", "--runtime", "5s", "-o", "csv"},
+		"classes":       {"recommend", "--workload", "../../internal/sim/classes/testdata/seed000-linux.yaml", "-o", "csv"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			stdout, stderr, code := run(t, "", args...)
+			require.Equal(t, 0, code, stderr)
+			recs, err := csv.NewReader(strings.NewReader(stdout)).ReadAll()
+			require.NoError(t, err, stdout)
+			require.GreaterOrEqual(t, len(recs), 2, "a header and rows")
+			for _, h := range recs[0] {
+				assert.Regexp(t, `^[a-z][a-z0-9_.@]*$`, h, "a header a script can name")
+			}
+		})
+	}
+}
+
+// Issue 24: help lines within 100 columns.
+func TestHelpFits100Columns(t *testing.T) {
+	for _, c := range []string{"", "find-critical", "recommend", "simulate", "validate", "check", "size", "evaluate", "degradation"} {
+		stdout, _, code := run(t, "", strings.Fields(c+" --help")...)
+		require.Equal(t, 0, code)
+		for i, line := range strings.Split(stdout, "\n") {
+			assert.LessOrEqual(t, len([]rune(line)), 100, "softalloc %s --help, line %d: %q", c, i+1, line)
+		}
+	}
 }

@@ -31,7 +31,7 @@ func newCmdValidate(f *factory, runF func(*validateOptions) error) *cobra.Comman
 	o := &validateOptions{}
 	cmd := &cobra.Command{
 		Use:   "validate",
-		Short: "Compare the recommendation with a grid of allocations, the practitioners' and rules of thumb",
+		Short: "Compare the recommendation with a grid, the practitioners' pools and rules of thumb",
 		Long: `validate runs recommend (or takes --recommended), then a grid of allocations
 around it at a range of workloads on the same runner, and prints the best
 allocation of the grid, its maximum goodput at the SLA, the recommendation's,
@@ -195,9 +195,12 @@ func runValidate(o *validateOptions) error {
 			set.GoodputRatio(v.Allocation, role, v.Ratio)
 		}
 	}
-	if o.campaign.output == "json" {
+	switch o.campaign.output {
+	case "json":
 		err = report.WriteJSON(s.Out, doc)
-	} else {
+	case "csv":
+		err = report.WriteValidateCSV(s.Out, doc)
+	default:
 		err = report.WriteValidateTable(s.Out, doc)
 	}
 	if err != nil {
