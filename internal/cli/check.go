@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,6 +27,7 @@ type checkOptions struct {
 	maxRegression string
 	baseline      string
 	critical      string
+	junit         string
 }
 
 // newCmdCheck is `softalloc check`: a CI capacity gate.
@@ -73,6 +75,7 @@ job can push them whatever the verdict.`,
 	fs.StringVar(&o.maxRegression, "max-regression", "", "fail when goodput or throughput falls more than this (e.g. 5%) below --baseline")
 	fs.StringVar(&o.baseline, "baseline", "", "capacity JSON of an earlier run (check --output json)")
 	fs.StringVar(&o.critical, "critical", "", "fail when the critical resource is not TIER/RESOURCE (e.g. app/cpu)")
+	fs.StringVar(&o.junit, "junit", "", "also write the checks as a JUnit XML report to FILE (one test case per check)")
 	return cmd
 }
 
@@ -140,6 +143,9 @@ func runCheck(o *checkOptions) error {
 		if _, _, err := parseCritical(o.critical); err != nil {
 			return err
 		}
+	}
+	if err := checkOutputFile("--junit", o.junit, ".xml"); err != nil {
+		return err
 	}
 	if o.maxRegression != "" {
 		if regression, err = parsePercent(o.maxRegression); err != nil {
@@ -215,6 +221,14 @@ func runCheck(o *checkOptions) error {
 	}
 	if err != nil {
 		return err
+	}
+	if o.junit != "" {
+		err := safefile.Write(o.junit, 0o644, func(w io.Writer) error {
+			return report.WriteCheckJUnit(w, doc, time.Since(o.campaign.started).Seconds())
+		})
+		if err != nil {
+			return fmt.Errorf("--junit %q: %w", o.junit, err)
+		}
 	}
 	if err := o.campaign.metrics.emit(ctx, set); err != nil {
 		return err

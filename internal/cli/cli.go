@@ -54,11 +54,13 @@ type factory struct {
 	NewRunner func(runner.Config) (runner.Runner, error)
 	// NewClasses builds the runner of service-class trials.
 	NewClasses func(runner.ClassesConfig) (runner.Classes, error)
+	// Getenv reads the environment (settings kept out of command lines).
+	Getenv func(string) string
 }
 
 // newFactory is the factory of a real process.
 func newFactory(s Streams) *factory {
-	return &factory{Streams: s, NewRunner: runner.New, NewClasses: runner.NewClasses}
+	return &factory{Streams: s, NewRunner: runner.New, NewClasses: runner.NewClasses, Getenv: os.Getenv}
 }
 
 // Exit codes.
@@ -174,7 +176,15 @@ application and sizes every thread pool and DB connection pool, tier by tier,
 with the soft-resource allocation algorithm of Wang et al. (IPDPS 2011).
 
 With no runner named, experiments run on the embedded simulator of the paper's
-RUBBoS testbed, so every command gives real answers in seconds.`,
+RUBBoS testbed, so every command gives real answers in seconds.
+
+Environment (a flag on the command line wins):
+  SOFTALLOC_PUSHGATEWAY            --pushgateway: where to push the metrics
+  SOFTALLOC_JOB                    --job: the Pushgateway job
+  SOFTALLOC_PUSHGATEWAY_USER       --pushgateway-user: basic-auth user
+  SOFTALLOC_PUSHGATEWAY_PASSWORD   its password (no flag: a secret on a command line shows in ps)
+  SOFTALLOC_PUSHGATEWAY_CA_FILE    --pushgateway-ca-file: CA to verify an https Pushgateway
+  SOFTALLOC_PUSHGATEWAY_CERT_FILE  --pushgateway-cert-file, with _KEY_FILE: a client certificate`,
 		Example: `  softalloc find-critical --topology 1/2/1/2
   softalloc recommend --topology 1/4/1/4
   softalloc recommend --topology 1/4/1/4 --output json

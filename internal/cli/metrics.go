@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -14,17 +15,49 @@ import (
 
 // metricsFlags export a command's results as Prometheus metrics.
 type metricsFlags struct {
-	file     string
-	gateway  string
-	job      string
-	grouping []string
+	file         string
+	gateway      string
+	job          string
+	grouping     []string
+	user         string
+	passwordFile string
+	caFile       string
+	certFile     string
+	keyFile      string
+	// password comes from SOFTALLOC_PUSHGATEWAY_PASSWORD: a secret on a
+	// command line shows in ps and in CI logs.
+	password string
 }
 
-func (f *metricsFlags) register(fs *pflag.FlagSet) {
+// Environment variables of the settings people keep out of command lines
+// (a CI secret, a shared gateway); a flag on the command line wins.
+const (
+	envPushgateway = "SOFTALLOC_PUSHGATEWAY"
+	envJob         = "SOFTALLOC_JOB"
+	envUser        = "SOFTALLOC_PUSHGATEWAY_USER"
+	envPassword    = "SOFTALLOC_PUSHGATEWAY_PASSWORD"
+	envCAFile      = "SOFTALLOC_PUSHGATEWAY_CA_FILE"
+	envCertFile    = "SOFTALLOC_PUSHGATEWAY_CERT_FILE"
+	envKeyFile     = "SOFTALLOC_PUSHGATEWAY_KEY_FILE"
+)
+
+func (f *metricsFlags) register(fs *pflag.FlagSet, getenv func(string) string) {
+	or := func(env, def string) string {
+		if v := getenv(env); v != "" {
+			return v
+		}
+		return def
+	}
 	fs.StringVar(&f.file, "metrics-file", "", "write the results as Prometheus text format to FILE (atomically; for node_exporter's textfile collector)")
-	fs.StringVar(&f.gateway, "pushgateway", "", "push the results to this Prometheus Pushgateway URL")
-	fs.StringVar(&f.job, "job", "softalloc", "Pushgateway job name")
-	fs.StringArrayVar(&f.grouping, "grouping", nil, "Pushgateway grouping label LABEL=VALUE (repeatable)")
+	fs.StringVar(&f.gateway, "pushgateway", or(envPushgateway, ""), "push the results to this Pushgateway URL; empty: no push (env "+envPushgateway+")")
+	fs.StringVar(&f.job, "job", or(envJob, "softalloc"), "Pushgateway job name (env "+envJob+")")
+	fs.StringArrayVar(&f.grouping, "grouping", nil, "extra Pushgateway grouping label LABEL=VALUE, repeatable; pushes are grouped by topology and runner")
+	fs.StringVar(&f.user, "pushgateway-user", or(envUser, ""), "Pushgateway basic-auth user; the password from "+envPassword+" or --pushgateway-password-file (env "+envUser+")")
+	fs.StringVar(&f.passwordFile, "pushgateway-password-file", "", "file holding the Pushgateway basic-auth password")
+	fs.StringVar(&f.caFile, "pushgateway-ca-file", or(envCAFile, ""), "CA certificate(s) (PEM) to verify an https Pushgateway (env "+envCAFile+")")
+	fs.StringVar(&f.certFile, "pushgateway-cert-file", or(envCertFile, ""), "client certificate (PEM) for mutual TLS (env "+envCertFile+")")
+	fs.StringVar(&f.keyFile, "pushgateway-key-file", or(envKeyFile, ""), "client key (PEM) for mutual TLS (env "+envKeyFile+")")
+	f.password = getenv(envPassword)
 }
 
 // check refuses, before the first experiment, what would fail only at the
@@ -32,9 +65,6 @@ func (f *metricsFlags) register(fs *pflag.FlagSet) {
 func (f *metricsFlags) check() error {
 	if _, err := metrics.ParseGrouping(f.grouping); err != nil {
 		return usageError{err}
-	}
-	if f.gateway == "" && len(f.grouping) > 0 {
-		return usagef("--grouping needs --pushgateway")
 	}
 	if f.gateway != "" {
 		u, err := url.Parse(f.gateway)
@@ -44,13 +74,33 @@ func (f *metricsFlags) check() error {
 		if strings.TrimSpace(f.job) == "" {
 			return usagef("--job: want a job name for the Pushgateway to group the metrics by, got an empty one")
 		}
+		if f.passwordFile != "" {
+			b, err := os.ReadFile(f.passwordFile)
+			if err != nil {
+				return usagef("--pushgateway-password-file: %w", err)
+			}
+			f.password = strings.TrimRight(string(b), "\r\n")
+		}
+		if f.password != "" && f.user == "" {
+			return usagef("a Pushgateway password was given without --pushgateway-user (or %s)", envUser)
+		}
+		if err := f.pushgateway(nil).CheckTLS(); err != nil {
+			return usagef("--pushgateway %s: %w", f.gateway, err)
+		}
 	}
 	return checkOutputFile("--metrics-file", f.file)
 }
 
+func (f *metricsFlags) pushgateway(grouping map[string]string) metrics.Pushgateway {
+	return metrics.Pushgateway{URL: f.gateway, Job: f.job, Grouping: grouping, User: f.user, Password: f.password,
+		CAFile: f.caFile, CertFile: f.certFile, KeyFile: f.keyFile}
+}
+
 func (f *metricsFlags) wanted() bool { return f.file != "" || f.gateway != "" }
 
-// emit writes the file first, so a failed push still leaves it.
+// emit writes the file first, so a failed push still leaves it. Without a
+// Pushgateway (an empty secret in a fork's CI) nothing is pushed and the
+// grouping labels are not needed.
 func (f *metricsFlags) emit(ctx context.Context, set *metrics.Set) error {
 	if !f.wanted() {
 		return nil
@@ -63,7 +113,7 @@ func (f *metricsFlags) emit(ctx context.Context, set *metrics.Set) error {
 	}
 	if f.gateway != "" {
 		grouping, _ := metrics.ParseGrouping(f.grouping)
-		errs = append(errs, set.Push(ctx, f.gateway, f.job, grouping))
+		errs = append(errs, set.Push(ctx, f.pushgateway(grouping)))
 	}
 	return errors.Join(errs...)
 }

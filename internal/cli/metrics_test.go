@@ -2,8 +2,17 @@ package cli_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
+	"encoding/xml"
 	"fmt"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -28,7 +37,11 @@ func freePort(t *testing.T) int {
 }
 
 // startPushgateway runs Debian's prometheus-pushgateway on loopback.
-func startPushgateway(t *testing.T) string {
+func startPushgateway(t *testing.T) string { return startPushgatewayWith(t, "http") }
+
+// startPushgatewayWith runs it with extra flags (a web config for TLS and
+// basic auth), answering on scheme.
+func startPushgatewayWith(t *testing.T, scheme string, args ...string) string {
 	t.Helper()
 	bin, err := exec.LookPath("prometheus-pushgateway")
 	if err != nil {
@@ -41,23 +54,44 @@ func startPushgateway(t *testing.T) string {
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--web.listen-address="+addr)
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--web.listen-address=" + addr}, args...)...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
-	url := "http://" + addr
+	url := scheme + "://" + addr
+	// Readiness only: the test's own client, which checks nothing of TLS.
+	probe := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get(url + "/-/ready")
+		resp, err := probe.Get(url + "/-/ready")
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {
 				return url
 			}
 		}
 		require.True(t, time.Now().Before(deadline), "the Pushgateway did not become ready: %v", err)
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// selfSignedCert writes a certificate for 127.0.0.1 that is its own CA.
+func selfSignedCert(t *testing.T, dir string) (caFile, certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true, IsCA: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	kder, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644))
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600))
+	return certFile, certFile, keyFile
 }
 
 // A campaign's metrics pushed to a real Pushgateway are scraped back from it.
@@ -100,7 +134,7 @@ func TestPushgatewayEndToEnd(t *testing.T) {
 	for _, tr := range doc.Tiers {
 		assert.Equal(t, float64(tr.ThreadsPerServer), got[tr.Name], tr.Name)
 	}
-	for _, name := range []string{"softalloc_critical_resource_info", "softalloc_experiments_total", "softalloc_campaign_duration_seconds", "softalloc_saturation_workload_users"} {
+	for _, name := range []string{"softalloc_critical_resource_info", "softalloc_experiments", "softalloc_campaign_duration_seconds", "softalloc_saturation_workload_users"} {
 		assert.Contains(t, families, name)
 	}
 	_, err = os.Stat(file)
@@ -196,4 +230,118 @@ func countLines(s string) int {
 		}
 	}
 	return n
+}
+
+// Issue 24: a second topology pushed under the same job replaced the first;
+// grouping by topology failed with a raw client error and exit 1.
+func TestPushesAreGroupedByTopologyAndRunner(t *testing.T) {
+	url := startPushgateway(t)
+	for _, topo := range []string{"1/2/1/2", "1/4/1/4"} {
+		_, stderr, code := run(t, "", "find-critical", "--topology", topo, "--runtime", "20s", "--ramp-up", "10s", "--no-journal",
+			"--pushgateway", url, "--job", "capacity")
+		require.Equal(t, 0, code, stderr)
+	}
+	resp, err := http.Get(url + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	require.NoError(t, err)
+	topologies := map[string]bool{}
+	for _, m := range families["softalloc_critical_resource_info"].GetMetric() {
+		for _, l := range m.Label {
+			if l.GetName() == "topology" {
+				topologies[l.GetValue()] = true
+			}
+		}
+	}
+	assert.Equal(t, map[string]bool{"1/2/1/2": true, "1/4/1/4": true}, topologies, "both groups kept")
+
+	for label, msg := range map[string]string{
+		"topology=x": "softalloc groups every push by topology and runner itself",
+		"job=x":      "job is the Pushgateway's own grouping label; set it with --job",
+		"__name__=x": "reserved by Prometheus",
+		"1abc=x":     "want a label name",
+	} {
+		_, stderr, code := run(t, "", "find-critical", "--topology", "1/2/1/2", "--no-journal", "--pushgateway", url, "--grouping", label)
+		assert.Equal(t, 2, code, label)
+		assert.Contains(t, stderr, msg, label)
+		assert.Equal(t, 1, countLines(stderr), stderr)
+	}
+}
+
+// Basic auth and TLS, against a real Pushgateway that demands both.
+func TestPushWithBasicAuthAndTLS(t *testing.T) {
+	htpasswd, err := exec.LookPath("htpasswd")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("htpasswd (apache2-utils) is not installed in CI")
+		}
+		t.Skip("SKIPPED: htpasswd is not installed (apache2-utils): the basic-auth push test did not run")
+	}
+	dir := t.TempDir()
+	caFile, certFile, keyFile := selfSignedCert(t, dir)
+	hash, err := exec.Command(htpasswd, "-nbBC", "10", "ci", "s3cret").Output()
+	require.NoError(t, err)
+	_, h, _ := strings.Cut(strings.TrimSpace(string(hash)), ":")
+	web := filepath.Join(dir, "web.yml")
+	require.NoError(t, os.WriteFile(web, []byte(fmt.Sprintf("tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  ci: %s\n",
+		certFile, keyFile, h)), 0o600))
+	url := startPushgatewayWith(t, "https", "--web.config.file="+web)
+
+	args := []string{"find-critical", "--topology", "1/2/1/2", "--runtime", "20s", "--ramp-up", "10s", "--no-journal", "--pushgateway", url}
+	_, stderr, code := run(t, "", append(args, "--pushgateway-ca-file", caFile)...)
+	assert.Equal(t, 1, code, "no credentials: refused by the gateway")
+	assert.Contains(t, stderr, "401")
+
+	t.Setenv("SOFTALLOC_PUSHGATEWAY_PASSWORD", "s3cret")
+	_, stderr, code = run(t, "", append(args, "--pushgateway-user", "ci")...)
+	assert.Equal(t, 1, code, "an unknown CA is refused")
+	assert.Contains(t, stderr, "certificate")
+
+	_, stderr, code = run(t, "", append(args, "--pushgateway-user", "ci", "--pushgateway-ca-file", caFile)...)
+	require.Equal(t, 0, code, stderr)
+
+	_, stderr, code = run(t, "", append(args, "--pushgateway-user", "ci", "--pushgateway-ca-file", filepath.Join(dir, "web.yml"))...)
+	assert.Equal(t, 2, code, "a CA file without a certificate is refused before the campaign")
+	assert.Contains(t, stderr, "no PEM certificate")
+}
+
+// Issue 24: check --junit, one test case per check, failures marked.
+func TestCheckJUnit(t *testing.T) {
+	dir := t.TempDir()
+	report := filepath.Join(dir, "capacity.xml")
+	_, stderr, code := run(t, "", "check", "--topology", "1/2/1/2", "--runtime", "20s", "--ramp-up", "10s", "--no-journal",
+		"--min-goodput", "1", "--critical", "db/cpu", "--junit", report)
+	assert.Equal(t, 1, code, stderr)
+	data, err := os.ReadFile(report)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(data), `<?xml version="1.0" encoding="UTF-8"?>`))
+	var doc struct {
+		Suites []struct {
+			Tests    int `xml:"tests,attr"`
+			Failures int `xml:"failures,attr"`
+			Cases    []struct {
+				Name    string `xml:"name,attr"`
+				Failure *struct {
+					Message string `xml:"message,attr"`
+				} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	require.NoError(t, xml.Unmarshal(data, &doc))
+	require.Len(t, doc.Suites, 1)
+	s := doc.Suites[0]
+	assert.Equal(t, 2, s.Tests)
+	assert.Equal(t, 1, s.Failures)
+	require.Len(t, s.Cases, 2)
+	assert.Equal(t, "min-goodput", s.Cases[0].Name)
+	assert.Nil(t, s.Cases[0].Failure)
+	assert.Equal(t, "critical", s.Cases[1].Name)
+	require.NotNil(t, s.Cases[1].Failure)
+	assert.Equal(t, "critical resource is app/cpu; expected db/cpu", s.Cases[1].Failure.Message)
+
+	_, stderr, code = run(t, "", "check", "--topology", "1/2/1/2", "--min-goodput", "1", "--junit", filepath.Join(dir, "x.json"))
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, `--junit "`+filepath.Join(dir, "x.json")+`": want a .xml file`)
 }

@@ -39,7 +39,7 @@ func (o *campaignOptions) register(f *factory, cmd *cobra.Command, scope algorit
 	o.runner.register(fs)
 	o.journal.register(fs)
 	o.algorithm.register(fs, scope)
-	o.metrics.register(fs)
+	o.metrics.register(fs, f.Getenv)
 	fs.StringVarP(&o.output, "output", "o", "table", "output format: table, json or csv")
 	o.progress.register(fs)
 }

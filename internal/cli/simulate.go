@@ -62,7 +62,7 @@ START:END:STEP (5000:8000:200). --sla takes thresholds in seconds (0.5,1,2 or
 	o.deployment.register(fs)
 	o.runner.register(fs)
 	o.journal.register(fs)
-	o.metrics.register(fs)
+	o.metrics.register(fs, f.Getenv)
 	// --alloc may repeat here; it replaces the single-valued flag of deploymentFlags.
 	fs.Lookup("alloc").Usage = "allocation #W_T-#A_T-#A_C; repeat to compare (default 400-150-60)"
 	fs.StringVar(&o.users, "users", "", "workloads: N, N1,N2,... or START:END:STEP (required)")

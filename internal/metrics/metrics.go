@@ -1,14 +1,19 @@
-// Package metrics turns a campaign's results into Prometheus metrics, named
-// by Prometheus conventions (base units, _total for counters, _info for
-// labels-only facts), for CI capacity checks: a text file for
-// node_exporter's textfile collector, or a push to a Pushgateway.
+// Package metrics turns a command's results into Prometheus metrics, named
+// by Prometheus conventions (base units in the name, _info for labels-only
+// facts, gauges for one campaign's figures), for CI capacity checks: a text
+// file for node_exporter's textfile collector, or a push to a Pushgateway.
+// Every name is written here, once.
 package metrics
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,83 +22,112 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/push"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/safefile"
 )
 
-// Set is a registry of one command's results; every metric carries the
-// topology and runner labels.
+// Series are the metrics softalloc writes, by name: the help text, and the
+// labels each carries besides topology and runner. The README's table is
+// this one.
+var Series = map[string]SeriesInfo{
+	"softalloc_critical_resource_info":              {"The hardware resource that saturates first (value 1).", []string{"tier", "resource"}},
+	"softalloc_critical_resource_utilization_ratio": {"Utilisation of the critical resource when it was found saturated.", []string{"tier", "resource"}},
+	"softalloc_saturation_workload_users":           {"Workload at which the critical resource first saturated.", nil},
+	"softalloc_max_throughput_pages_per_second":     {"Highest throughput seen, pages per second.", nil},
+	"softalloc_goodput_pages_per_second":            {"Highest goodput (pages answered within the SLA threshold per second) of an allocation.", []string{"allocation", "sla_seconds"}},
+	"softalloc_min_jobs":                            {"Concurrent jobs in the critical tier at the minimum saturating workload (Little's law).", nil},
+	"softalloc_min_saturating_workload_users":       {"Minimum saturating workload WLmin.", nil},
+	"softalloc_recommended_pool_size":               {"Recommended pool size per server.", []string{"tier", "pool"}},
+	"softalloc_experiments":                         {"Experiments the command needed (recorded ones reused from the journal included).", nil},
+	"softalloc_campaign_duration_seconds":           {"Wall time of the command.", nil},
+	"softalloc_goodput_vs_best_ratio":               {"Maximum goodput of an allocation over the best of the grid.", []string{"allocation", "role"}},
+	"softalloc_check_passed":                        {"1 when a capacity check held, 0 when it failed.", []string{"check"}},
+	"softalloc_trial_throughput_pages_per_second":   {"Throughput of an allocation at a workload, pages per second.", []string{"allocation", "users"}},
+	"softalloc_trial_goodput_pages_per_second":      {"Goodput of an allocation at a workload and SLA threshold, pages per second.", []string{"allocation", "users", "sla_seconds"}},
+	"softalloc_trial_cpu_utilization_ratio":         {"Mean CPU utilisation of a server in a trial.", []string{"allocation", "users", "server"}},
+}
+
+// SeriesInfo is one metric's help and labels.
+type SeriesInfo struct {
+	Help   string
+	Labels []string
+}
+
+// commonLabels are on every series in a file; a push groups by them instead.
+var commonLabels = []string{"topology", "runner"}
+
+// sample is one value of one series.
+type sample struct {
+	name   string
+	labels []string // values, in Series[name].Labels order
+	value  float64
+}
+
+// Set is one command's results, for one topology (or deployment name) and
+// runner.
 type Set struct {
-	Registry *prometheus.Registry
 	topology string
 	runner   string
-	gauges   map[string]*prometheus.GaugeVec
+	samples  []sample
 }
 
-// New starts an empty set for a topology (or deployment name) and runner.
-func New(topology, runner string) *Set {
-	return &Set{Registry: prometheus.NewRegistry(), topology: topology, runner: runner, gauges: map[string]*prometheus.GaugeVec{}}
-}
+// New starts an empty set.
+func New(topology, runner string) *Set { return &Set{topology: topology, runner: runner} }
 
-// gauge registers (once) and returns a gauge vector with the common labels first.
-func (s *Set) gauge(name, help string, labels ...string) *prometheus.GaugeVec {
-	if g, ok := s.gauges[name]; ok {
-		return g
+// set records a value; labels are name, value pairs in the series' order.
+func (s *Set) set(name string, v float64, labels ...string) {
+	ser, ok := Series[name]
+	if !ok || len(labels) != 2*len(ser.Labels) {
+		panic("metrics: " + name + ": not a series, or the wrong labels") // a programming error, caught by the tests
 	}
-	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, append([]string{"topology", "runner"}, labels...))
-	s.Registry.MustRegister(g)
-	s.gauges[name] = g
-	return g
+	vals := make([]string, len(ser.Labels))
+	for i := range ser.Labels {
+		vals[i] = labels[2*i+1]
+	}
+	// The last value of a series and label set wins, as a gauge's Set does.
+	for i := range s.samples {
+		if s.samples[i].name == name && strings.Join(s.samples[i].labels, "\x00") == strings.Join(vals, "\x00") {
+			s.samples[i].value = v
+			return
+		}
+	}
+	s.samples = append(s.samples, sample{name, vals, v})
 }
 
-func (s *Set) set(name, help string, v float64, labels ...string) {
-	names := make([]string, 0, len(labels)/2)
-	values := []string{s.topology, s.runner}
-	for i := 0; i+1 < len(labels); i += 2 {
-		names = append(names, labels[i])
-		values = append(values, labels[i+1])
+// Registry is the set as gauges; withCommon adds the topology and runner
+// labels (a file), without them a push's grouping key carries them.
+func (s *Set) Registry(withCommon bool) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	vecs := map[string]*prometheus.GaugeVec{}
+	for _, x := range s.samples {
+		ser := Series[x.name]
+		labels, vals := ser.Labels, x.labels
+		if withCommon {
+			labels = append(append([]string{}, commonLabels...), labels...)
+			vals = append([]string{s.topology, s.runner}, vals...)
+		}
+		g, ok := vecs[x.name]
+		if !ok {
+			g = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: x.name, Help: ser.Help}, labels)
+			reg.MustRegister(g)
+			vecs[x.name] = g
+		}
+		g.WithLabelValues(vals...).Set(x.value)
 	}
-	s.gauge(name, help, names...).WithLabelValues(values...).Set(v)
+	return reg
 }
 
 // Experiments records how many experiments the command needed.
-func (s *Set) Experiments(n int) {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "softalloc_experiments_total",
-		Help: "Experiments the command needed (recorded ones reused from the journal included)."}, []string{"topology", "runner"})
-	s.Registry.MustRegister(c)
-	c.WithLabelValues(s.topology, s.runner).Add(float64(n))
-}
+func (s *Set) Experiments(n int) { s.set("softalloc_experiments", float64(n)) }
 
 // Duration records the command's wall time.
-func (s *Set) Duration(d time.Duration) {
-	s.set("softalloc_campaign_duration_seconds", "Wall time of the campaign.", d.Seconds())
-}
-
-// The metrics more than one command writes, with their help texts: one name, one meaning.
-const (
-	criticalInfo      = "softalloc_critical_resource_info"
-	criticalInfoHelp  = "The hardware resource that saturates first (value 1)."
-	saturationUsers   = "softalloc_saturation_workload_users"
-	saturationHelp    = "Workload at which the critical resource first saturated."
-	maxThroughput     = "softalloc_max_throughput_requests_per_second"
-	maxThroughputHelp = "Highest throughput seen, pages per second."
-	goodputRatio      = "softalloc_goodput_vs_best_ratio"
-	goodputRatioHelp  = "Maximum goodput of an allocation over the best of the grid."
-	checkPassed       = "softalloc_check_passed"
-	checkPassedHelp   = "1 when a capacity check held, 0 when it failed."
-	trialThroughput   = "softalloc_simulated_throughput_requests_per_second"
-	trialThroughputH  = "Throughput of an allocation at a workload, pages per second."
-	trialGoodput      = "softalloc_simulated_goodput_requests_per_second"
-	trialGoodputHelp  = "Goodput of an allocation at a workload and SLA threshold, pages per second."
-	trialCPU          = "softalloc_simulated_cpu_utilization_ratio"
-	trialCPUHelp      = "Mean CPU utilisation of a server."
-)
+func (s *Set) Duration(d time.Duration) { s.set("softalloc_campaign_duration_seconds", d.Seconds()) }
 
 // Critical records the critical resource.
 func (s *Set) Critical(c algorithms.Critical) {
-	s.set("softalloc_critical_resource_utilization_ratio", "Utilisation of the critical resource when it was found saturated.",
-		c.Utilization, "tier", c.Tier, "resource", c.Resource)
+	s.set("softalloc_critical_resource_utilization_ratio", c.Utilization, "tier", c.Tier, "resource", c.Resource)
 	s.Capacity(c.MaxThroughput, c.Tier, c.Resource, c.SaturationWorkload)
 }
 
@@ -101,64 +135,26 @@ func (s *Set) Critical(c algorithms.Critical) {
 // not empty), the first resource to saturate and the workload where it did.
 func (s *Set) Capacity(maxThroughputPages float64, tier, resource string, saturationWorkload int) {
 	if tier != "" {
-		s.set(criticalInfo, criticalInfoHelp, 1, "tier", tier, "resource", resource)
-		s.set(saturationUsers, saturationHelp, float64(saturationWorkload))
+		s.set("softalloc_critical_resource_info", 1, "tier", tier, "resource", resource)
+		s.set("softalloc_saturation_workload_users", float64(saturationWorkload))
 	}
-	s.set(maxThroughput, maxThroughputHelp, maxThroughputPages)
+	s.set("softalloc_max_throughput_pages_per_second", maxThroughputPages)
 }
 
-// CheckPassed records whether a capacity check held.
-func (s *Set) CheckPassed(check string, ok bool) {
-	v := 0.0
-	if ok {
-		v = 1
-	}
-	s.set(checkPassed, checkPassedHelp, v, "check", check)
-}
-
-// GoodputRatio records an allocation's maximum goodput over the grid's best,
-// and the role it played ("recommended", "best", "practitioners", ...).
-func (s *Set) GoodputRatio(allocation, role string, ratio float64) {
-	s.set(goodputRatio, goodputRatioHelp, ratio, "allocation", allocation, "role", role)
-}
-
-// Trial records one trial of an allocation at a workload: throughput,
-// goodput by SLA threshold (as written) and CPU by server.
-func (s *Set) Trial(allocation string, users int, throughput float64, goodput map[string]float64, cpu map[string]float64) {
-	u := strconv.Itoa(users)
-	s.set(trialThroughput, trialThroughputH, throughput, "allocation", allocation, "users", u)
-	for _, sla := range sortedKeys(goodput) {
-		s.set(trialGoodput, trialGoodputHelp, goodput[sla], "allocation", allocation, "users", u, "sla_seconds", sla)
-	}
-	for _, server := range sortedKeys(cpu) {
-		s.set(trialCPU, trialCPUHelp, cpu[server], "allocation", allocation, "users", u, "server", server)
-	}
-}
-
-func sortedKeys(m map[string]float64) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-// Goodput records a goodput figure of an allocation at an SLA threshold.
+// Goodput records an allocation's highest goodput at an SLA threshold.
 func (s *Set) Goodput(allocation string, sla float64, v float64) {
-	s.set("softalloc_goodput_requests_per_second", "Highest goodput (pages answered within the SLA threshold per second) of an allocation.",
-		v, "allocation", allocation, "sla_seconds", strconv.FormatFloat(sla, 'g', -1, 64))
+	s.set("softalloc_goodput_pages_per_second", v, "allocation", allocation, "sla_seconds", strconv.FormatFloat(sla, 'g', -1, 64))
 }
 
 // Recommendation records recommend's answer.
 func (s *Set) Recommendation(r algorithms.Recommendation) {
 	s.Critical(r.Critical)
-	s.set("softalloc_min_jobs", "Concurrent jobs in the critical tier at the minimum saturating workload (Little's law).", r.MinJobs.MinJobs)
-	s.set("softalloc_min_saturating_workload_users", "Minimum saturating workload WLmin.", float64(r.MinJobs.WLmin))
+	s.set("softalloc_min_jobs", r.MinJobs.MinJobs)
+	s.set("softalloc_min_saturating_workload_users", float64(r.MinJobs.WLmin))
 	for _, t := range r.Tiers {
-		s.set("softalloc_recommended_pool_size", "Recommended pool size per server.", float64(t.ThreadsPerServer), "tier", t.Name, "pool", algorithms.PoolThreads)
+		s.set("softalloc_recommended_pool_size", float64(t.ThreadsPerServer), "tier", t.Name, "pool", algorithms.PoolThreads)
 		if t.ConnectionsPerServer != nil {
-			s.set("softalloc_recommended_pool_size", "Recommended pool size per server.", float64(*t.ConnectionsPerServer), "tier", t.Name, "pool", algorithms.PoolConnections)
+			s.set("softalloc_recommended_pool_size", float64(*t.ConnectionsPerServer), "tier", t.Name, "pool", algorithms.PoolConnections)
 		}
 	}
 }
@@ -172,14 +168,46 @@ func (s *Set) TrialsGoodput(trials []algorithms.Trial, sla float64, format func(
 			best[a] = g
 		}
 	}
-	keys := make([]string, 0, len(best))
-	for k := range best {
+	for _, a := range sortedKeys(best) {
+		s.Goodput(a, sla, best[a])
+	}
+}
+
+// CheckPassed records whether a capacity check held.
+func (s *Set) CheckPassed(check string, ok bool) {
+	v := 0.0
+	if ok {
+		v = 1
+	}
+	s.set("softalloc_check_passed", v, "check", check)
+}
+
+// GoodputRatio records an allocation's maximum goodput over the grid's best,
+// and the role it played ("recommended", "best", "practitioners", ...).
+func (s *Set) GoodputRatio(allocation, role string, ratio float64) {
+	s.set("softalloc_goodput_vs_best_ratio", ratio, "allocation", allocation, "role", role)
+}
+
+// Trial records one trial of an allocation at a workload: throughput,
+// goodput by SLA threshold (in seconds) and CPU by server.
+func (s *Set) Trial(allocation string, users int, throughput float64, goodput map[string]float64, cpu map[string]float64) {
+	u := strconv.Itoa(users)
+	s.set("softalloc_trial_throughput_pages_per_second", throughput, "allocation", allocation, "users", u)
+	for _, sla := range sortedKeys(goodput) {
+		s.set("softalloc_trial_goodput_pages_per_second", goodput[sla], "allocation", allocation, "users", u, "sla_seconds", sla)
+	}
+	for _, server := range sortedKeys(cpu) {
+		s.set("softalloc_trial_cpu_utilization_ratio", cpu[server], "allocation", allocation, "users", u, "server", server)
+	}
+}
+
+func sortedKeys(m map[string]float64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	for _, a := range keys {
-		s.Goodput(a, sla, best[a])
-	}
+	return keys
 }
 
 // WriteFile writes the text exposition format atomically and durably (a
@@ -187,7 +215,7 @@ func (s *Set) TrialsGoodput(trials []algorithms.Trial, sla float64, format func(
 // never reads half a file; through a symlink to its target, never over a
 // device or pipe.
 func (s *Set) WriteFile(path string) error {
-	mfs, err := s.Registry.Gather()
+	mfs, err := s.Registry(true).Gather()
 	if err != nil {
 		return fmt.Errorf("metrics file %q: %w", path, err)
 	}
@@ -205,24 +233,107 @@ func (s *Set) WriteFile(path string) error {
 	return nil
 }
 
-// Push sends the set to a Pushgateway, replacing the job's group.
-func (s *Set) Push(ctx context.Context, url, job string, grouping map[string]string) error {
-	p := push.New(url, job).Gatherer(s.Registry).Client(&http.Client{Timeout: 30 * time.Second})
-	keys := make([]string, 0, len(grouping))
-	for k := range grouping {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		p = p.Grouping(k, grouping[k])
-	}
-	if err := p.PushContext(ctx); err != nil {
-		return fmt.Errorf("push to %s (job %q): %w", url, job, err)
+// Pushgateway says where and how to push.
+type Pushgateway struct {
+	URL string
+	Job string
+	// Grouping are labels of the grouping key besides topology and runner,
+	// which every push carries: two topologies pushed under one job are two
+	// groups, not one replacing the other.
+	Grouping map[string]string
+	// User and Password authenticate (HTTP basic auth) when User is set.
+	User, Password string
+	// CAFile verifies the gateway's certificate; CertFile and KeyFile are a
+	// client certificate for mutual TLS.
+	CAFile, CertFile, KeyFile string
+}
+
+// CheckGrouping refuses a grouping label the Pushgateway or softalloc
+// reserve, or one that is not a label name.
+func CheckGrouping(g map[string]string) error {
+	for _, k := range sortedLabels(g) {
+		switch {
+		case k == "job":
+			return fmt.Errorf("--grouping %s: job is the Pushgateway's own grouping label; set it with --job", k)
+		case k == "topology" || k == "runner":
+			return fmt.Errorf("--grouping %s: softalloc groups every push by topology and runner itself", k)
+		case strings.HasPrefix(k, "__"):
+			return fmt.Errorf("--grouping %s: label names starting with __ are reserved by Prometheus", k)
+		case !model.LegacyValidation.IsValidLabelName(k):
+			return fmt.Errorf("--grouping %s: want a label name of letters, digits and _, not starting with a digit", k)
+		}
 	}
 	return nil
 }
 
-// ParseGrouping reads k=v pairs.
+func sortedLabels(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// client is the HTTP client of a push, with its TLS settings.
+func (p Pushgateway) client() (*http.Client, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if p.CAFile != "" || p.CertFile != "" || p.KeyFile != "" {
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+		if p.CAFile != "" {
+			pem, err := os.ReadFile(p.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("CA file: %w", err)
+			}
+			cfg.RootCAs = x509.NewCertPool()
+			if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("CA file %q: no PEM certificate in it", p.CAFile)
+			}
+		}
+		if (p.CertFile == "") != (p.KeyFile == "") {
+			return nil, errors.New("a client certificate needs both its cert file and its key file")
+		}
+		if p.CertFile != "" {
+			cert, err := tls.LoadX509KeyPair(p.CertFile, p.KeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("client certificate: %w", err)
+			}
+			cfg.Certificates = []tls.Certificate{cert}
+		}
+		tr.TLSClientConfig = cfg
+	}
+	return &http.Client{Timeout: 30 * time.Second, Transport: tr}, nil
+}
+
+// CheckTLS reads the TLS files now, so that a bad one is refused before a
+// campaign rather than at its end.
+func (p Pushgateway) CheckTLS() error {
+	_, err := p.client()
+	return err
+}
+
+// Push sends the set to a Pushgateway, replacing its group (job, topology,
+// runner and the extra grouping labels).
+func (s *Set) Push(ctx context.Context, p Pushgateway) error {
+	client, err := p.client()
+	if err != nil {
+		return fmt.Errorf("push to %s: %w", p.URL, err)
+	}
+	pusher := push.New(p.URL, p.Job).Gatherer(s.Registry(false)).Client(client).
+		Grouping("topology", s.topology).Grouping("runner", s.runner)
+	for _, k := range sortedLabels(p.Grouping) {
+		pusher = pusher.Grouping(k, p.Grouping[k])
+	}
+	if p.User != "" {
+		pusher = pusher.BasicAuth(p.User, p.Password)
+	}
+	if err := pusher.PushContext(ctx); err != nil {
+		return fmt.Errorf("push to %s (job %q): %w", p.URL, p.Job, err)
+	}
+	return nil
+}
+
+// ParseGrouping reads LABEL=VALUE pairs.
 func ParseGrouping(pairs []string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, p := range pairs {
@@ -232,5 +343,5 @@ func ParseGrouping(pairs []string) (map[string]string, error) {
 		}
 		out[k] = v
 	}
-	return out, nil
+	return out, CheckGrouping(out)
 }

@@ -36,7 +36,7 @@ func sampleSet() *metrics.Set {
 
 func TestMetricsFileParsesAndFollowsConventions(t *testing.T) {
 	set := sampleSet()
-	problems, err := testutil.GatherAndLint(set.Registry)
+	problems, err := testutil.GatherAndLint(set.Registry(true))
 	require.NoError(t, err)
 	assert.Empty(t, problems, "client_golang's linter")
 
@@ -62,11 +62,12 @@ func TestMetricsFileParsesAndFollowsConventions(t *testing.T) {
 		found[labels["tier"]+"/"+labels["pool"]] = m.GetGauge().GetValue()
 	}
 	assert.Equal(t, map[string]float64{"web/threads": 400, "app/threads": 8, "app/connections": 8}, found)
-	assert.Equal(t, 33.0, families["softalloc_experiments_total"].Metric[0].GetCounter().GetValue())
+	// One campaign's count is a gauge (issue 24: it was a counter named _total).
+	assert.Equal(t, 33.0, families["softalloc_experiments"].Metric[0].GetGauge().GetValue())
 	assert.Equal(t, 1.0, families["softalloc_critical_resource_info"].Metric[0].GetGauge().GetValue())
 	assert.Equal(t, 6500.0, families["softalloc_saturation_workload_users"].Metric[0].GetGauge().GetValue())
 	assert.Equal(t, 1.5, families["softalloc_campaign_duration_seconds"].Metric[0].GetGauge().GetValue())
-	for _, name := range []string{"softalloc_max_throughput_requests_per_second", "softalloc_goodput_requests_per_second", "softalloc_min_jobs"} {
+	for _, name := range []string{"softalloc_max_throughput_pages_per_second", "softalloc_goodput_pages_per_second", "softalloc_min_jobs"} {
 		assert.Contains(t, families, name)
 	}
 	// No temporary file is left beside it (written by rename).
@@ -96,3 +97,16 @@ func TestParseGrouping(t *testing.T) {
 }
 
 func mustErr(_ map[string]string, err error) error { return err }
+
+// Every series has a help text and follows the naming conventions; the
+// README's table lists them all.
+func TestSeriesAreDocumented(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	for name, s := range metrics.Series {
+		assert.NotEmpty(t, s.Help, name)
+		assert.NotContains(t, name, "requests", "the docs count pages")
+		assert.False(t, strings.HasSuffix(name, "_total"), "%s: softalloc writes one campaign's figures: gauges, no counters", name)
+		assert.Contains(t, string(readme), "`"+name+"`", "README's metrics table lists %s", name)
+	}
+}
