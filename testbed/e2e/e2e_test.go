@@ -75,16 +75,25 @@ func TestMain(m *testing.M) {
 // absent, then builds softalloc and brings the testbed up.
 func requireTestbed(t *testing.T) {
 	t.Helper()
+	prepare(t, nil, "")
+	run(t, exec.Command(filepath.Join(repo, "testbed", "testbed.sh"), append([]string{"up"}, strings.Fields(appCritical)...)...))
+}
+
+// prepare skips (outside CI) or fails (in CI) when the servers or the extra
+// programs are absent (apt names the packages that hold the extra ones), then
+// takes the testbed's lock and builds softalloc.
+func prepare(t *testing.T, extra []string, apt string) {
+	t.Helper()
 	require.NoError(t, setupErr)
 	var missing []string
-	for _, b := range []string{"apache2", "mariadbd", "mariadb-install-db", "prometheus", "prometheus-apache-exporter", "prometheus-mysqld-exporter"} {
+	for _, b := range append([]string{"apache2", "mariadbd", "mariadb-install-db", "prometheus", "prometheus-apache-exporter", "prometheus-mysqld-exporter"}, extra...) {
 		if _, err := exec.LookPath(b); err != nil {
 			missing = append(missing, b)
 		}
 	}
 	if len(missing) > 0 {
-		msg := fmt.Sprintf("testbed servers absent (%s): apt-get install apache2 mariadb-server prometheus prometheus-apache-exporter prometheus-mysqld-exporter",
-			strings.Join(missing, ", "))
+		msg := fmt.Sprintf("testbed servers absent (%s): apt-get install apache2 mariadb-server prometheus prometheus-apache-exporter prometheus-mysqld-exporter%s",
+			strings.Join(missing, ", "), apt)
 		if os.Getenv("CI") == "true" {
 			t.Fatal(msg + "; in CI the end-to-end tests must run")
 		}
@@ -97,7 +106,6 @@ func requireTestbed(t *testing.T) {
 	if !healthy() {
 		started = true
 	}
-	run(t, exec.Command(filepath.Join(repo, "testbed", "testbed.sh"), append([]string{"up"}, strings.Fields(appCritical)...)...))
 }
 
 // lockTestbed keeps two test runs on one machine (two checkouts) from
@@ -105,6 +113,9 @@ func requireTestbed(t *testing.T) {
 // waits its turn; elsewhere it skips rather than wait minutes.
 func lockTestbed(t *testing.T) {
 	t.Helper()
+	if lockFile != nil {
+		return // an earlier test of this run holds it
+	}
 	f, err := os.OpenFile(filepath.Join(os.TempDir(), "softalloc-testbed.lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	require.NoError(t, err)
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {

@@ -74,13 +74,13 @@ final class Args {
     String p = v.substring(v.lastIndexOf(':') + 1);
     try {
       int n = Integer.parseInt(p);
-      if (n > 0 && n < 65536) {
-        return n;
+      if (n >= 0 && n < 65536) {
+        return n; // 0: any free port
       }
     } catch (NumberFormatException e) {
       // reported below
     }
-    throw new Bad(flag + " " + v + ": want HOST:PORT with a port 1..65535");
+    throw new Bad(flag + " " + v + ": want HOST:PORT with a port 0..65535");
   }
 
   static int count(String flag, String v, int min) throws Bad {
