@@ -277,10 +277,10 @@ type Critical struct {
 	// Throttled: the critical CPU's usage stayed below the threshold, and
 	// its saturation was read from its quota throttling (CPUSaturation)
 	// once throughput stopped growing.
-	Throttled   bool `json:"throttled,omitempty"`
-	Experiments int  `json:"experiments"`
-	Trials      []Trial      `json:"-"`
-	Warnings    []string     `json:"warnings,omitempty"`
+	Throttled   bool     `json:"throttled,omitempty"`
+	Experiments int      `json:"experiments"`
+	Trials      []Trial  `json:"-"`
+	Warnings    []string `json:"warnings,omitempty"`
 }
 
 type runner struct {
@@ -492,7 +492,6 @@ func busiestHardware(o Observation) string {
 	}
 	return strings.Join(parts, ", ")
 }
-
 
 // PredictSaturation predicts the workload (users) at which the busiest
 // server's CPU reaches threshold, from one trial at a low workload: the
