@@ -40,6 +40,7 @@ var (
 	repo     string // repository root
 	binary   string // the softalloc binary under test
 	started  bool   // this run started the testbed, and stops it
+	initial  string // the stack (go, java) that was up before this run, which gets it back
 	setupErr error
 )
 
@@ -59,10 +60,19 @@ func TestMain(m *testing.M) {
 		defer os.RemoveAll(dir)
 		binary = filepath.Join(dir, "softalloc")
 		code := m.Run()
-		if started {
-			out, err := exec.Command(filepath.Join(repo, "testbed", "testbed.sh"), "down").CombinedOutput()
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "testbed down: %v\n%s", err, out)
+		tb := filepath.Join(repo, "testbed", "testbed.sh")
+		var cmd *exec.Cmd
+		switch {
+		case started:
+			cmd = exec.Command(tb, "down")
+		case initial != "":
+			// up is a no-op when that stack still runs and answers.
+			cmd = exec.Command(tb, "up")
+			cmd.Env = append(os.Environ(), "STACK="+initial)
+		}
+		if cmd != nil {
+			if out, err := cmd.CombinedOutput(); err != nil {
+				fmt.Fprintf(os.Stderr, "%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
 				return 1
 			}
 		}
@@ -76,7 +86,9 @@ func TestMain(m *testing.M) {
 func requireTestbed(t *testing.T) {
 	t.Helper()
 	prepare(t, nil, "")
-	run(t, exec.Command(filepath.Join(repo, "testbed", "testbed.sh"), append([]string{"up"}, strings.Fields(appCritical)...)...))
+	up := exec.Command(filepath.Join(repo, "testbed", "testbed.sh"), append([]string{"up"}, strings.Fields(appCritical)...)...)
+	up.Env = append(os.Environ(), "STACK=go")
+	run(t, up)
 }
 
 // prepare skips (outside CI) or fails (in CI) when the servers or the extra
@@ -99,11 +111,14 @@ func prepare(t *testing.T, extra []string, apt string) {
 		}
 		t.Skip("SKIPPED: " + msg)
 	}
+	if lockFile != nil {
+		return // an earlier test of this run prepared the testbed
+	}
 	lockTestbed(t)
 	if _, err := os.Stat(binary); err != nil {
 		run(t, exec.Command("go", "build", "-o", binary, "./cmd/softalloc"))
 	}
-	if !healthy() {
+	if initial = runningStack(); initial == "" {
 		started = true
 	}
 }
@@ -113,9 +128,6 @@ func prepare(t *testing.T, extra []string, apt string) {
 // waits its turn; elsewhere it skips rather than wait minutes.
 func lockTestbed(t *testing.T) {
 	t.Helper()
-	if lockFile != nil {
-		return // an earlier test of this run holds it
-	}
 	f, err := os.OpenFile(filepath.Join(os.TempDir(), "softalloc-testbed.lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	require.NoError(t, err)
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {

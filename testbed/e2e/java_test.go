@@ -37,20 +37,8 @@ const javaStep = 40
 func TestLiveJavaStack(t *testing.T) {
 	prepare(t, []string{"java", "mvn"}, " openjdk-17-jdk-headless maven")
 	tb := filepath.Join(repo, "testbed", "testbed.sh")
-	// A testbed that was up before this run (not started by a test) gets its
-	// stack back; one a test started is stopped by TestMain.
-	before := ""
-	if !started {
-		before = runningStack()
-	}
-	t.Cleanup(func() {
-		// The fault tests leave the app stopped: a java stack is started again too.
-		if before != "" {
-			cmd := exec.Command(tb, "up")
-			cmd.Env = append(os.Environ(), "STACK="+before)
-			run(t, cmd)
-		}
-	})
+	// TestMain stops the testbed, or gives back the stack that was up before
+	// the run (the fault tests below leave the app stopped).
 	up := exec.Command(tb, "up")
 	up.Env = append(os.Environ(), "STACK=java")
 	run(t, up)

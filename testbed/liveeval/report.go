@@ -390,7 +390,39 @@ func (r *Report) Markdown() string {
 	tw := r.Twin
 	p("testbed/twin calibrated from one 15 s trial at %d users predicts %s %s saturated at **%d users** (%.1f pages/s) against %d measured: **%s**.\n",
 		tw.CalibrationUsers, tw.Predicted.Tier, tw.Predicted.Resource, tw.Predicted.SaturationWorkload, tw.Predicted.MaxThroughput, r.Critical.SaturationWorkload, pct(tw.Error))
+
+	p("\n## Beside the simulator and the Go testbed\n\n")
+	p("The simulator's and the Go testbed's figures are quoted from docs/evaluation.md (1/1/1/1, seed 1) and testbed/README.md.\n\n")
+	p("| | simulator (RUBBoS model) | Go testbed | Java stack (this run) |\n|---|---|---|---|\n")
+	p("| critical resource, saturation | app CPU, 3000 users | app CPU, 70-80 users, 135-155 pages/s | %s %s, %d users, %.0f pages/s |\n", c.Tier, c.Resource, c.SaturationWorkload, c.MaxThroughput)
+	p("| experiments: find-critical and recommend / grid | 7 / 474 | 5-7 trials and 111 s / 7 allocations at one workload | %d / %d |\n", r.RecommendApproach.Experiments, r.GridApproach.Experiments)
+	rec := r.score(r.Recommendations, 0)
+	p("| recommendation, share of the grid's best | 400-22-22: 0.98-1.00 | 100-12-12: 1.00 (2 s SLA) | %s |\n", rec)
+	p("| practitioners' 400-150-60 | 0.88-0.99 | 0.99 | %s |\n", r.scoreOf("400-150-60"))
+	p("| twin's saturation workload | (is the model) | 70 users, exact | %d users, %s |\n", tw.Predicted.SaturationWorkload, pct(tw.Error))
 	return b.String()
+}
+
+// score describes the i-th recommendation's share of the grid's best at each SLA.
+func (r *Report) score(recs []Recommendation, i int) string {
+	if i >= len(recs) {
+		return ""
+	}
+	return recs[i].Allocation + ": " + r.scoreOf(recs[i].Allocation)
+}
+
+// scoreOf is an allocation's share of the grid's best at each SLA, as "0.97 / 1.00 / 1.00".
+func (r *Report) scoreOf(alloc string) string {
+	for _, s := range r.Scores {
+		if s.Allocation == alloc {
+			var parts []string
+			for _, k := range r.slaKeys() {
+				parts = append(parts, fmt.Sprintf("%.2f", s.OfBest[k]))
+			}
+			return strings.Join(parts, " / ") + " (SLAs " + strings.Join(r.slaKeys(), ", ") + " s)"
+		}
+	}
+	return "not measured"
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
