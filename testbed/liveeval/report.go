@@ -23,6 +23,10 @@ type Report struct {
 	Caps          map[string]float64 `json:"caps"`
 	SLAs          []float64          `json:"slas"`
 	WarmUpSeconds float64            `json:"warmUpSeconds"`
+	// WarmUp are the 30 s trials at 100 users that warmed the JVM before
+	// the campaign; RestartWarmUp the same after the last restart.
+	WarmUp        []Trial `json:"warmUp"`
+	RestartWarmUp []Trial `json:"restartWarmUp"`
 	Step          int                `json:"step"`
 	GridRuntime   string             `json:"gridRuntime"`
 	TotalSeconds  float64            `json:"totalSeconds"`
@@ -286,8 +290,9 @@ func (r *Report) Markdown() string {
 	p("`%s`: Apache httpd -> embedded Tomcat 11 with HikariCP 7 and the MariaDB JDBC driver\n", r.Deployment)
 	p("on OpenJDK 17 (-Xmx256m) -> MariaDB, each tier under a CPU cap (cores: web %.1f, app %.1f, db %.1f)\n", r.Caps["web"], r.Caps["app"], r.Caps["db"])
 	p("on one 2-core machine shared with other work. Trials: 3 s ramp-up, 6 s runtime (grid: %s), 1 s ramp-down;\n", r.GridRuntime)
-	p("the RUBBoS browse-only mix with 0.5 s think time. One warm-up trial (100 users, 30 s, %.0f s) ran first:\n", r.WarmUpSeconds)
-	p("the JVM compiles its hot code under load, and a cold JVM spends up to twice the CPU per page.\n\n")
+	p("the RUBBoS browse-only mix with 0.5 s think time. Warm-up trials (100 users, 30 s each, %.0f s in all) ran first,\n", r.WarmUpSeconds)
+	p("until the app's CPU per page changed by less than 5%% from one to the next: under its cap the JVM compiles\n")
+	p("its hot code for minutes. App CPU per page in each: %s.\n\n", warmUpSeries(r.WarmUp))
 
 	p("## Find the critical resource, recommend\n\n")
 	c := r.Critical
@@ -324,7 +329,8 @@ func (r *Report) Markdown() string {
 		if rt.Applies > 0 && rs.Applies > 0 {
 			p("\nA restart cost %.1f s per apply against %.2f s at run time, and the trial after it measured %s CPU per page and %s response time\n",
 				rs.ApplySeconds, rt.ApplySeconds, pct(rs.CPUPerPageMS/rt.CPUPerPageMS-1), pct(rs.ResponseTime/rt.ResponseTime-1))
-			p("(the new JVM runs its first seconds interpreted). Run-time resizing is the testbed's default (`SOFTALLOC_TESTBED_APPLY=runtime`).\n")
+			p("(the new JVM runs its first minutes partly interpreted). After the last restart, 30 s trials at 100 users measured\n")
+			p("%s of app CPU per page. Run-time resizing is the testbed's default (`SOFTALLOC_TESTBED_APPLY=runtime`).\n", warmUpSeries(r.RestartWarmUp))
 		}
 	}
 
@@ -423,6 +429,17 @@ func (r *Report) scoreOf(alloc string) string {
 		}
 	}
 	return "not measured"
+}
+
+func warmUpSeries(ts []Trial) string {
+	var parts []string
+	for _, t := range ts {
+		parts = append(parts, fmt.Sprintf("%.2f ms (%.0f pages/s)", t.CPUPerPageMS, t.Throughput))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
