@@ -19,6 +19,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -155,7 +156,15 @@ func (e *evaluator) journal(name string) string { return filepath.Join(e.c.work,
 func (e *evaluator) softalloc(args ...string) ([]byte, error) {
 	argv := append([]string{"exec-client", e.c.bin}, args[0], "--runner", "live", "-f", e.c.deployment)
 	argv = append(argv, args[1:]...)
-	return runCmd(exec.Command("testbed/testbed.sh", argv...))
+	out, err := runCmd(exec.Command("testbed/testbed.sh", argv...))
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 143 {
+		// Something else on the shared machine sent it SIGTERM (seen once):
+		// its journal keeps what it finished, so one more run resumes.
+		fmt.Fprintf(os.Stderr, "liveeval: softalloc was terminated from outside; running it again (its journal resumes)\n")
+		out, err = runCmd(exec.Command("testbed/testbed.sh", argv...))
+	}
+	return out, err
 }
 
 // warmUp runs 30 s trials at 100 users until the app's CPU per page changes
@@ -180,7 +189,6 @@ func (e *evaluator) warmUp() ([]Trial, error) {
 }
 
 func (e *evaluator) findCritical() error {
-	t0 := time.Now()
 	out, err := e.softalloc("find-critical", "--step", strconv.Itoa(e.c.step), "--journal", e.journal("campaign.jsonl"), "--output", "json", "--quiet")
 	if err != nil {
 		return err
@@ -193,14 +201,19 @@ func (e *evaluator) findCritical() error {
 		return fmt.Errorf("find-critical's JSON: %w", err)
 	}
 	e.r.Critical = doc.Critical
-	e.r.FindCritical = Approach{Experiments: doc.Experiments, Seconds: time.Since(t0).Seconds()}
+	// Times are the journal's, hook and scrape included: a resumed run
+	// reuses the trials and keeps the time they took.
+	e.r.FindCritical = Approach{Experiments: doc.Experiments}
+	for i, t := range readTrials(e.journal("campaign.jsonl"), 0) {
+		if i < doc.Experiments {
+			e.r.FindCritical.Seconds += t.Seconds
+		}
+	}
 	return nil
 }
 
 func (e *evaluator) recommend() error {
 	for _, at := range []string{"saturation", "knee"} {
-		t0 := time.Now()
-		n0 := countTrials(e.journal("campaign.jsonl"))
 		out, err := e.softalloc("recommend", "--step", strconv.Itoa(e.c.step), "--small-step", "10", "--scan-span", "40",
 			"--minjobs-at", at, "--journal", e.journal("campaign.jsonl"), "--output", "json", "--quiet")
 		if err != nil {
@@ -211,8 +224,6 @@ func (e *evaluator) recommend() error {
 			return fmt.Errorf("recommend's JSON: %w", err)
 		}
 		rec.MinJobsAt = at
-		rec.NewTrials = countTrials(e.journal("campaign.jsonl")) - n0
-		rec.Seconds = time.Since(t0).Seconds()
 		e.r.Recommendations = append(e.r.Recommendations, rec)
 	}
 	e.r.Campaign = readTrials(e.journal("campaign.jsonl"), e.r.Caps["app"])
@@ -326,7 +337,6 @@ func (e *evaluator) grid() error {
 	for _, a := range allocs {
 		args = append(args, "--alloc", a.Allocation)
 	}
-	t0 := time.Now()
 	n0 := countTrials(e.journal("grid.jsonl"))
 	out, err := e.softalloc(args...)
 	if err != nil {
@@ -347,8 +357,10 @@ func (e *evaluator) grid() error {
 	for _, t := range trials {
 		byKey[fmt.Sprintf("%s@%d", t.Allocation, t.Users)] = t
 	}
+	seconds := 0.0
 	for _, row := range rows {
 		t := byKey[fmt.Sprintf("%s@%d", row.Allocation, row.Users)]
+		seconds += t.Seconds
 		g := GridRow{Allocation: row.Allocation, Users: row.Users, Throughput: row.Throughput, ResponseTime: row.ResponseTime,
 			Goodput: map[string]float64{}, AppCPU: t.AppCPU, CPUPerPageMS: t.CPUPerPageMS, GCShare: t.GCShare, Errors: t.Errors}
 		for _, s := range e.slas {
@@ -358,7 +370,7 @@ func (e *evaluator) grid() error {
 	}
 	e.r.GridAllocations = allocs
 	e.r.GridUsers = users
-	e.r.GridApproach = Approach{Experiments: len(rows), Seconds: time.Since(t0).Seconds(), Reused: len(rows) - (countTrials(e.journal("grid.jsonl")) - n0)}
+	e.r.GridApproach = Approach{Experiments: len(rows), Seconds: seconds, Reused: len(rows) - (countTrials(e.journal("grid.jsonl")) - n0)}
 	return nil
 }
 

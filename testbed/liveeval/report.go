@@ -27,9 +27,9 @@ type Report struct {
 	// the campaign; RestartWarmUp the same after the last restart.
 	WarmUp        []Trial `json:"warmUp"`
 	RestartWarmUp []Trial `json:"restartWarmUp"`
-	Step          int                `json:"step"`
-	GridRuntime   string             `json:"gridRuntime"`
-	TotalSeconds  float64            `json:"totalSeconds"`
+	Step          int     `json:"step"`
+	GridRuntime   string  `json:"gridRuntime"`
+	TotalSeconds  float64 `json:"totalSeconds"`
 
 	Critical        Critical         `json:"critical"`
 	FindCritical    Approach         `json:"findCritical"`
@@ -77,8 +77,8 @@ type Recommendation struct {
 		Reading string `json:"reading"`
 		WLmin   int    `json:"wlMin"`
 	} `json:"evidence"`
-	NewTrials int     `json:"newTrials"`
-	Seconds   float64 `json:"seconds"`
+	// Experiments is the command's own count, find-critical's included.
+	Experiments int `json:"experiments"`
 }
 
 // Trial is one measured trial, reduced to what the report shows.
@@ -197,10 +197,10 @@ func (r *Report) Analyse() {
 			}
 		}
 	}
-	r.RecommendApproach = Approach{Experiments: r.FindCritical.Experiments, Seconds: r.FindCritical.Seconds}
-	for _, rec := range r.Recommendations {
-		r.RecommendApproach.Experiments += rec.NewTrials
-		r.RecommendApproach.Seconds += rec.Seconds
+	// Every distinct trial of find-critical and both recommends.
+	r.RecommendApproach = Approach{Experiments: len(r.Campaign)}
+	for _, t := range r.Campaign {
+		r.RecommendApproach.Seconds += t.Seconds
 	}
 
 	// The paper's effect: goodput at the highest workload as the app's pools
@@ -296,11 +296,12 @@ func (r *Report) Markdown() string {
 
 	p("## Find the critical resource, recommend\n\n")
 	c := r.Critical
-	p("find-critical (step %d users): **%s %s** saturated (%.1f%%) at **%d users**, %.1f pages/s; %d experiments, %.0f s.\n\n",
+	p("find-critical (step %d users): **%s %s** saturated (%.1f%%) at **%d users**, %.1f pages/s; %d experiments, %.0f s of trials.\n\n",
 		r.Step, c.Tier, c.Resource, 100*c.Utilization, c.SaturationWorkload, c.MaxThroughput, r.FindCritical.Experiments, r.FindCritical.Seconds)
-	p("| minJobs read at | allocation | minJobs | read | new experiments | wall time |\n|---|---|---|---|---|---|\n")
+	p("recommend, efficient mode, on find-critical's journal (`--small-step 10 --scan-span 40`):\n\n")
+	p("| minJobs read at | allocation | minJobs | read | experiments (find-critical's included) |\n|---|---|---|---|---|\n")
 	for _, rec := range r.Recommendations {
-		p("| %s | **%s** | %.1f | %s, %d users | %d | %.0f s |\n", rec.MinJobsAt, rec.Allocation, rec.MinJobs, rec.Evidence.Reading, rec.Evidence.WLmin, rec.NewTrials, rec.Seconds)
+		p("| %s | **%s** | %.1f | %s, %d users | %d |\n", rec.MinJobsAt, rec.Allocation, rec.MinJobs, rec.Evidence.Reading, rec.Evidence.WLmin, rec.Experiments)
 	}
 	for _, rec := range r.Recommendations {
 		for _, w := range append(rec.Warnings, rec.Notes...) {
@@ -357,7 +358,7 @@ func (r *Report) Markdown() string {
 		}
 		p("\n")
 	}
-	p("\nExperiments: find-critical and both recommends took %d trials in %.0f s; the grid %d trials in %.0f s (%.1fx as many).\n",
+	p("\nExperiments: find-critical and both recommends took %d trials in %.0f s of trials; the grid %d trials in %.0f s (%.1fx as many).\n",
 		r.RecommendApproach.Experiments, r.RecommendApproach.Seconds, r.GridApproach.Experiments, r.GridApproach.Seconds,
 		float64(r.GridApproach.Experiments)/math.Max(1, float64(r.RecommendApproach.Experiments)))
 

@@ -13,8 +13,9 @@ func testReport() *Report {
 	r := &Report{SLAs: []float64{0.1, 0.5}, GridUsers: []int{100, 140},
 		Caps:     map[string]float64{"web": 0.5, "app": 0.1, "db": 0.6},
 		Critical: Critical{Tier: "app", Resource: "cpu", SaturationWorkload: 100, MaxThroughput: 200},
-		Recommendations: []Recommendation{{MinJobsAt: "saturation", Allocation: "100-8-8", NewTrials: 4, Seconds: 60},
-			{MinJobsAt: "knee", Allocation: "100-5-5", NewTrials: 2, Seconds: 30}},
+		Recommendations: []Recommendation{{MinJobsAt: "saturation", Allocation: "100-8-8", Experiments: 10},
+			{MinJobsAt: "knee", Allocation: "100-5-5", Experiments: 8}},
+		Campaign:     []Trial{{Users: 20, Seconds: 10}, {Users: 40, Seconds: 11}, {Users: 60, Seconds: 12}},
 		FindCritical: Approach{Experiments: 6, Seconds: 90},
 		GridAllocations: []GridAllocation{{Allocation: "100-8-8", Role: "recommended"}, {Allocation: "100-1000-200", Role: "over-allocated"},
 			{Allocation: "100-2-1", Role: "under-allocated"}},
@@ -41,7 +42,7 @@ func TestAnalyse(t *testing.T) {
 	assert.InDelta(t, 1.0, rec.OfBest["0.5"], 1e-9)
 	assert.InDelta(t, 1.0, over.OfBest["0.1"], 1e-9)
 	assert.InDelta(t, 61.0/200, under.OfBest["0.5"], 1e-9)
-	assert.Equal(t, Approach{Experiments: 12, Seconds: 180}, r.RecommendApproach, "find-critical and both recommends")
+	assert.Equal(t, Approach{Experiments: 3, Seconds: 33}, r.RecommendApproach, "every trial of find-critical and both recommends")
 	assert.InDelta(t, 2.0, r.ApplySummary["runtime"].ApplySeconds, 1e-9)
 	assert.InDelta(t, 0.5, r.ApplySummary["runtime"].CPUPerPageMS, 1e-9)
 
