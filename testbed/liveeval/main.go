@@ -318,7 +318,9 @@ func (e *evaluator) gridAllocations() []GridAllocation {
 
 func (e *evaluator) gridUsers() []int {
 	s := float64(e.r.Critical.SaturationWorkload)
-	fs := []float64{0.8, 1.1, 1.4}
+	// find-critical's reading can come early (the JVM's CPU per page falls
+	// as load grows): the last workload is well past it.
+	fs := []float64{0.8, 1.1, 1.4, 1.8}
 	var out []int
 	for _, f := range fs {
 		u := int(math.Round(s*f/10) * 10)
