@@ -53,8 +53,8 @@ APACHE_EXP_PORT=18117
 
 # The default caps make the app tier the bottleneck (see README.md). The
 # warm JVM spends 0.3-0.5 ms of CPU per page, the Go app 0.9-1.7 ms: under
-# 0.2 cores the JVM outran the database and the machine (throughput stopped at 410 pages/s with
-# no tier at 0.95).
+# 0.2 cores the JVM outran the database and the machine (throughput stopped
+# at 410 pages/s with no tier at 0.95).
 DEFAULT_CAPS="web=0.5 app=0.2 db=0.6"
 DEFAULT_CAPS_JAVA="web=0.5 app=0.1 db=0.6"
 # The allocation the servers start with (web threads, app threads, app connections).
