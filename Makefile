@@ -71,7 +71,7 @@ clean:
 # testbed-e2e runs the end-to-end tests against it (they start it if needed).
 # STACK=java starts the Java app tier (embedded Tomcat, HikariCP) instead of
 # the Go one; live-evaluate measures softalloc on it and regenerates
-# docs/live-evaluation.md, its JSON twin and plots (about 40 minutes).
+# docs/live-evaluation.md, its JSON twin and plots (about 30 minutes).
 .PHONY: testbed-up testbed-down testbed-e2e live-evaluate
 STACK ?= go
 testbed-up:
