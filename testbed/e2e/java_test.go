@@ -55,7 +55,11 @@ func TestLiveJavaStack(t *testing.T) {
 			"--runner", "live", "-f", deployment, "--journal", journal)
 		require.NoError(t, json.Unmarshal(out, &doc), "%s", out)
 		c := doc.Critical
-		t.Logf("java stack: %+v", c)
+		// The JVM has just started: under its 0.1-core cap it compiles its
+		// hot code for minutes, so the saturation workload reads low (40
+		// users here against 120 warm, docs/live-evaluation.md). A smoke test
+		// asks only which resource saturates.
+		t.Logf("java stack (a cold JVM): %+v", c)
 		assert.Equal(t, "app", c.Tier)
 		assert.Equal(t, "cpu", c.Resource)
 		assert.Positive(t, c.MaxThroughput)
