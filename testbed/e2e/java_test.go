@@ -89,6 +89,18 @@ func TestLiveJavaStack(t *testing.T) {
 		msg := softallocFails(t, "simulate", "--runner", "live", "-f", bad, "--no-journal", "--users", "5",
 			"--ramp-up", "1s", "--runtime", "2s", "--ramp-down", "0s")
 		assert.Contains(t, msg, "Prometheus has no series of tomcat_threads_busiest_threads")
+
+		// Any other query: a warning, and the trial goes on.
+		soft := writeDeployment(t, dir, "missing-gc.yaml", func(tiers map[string]any) {
+			app := tiers["app"].(map[string]any)
+			app["queries"] = map[string]any{"gcShare": `rate(jvm_gc_paws_seconds_sum{instance="{instance}"}[{window}])`}
+		})
+		cmd := exec.Command(binary, "simulate", "--runner", "live", "-f", soft, "--no-journal", "--users", "5",
+			"--ramp-up", "1s", "--runtime", "2s", "--ramp-down", "0s")
+		cmd.Dir = repo
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		assert.Contains(t, string(out), "app-1: gcShare: Prometheus has no series of jvm_gc_paws_seconds_sum: read as 0")
 	})
 
 	t.Run("a port taken stops the JVM with one clear line", func(t *testing.T) {
