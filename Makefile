@@ -18,7 +18,7 @@ PACKAGES = $$($(GO) list ./... | grep -v /testbed/e2e)
 test: lint
 	$(GO) test -race -count=1 $(PACKAGES)
 	$(GO) test -count=1 -run '^Test(Paper|MVAAgreement|Behaviour|Slow)' $(PACKAGES)
-	$(GO) test -count=1 -timeout 15m ./testbed/e2e/
+	$(GO) test -count=1 -timeout 20m ./testbed/e2e/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2x -cpu 1 ./internal/sim/...
@@ -72,13 +72,20 @@ clean:
 # exporters on 127.0.0.1:18xxx (idempotent; state and logs in
 # $${TMPDIR:-/tmp}/softalloc-testbed); testbed-down stops them all.
 # testbed-e2e runs the end-to-end tests against it (they start it if needed).
-.PHONY: testbed-up testbed-down testbed-e2e
+# STACK=java starts the Java app tier (embedded Tomcat, HikariCP) instead of
+# the Go one; live-evaluate measures softalloc on it and regenerates
+# docs/live-evaluation.md, its JSON twin and plots (about 30 minutes).
+.PHONY: testbed-up testbed-down testbed-e2e live-evaluate
+STACK ?= go
 testbed-up:
-	testbed/testbed.sh up
+	STACK=$(STACK) testbed/testbed.sh up
 
 testbed-down:
 	testbed/testbed.sh down
 
 testbed-e2e:
 	$(GO) test -count=1 -timeout 15m -v ./testbed/e2e/
+
+live-evaluate: build
+	$(GO) run ./testbed/liveeval -out docs
 # ---- end testbed ----

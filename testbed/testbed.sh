@@ -1,23 +1,38 @@
 #!/usr/bin/env bash
 # testbed.sh: a real three-tier web application on loopback, for softalloc's
 # live runner. Apache httpd (mpm_event, mod_proxy_http) -> the bulletin-board
-# app (testbed/app) -> MariaDB, monitored by Prometheus through the apache and
-# mysqld exporters, the app's own /metrics and testbed/cgexporter (per-tier
-# CPU from cgroup accounting). Each tier runs in its own cgroup with a CPU
-# quota, so that it behaves as a server of known capacity.
+# app -> MariaDB, monitored by Prometheus through the apache and mysqld
+# exporters, the app's own /metrics and testbed/cgexporter (per-tier CPU from
+# cgroup accounting). Each tier runs in its own cgroup with a CPU quota, so
+# that it behaves as a server of known capacity.
+#
+# STACK (environment) picks the app tier that `up` starts: go (testbed/app,
+# the default) or java (testbed/java: embedded Tomcat, HikariCP and the
+# MariaDB JDBC driver on a JVM with a small heap). Other commands act on the
+# stack that is up.
 #
 #   testbed.sh up [web=CORES app=CORES db=CORES]   start everything (idempotent)
 #   testbed.sh down                                 stop everything (idempotent)
 #   testbed.sh status                               what runs, the caps, the URLs
-#   testbed.sh apply WEB_THREADS APP_THREADS APP_CONNECTIONS
+#   testbed.sh apply WEB_THREADS APP_THREADS APP_CONNECTIONS [ACCEPT_COUNT]
 #                                                   the live runner's hook: set the pools
+#                                                   (ACCEPT_COUNT: Tomcat's, java only, default 100)
 #   testbed.sh caps web=CORES app=CORES db=CORES    move the CPU caps (0 or max: uncapped)
 #   testbed.sh exec-client CMD ARGS...              run CMD (a load generator) in the
 #                                                   uncapped client cgroup
 #   testbed.sh clean                                down, then remove the state directory
+#   testbed.sh java-deps                            fetch the Java app's Maven dependencies
+#                                                   (online, once; builds are offline after)
 #
 # State, logs and the generated database live in $SOFTALLOC_TESTBED_DIR
 # (default ${TMPDIR:-/tmp}/softalloc-testbed); logs in its logs/.
+#
+# Java stack settings (read by `up`, kept for later applies):
+#   SOFTALLOC_TESTBED_JAVA_HEAP   the JVM's -Xmx (default 256m)
+#   SOFTALLOC_TESTBED_JAVA_OPTS   more JVM flags (default none)
+#   SOFTALLOC_TESTBED_APPLY       how apply resizes Tomcat's and HikariCP's pools:
+#                                 runtime (default: the admin endpoint calls their
+#                                 setters, the JVM stays warm) or restart (a new JVM)
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,18 +43,26 @@ LOGS=$TB/logs
 # Loopback ports away from the standard ones (80, 3306, 9090, 91xx).
 WEB_PORT=18080
 APP_PORT=18081
+# The Java app's management port: /metrics and /admin/pools.
+ADMIN_PORT=18082
 DB_PORT=18306
 PROM_PORT=18090
 CG_PORT=18101
 MYSQLD_EXP_PORT=18104
 APACHE_EXP_PORT=18117
 
-# The default caps make the app tier the bottleneck (see README.md).
+# The default caps make the app tier the bottleneck (see README.md). The
+# warm JVM spends 0.3-0.5 ms of CPU per page, the Go app 0.9-1.7 ms: under
+# 0.2 cores the JVM outran the database and the machine (throughput stopped
+# at 410 pages/s with no tier at 0.95).
 DEFAULT_CAPS="web=0.5 app=0.2 db=0.6"
+DEFAULT_CAPS_JAVA="web=0.5 app=0.1 db=0.6"
 # The allocation the servers start with (web threads, app threads, app connections).
 DEFAULT_POOLS="100 20 10"
 # Emulated network round trip per SQL query (see testbed/app -query-delay).
 QUERY_DELAY=${SOFTALLOC_TESTBED_QUERY_DELAY:-5ms}
+# Tomcat's default acceptCount.
+DEFAULT_ACCEPT=100
 CG_NAME=softalloc-testbed
 CAPPED_TIERS="web app db"
 # Uncapped groups: client for the load generator, monitor for Prometheus and
@@ -211,8 +234,29 @@ start() {
 # ---------------------------------------------------------------- tiers
 
 build() {
-  log "building the app and the cgroup exporter"
-  (cd "$REPO" && go build -o "$TB/bin/app" ./testbed/app && go build -o "$TB/bin/cgexporter" ./testbed/cgexporter)
+  log "building the $STACK app and the cgroup exporter"
+  (cd "$REPO" && go build -o "$TB/bin/cgexporter" ./testbed/cgexporter)
+  if [ "$STACK" = java ]; then java_build; else (cd "$REPO" && go build -o "$TB/bin/app" ./testbed/app); fi
+}
+
+# java_build: the runnable jar, offline from Maven's local repository; the
+# first build on a machine fetches the dependencies (java-deps) and says so.
+java_build() {
+  local pom=$REPO/testbed/java
+  if ! mvn -B -q -o -f "$pom/pom.xml" package >>"$LOGS/mvn.log" 2>&1; then
+    log "the offline Maven build failed (dependencies not cached yet?); fetching them from Maven Central once"
+    java_deps
+    mvn -B -q -o -f "$pom/pom.xml" package >>"$LOGS/mvn.log" 2>&1 || die "the Java app does not build; see $LOGS/mvn.log"
+  fi
+  cp "$pom/target/bboard.jar" "$TB/bin/bboard.jar"
+}
+
+# java_deps: everything the offline build needs, plugins included
+# (dependency:go-offline alone misses some of the plugins' own dependencies).
+java_deps() {
+  mkdir -p "$LOGS"
+  mvn -B -q -f "$REPO/testbed/java/pom.xml" dependency:go-offline package >>"$LOGS/mvn.log" 2>&1 ||
+    die "fetching the Java app's Maven dependencies failed; see $LOGS/mvn.log"
 }
 
 db_client() { mariadb --no-defaults --socket="$RUN/mysqld.sock" -uroot "$@"; }
@@ -251,7 +295,12 @@ EOF
   fi
 }
 
+# app_start THREADS CONNECTIONS [ACCEPT_COUNT]: the stack's app, until healthy.
 app_start() {
+  if [ "$STACK" = java ]; then java_start "$@"; else go_start "$@"; fi
+}
+
+go_start() {
   local threads=$1 conns=$2
   # One P: the app is capped well below a core, and a second P only spins
   # looking for work; fewer GC cycles (the heap is a few MB) leave less idle
@@ -260,7 +309,32 @@ app_start() {
   GOMAXPROCS=1 GOGC=400 start app app "$TB/bin/app" -listen 127.0.0.1:$APP_PORT \
     -dsn "rubbos:rubbos@tcp(127.0.0.1:$DB_PORT)/rubbos" \
     -threads "$threads" -connections "$conns" -query-delay "$QUERY_DELAY"
-  wait_for "the app" 30 http_ok /rubbos/health $APP_PORT
+  wait_for "the app" 30 app_up
+}
+
+# java_start: embedded Tomcat in a JVM with a small heap (the heap and any
+# extra flags are those of `up`, kept in run/java-opts). A JVM under a 0.2-core
+# cap takes seconds to load its classes: it gets 120 s.
+java_start() {
+  local threads=$1 conns=$2 accept=${3:-$DEFAULT_ACCEPT} opts
+  opts=$(cat "$RUN/java-opts")
+  # shellcheck disable=SC2086 # the options are words
+  start app app java $opts -jar "$TB/bin/bboard.jar" -listen 127.0.0.1:$APP_PORT -admin 127.0.0.1:$ADMIN_PORT \
+    -jdbc-url "jdbc:mariadb://127.0.0.1:$DB_PORT/rubbos" -user rubbos -password rubbos \
+    -threads "$threads" -connections "$conns" -accept-count "$accept" -query-delay "$QUERY_DELAY"
+  echo "$accept" >"$RUN/accept"
+  wait_for "the app (a JVM)" 120 app_up
+}
+
+# app_up: the app answers its health URL; a dead app fails at once, with the
+# end of its log, rather than after the whole wait.
+app_up() {
+  if ! pid_alive app; then
+    log "the $STACK app exited while starting; the end of $LOGS/app.log:"
+    tail -n 15 "$LOGS/app.log" | sed 's/^/    /' >&2
+    exit 1
+  fi
+  http_ok /rubbos/health $APP_PORT
 }
 
 # web_config THREADS: Apache's pools. One child process holds every thread
@@ -363,15 +437,22 @@ scrape_configs:
   - job_name: apache
     static_configs: [{targets: ['127.0.0.1:$APACHE_EXP_PORT'], labels: {tier: web}}]
   - job_name: app
-    static_configs: [{targets: ['127.0.0.1:$APP_PORT'], labels: {tier: app}}]
+    static_configs: [{targets: ['127.0.0.1:$(app_metrics_port)'], labels: {tier: app}}]
   - job_name: mysqld
     static_configs: [{targets: ['127.0.0.1:$MYSQLD_EXP_PORT'], labels: {tier: db}}]
 EOF
+  # A fresh TSDB at each up: series of a target the last up had (the other
+  # stack's app) would linger for Prometheus's 5 min lookback, and the live
+  # runner waits for every target's scrape.
+  rm -rf "$TB/prometheus-data"
   start prometheus monitor prometheus --config.file="$TB/prometheus.yml" --storage.tsdb.path="$TB/prometheus-data" \
     --storage.tsdb.retention.time=6h --web.listen-address=127.0.0.1:$PROM_PORT --log.level=warn
   wait_for Prometheus 60 http_ok /-/ready $PROM_PORT
   wait_for "Prometheus's first scrape of every target" 30 prom_all_up
 }
+
+# app_metrics_port: where the app's /metrics is (the Java app's management port).
+app_metrics_port() { if [ "$STACK" = java ]; then echo $ADMIN_PORT; else echo $APP_PORT; fi; }
 
 # prom_all_up: every target answered its last scrape.
 prom_all_up() {
@@ -386,28 +467,40 @@ status_ok() {
   http_ok /rubbos/health $WEB_PORT
 }
 
+# running_stack: the stack that is up (go when the file predates stacks).
+running_stack() { cat "$RUN/stack" 2>/dev/null || echo go; }
+
 cmd_up() {
+  STACK=${STACK:-go}
+  case $STACK in go | java) ;; *) die "STACK=$STACK: want go or java" ;; esac
   local caps="$DEFAULT_CAPS"
+  [ "$STACK" = java ] && caps="$DEFAULT_CAPS_JAVA"
   [ $# -gt 0 ] && caps="$*"
   mkdir -p "$RUN" "$LOGS"
-  if status_ok; then
+  if status_ok && [ "$(running_stack)" = "$STACK" ]; then
     cg_detect
     apply_caps $caps
-    log "already up; caps $caps"
+    log "already up ($STACK stack); caps $caps"
     return 0
   fi
   cmd_down quiet
   mkdir -p "$RUN" "$LOGS"
   # A failed start leaves nothing running.
   trap 'up_failed' EXIT
-  local missing="" b
-  for b in apache2 mariadbd mariadb mariadb-install-db prometheus prometheus-apache-exporter prometheus-mysqld-exporter go; do
+  local missing="" b apt="apache2 mariadb-server prometheus prometheus-apache-exporter prometheus-mysqld-exporter"
+  local need="apache2 mariadbd mariadb mariadb-install-db prometheus prometheus-apache-exporter prometheus-mysqld-exporter go"
+  [ "$STACK" = java ] && need="$need java mvn" apt="$apt openjdk-17-jdk-headless maven"
+  for b in $need; do
     command -v "$b" >/dev/null || missing="$missing $b"
   done
-  [ -z "$missing" ] || die "missing:$missing (Debian: apt-get install apache2 mariadb-server prometheus prometheus-apache-exporter prometheus-mysqld-exporter)"
-  for p in $WEB_PORT $APP_PORT $DB_PORT $PROM_PORT $CG_PORT $MYSQLD_EXP_PORT $APACHE_EXP_PORT; do
+  [ -z "$missing" ] || die "missing:$missing (Debian: apt-get install $apt)"
+  local ports="$WEB_PORT $APP_PORT $DB_PORT $PROM_PORT $CG_PORT $MYSQLD_EXP_PORT $APACHE_EXP_PORT"
+  [ "$STACK" = java ] && ports="$ports $ADMIN_PORT"
+  for p in $ports; do
     port_free "$p" || die "port $p on 127.0.0.1 is taken by another program"
   done
+  echo "$STACK" >"$RUN/stack"
+  echo "-Xmx${SOFTALLOC_TESTBED_JAVA_HEAP:-256m} ${SOFTALLOC_TESTBED_JAVA_OPTS:-}" >"$RUN/java-opts"
   build
   cg_setup
   apply_caps $caps
@@ -475,27 +568,60 @@ cmd_status() {
     echo
   fi
   echo "  pools (web threads, app threads, app connections): $(cat "$RUN/pools" 2>/dev/null || echo '?')"
+  if [ "$STACK" = java ]; then
+    echo "  java stack: JVM $(cat "$RUN/java-opts" 2>/dev/null), Tomcat acceptCount $(cat "$RUN/accept" 2>/dev/null || echo '?'), metrics and admin http://127.0.0.1:$ADMIN_PORT"
+  else
+    echo "  go stack"
+  fi
   echo "  web http://127.0.0.1:$WEB_PORT/rubbos/StoriesOfTheDay  prometheus http://127.0.0.1:$PROM_PORT  logs $LOGS"
 }
 
 cmd_apply() {
-  [ $# -eq 3 ] || die "apply: want WEB_THREADS APP_THREADS APP_CONNECTIONS"
-  local w=$1 t=$2 c=$3 gen
-  [[ $w =~ ^[0-9]+$ && $t =~ ^[0-9]+$ && $c =~ ^[0-9]+$ ]] || die "apply $*: want three positive integers"
+  [ $# -eq 3 ] || [ $# -eq 4 ] || die "apply: want WEB_THREADS APP_THREADS APP_CONNECTIONS [ACCEPT_COUNT]"
+  local w=$1 t=$2 c=$3 a=${4:-$DEFAULT_ACCEPT} gen mode=${SOFTALLOC_TESTBED_APPLY:-runtime} old
+  [[ $w =~ ^[1-9][0-9]*$ && $t =~ ^[1-9][0-9]*$ && $c =~ ^[1-9][0-9]*$ && $a =~ ^[0-9]+$ ]] ||
+    die "apply $*: want three positive integers (and an acceptCount >= 0)"
+  case $mode in runtime | restart) ;; *) die "SOFTALLOC_TESTBED_APPLY=$mode: want runtime or restart" ;; esac
   status_ok || die "apply: the testbed is not up (run testbed.sh up)"
   cg_detect
-  if [ "$(cat "$RUN/pools")" = "$w $t $c" ]; then
+  old=$(cat "$RUN/pools")
+  if [ "$old" = "$w $t $c" ] && { [ "$STACK" != java ] || [ "$(cat "$RUN/accept")" = "$a" ]; }; then
     return 0
   fi
-  # The app first, so that Apache's restart opens fresh connections to it.
-  stop_pid app
-  app_start "$t" "$c"
+  if [ "$STACK" = java ] && [ "$mode" = runtime ] && [ "$(cat "$RUN/accept")" = "$a" ]; then
+    # Tomcat's and HikariCP's setters on the running JVM (acceptCount is the
+    # listen backlog, fixed when the socket is bound: a change restarts).
+    java_resize "$t" "$c"
+    if [ "${old%% *}" = "$w" ]; then
+      echo "$w $t $c" >"$RUN/pools"
+      log "applied $w-$t-$c (at run time)"
+      return 0
+    fi
+  else
+    # The app first, so that Apache's restart opens fresh connections to it.
+    stop_pid app
+    app_start "$t" "$c" "$a"
+  fi
   gen=$(web_generation)
   web_config "$w"
   apache2 -f "$TB/apache/httpd.conf" -k restart >>"$LOGS/web.log" 2>&1 || die "Apache restart failed; see $LOGS/web.log"
   wait_for "Apache's restart" 30 web_restarted "$gen"
   echo "$w $t $c" >"$RUN/pools"
   log "applied $w-$t-$c"
+}
+
+# java_resize THREADS CONNECTIONS: POST to the app's admin endpoint, which sets
+# Tomcat's maxThreads and HikariCP's maximumPoolSize and answers once HikariCP
+# holds exactly that many connections.
+java_resize() {
+  local out
+  out=$(timeout 60 bash -c '
+    exec 3<>/dev/tcp/127.0.0.1/'"$ADMIN_PORT"' || exit 1
+    printf "POST /admin/pools?threads=%s&connections=%s HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n" "'"$1"'" "'"$2"'" >&3
+    cat <&3' 2>&1) || die "apply: the Java app's admin endpoint (127.0.0.1:$ADMIN_PORT) did not answer within 60 s"
+  if ! printf '%s\n' "$out" | head -1 | grep -q ' 200 '; then
+    die "apply: resizing the Java app's pools to $1 threads, $2 connections failed: $(printf '%s\n' "$out" | tail -1)"
+  fi
 }
 
 web_restarted() {
@@ -521,6 +647,9 @@ cmd_exec_client() {
   exec "$@"
 }
 
+# Every command but up acts on the stack that is up.
+[ "${1:-}" = up ] || STACK=$(running_stack)
+
 case ${1:-} in
   up) shift; cmd_up "$@" ;;
   down) cmd_down ;;
@@ -529,5 +658,6 @@ case ${1:-} in
   caps) shift; cmd_caps "$@" ;;
   exec-client) shift; cmd_exec_client "$@" ;;
   clean) cmd_down quiet; rm -rf "$TB"; log "removed $TB" ;;
-  *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  java-deps) java_deps ;;
+  *) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

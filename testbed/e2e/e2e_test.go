@@ -40,6 +40,7 @@ var (
 	repo     string // repository root
 	binary   string // the softalloc binary under test
 	started  bool   // this run started the testbed, and stops it
+	initial  string // the stack (go, java) that was up before this run, which gets it back
 	setupErr error
 )
 
@@ -59,10 +60,19 @@ func TestMain(m *testing.M) {
 		defer os.RemoveAll(dir)
 		binary = filepath.Join(dir, "softalloc")
 		code := m.Run()
-		if started {
-			out, err := exec.Command(filepath.Join(repo, "testbed", "testbed.sh"), "down").CombinedOutput()
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "testbed down: %v\n%s", err, out)
+		tb := filepath.Join(repo, "testbed", "testbed.sh")
+		var cmd *exec.Cmd
+		switch {
+		case started:
+			cmd = exec.Command(tb, "down")
+		case initial != "":
+			// up is a no-op when that stack still runs and answers.
+			cmd = exec.Command(tb, "up")
+			cmd.Env = append(os.Environ(), "STACK="+initial)
+		}
+		if cmd != nil {
+			if out, err := cmd.CombinedOutput(); err != nil {
+				fmt.Fprintf(os.Stderr, "%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
 				return 1
 			}
 		}
@@ -75,29 +85,42 @@ func TestMain(m *testing.M) {
 // absent, then builds softalloc and brings the testbed up.
 func requireTestbed(t *testing.T) {
 	t.Helper()
+	prepare(t, nil, "")
+	up := exec.Command(filepath.Join(repo, "testbed", "testbed.sh"), append([]string{"up"}, strings.Fields(appCritical)...)...)
+	up.Env = append(os.Environ(), "STACK=go")
+	run(t, up)
+}
+
+// prepare skips (outside CI) or fails (in CI) when the servers or the extra
+// programs are absent (apt names the packages that hold the extra ones), then
+// takes the testbed's lock and builds softalloc.
+func prepare(t *testing.T, extra []string, apt string) {
+	t.Helper()
 	require.NoError(t, setupErr)
 	var missing []string
-	for _, b := range []string{"apache2", "mariadbd", "mariadb-install-db", "prometheus", "prometheus-apache-exporter", "prometheus-mysqld-exporter"} {
+	for _, b := range append([]string{"apache2", "mariadbd", "mariadb-install-db", "prometheus", "prometheus-apache-exporter", "prometheus-mysqld-exporter"}, extra...) {
 		if _, err := exec.LookPath(b); err != nil {
 			missing = append(missing, b)
 		}
 	}
 	if len(missing) > 0 {
-		msg := fmt.Sprintf("testbed servers absent (%s): apt-get install apache2 mariadb-server prometheus prometheus-apache-exporter prometheus-mysqld-exporter",
-			strings.Join(missing, ", "))
+		msg := fmt.Sprintf("testbed servers absent (%s): apt-get install apache2 mariadb-server prometheus prometheus-apache-exporter prometheus-mysqld-exporter%s",
+			strings.Join(missing, ", "), apt)
 		if os.Getenv("CI") == "true" {
 			t.Fatal(msg + "; in CI the end-to-end tests must run")
 		}
 		t.Skip("SKIPPED: " + msg)
 	}
+	if lockFile != nil {
+		return // an earlier test of this run prepared the testbed
+	}
 	lockTestbed(t)
 	if _, err := os.Stat(binary); err != nil {
 		run(t, exec.Command("go", "build", "-o", binary, "./cmd/softalloc"))
 	}
-	if !healthy() {
+	if initial = runningStack(); initial == "" {
 		started = true
 	}
-	run(t, exec.Command(filepath.Join(repo, "testbed", "testbed.sh"), append([]string{"up"}, strings.Fields(appCritical)...)...))
 }
 
 // lockTestbed keeps two test runs on one machine (two checkouts) from

@@ -79,7 +79,7 @@ type Config struct {
 // TierConfig is how one tier is observed.
 type TierConfig struct {
 	// Presets name query sets to start from, applied in order (later ones
-	// win): node, cgroup, apache, tomcat, hikari, mysql, bboard. See Presets.
+	// win): node, cgroup, apache, tomcat, hikari, jvm, mysql, bboard. See Presets.
 	Presets []string `yaml:"presets"`
 	// Servers holds per-replica placeholder values, in replica order:
 	// {instance: "10.0.0.5:9117", node: "10.0.0.5:9100"} makes {instance}
@@ -105,6 +105,9 @@ type Queries struct {
 	Throughput string `yaml:"throughput"`
 	// ResponseTime is the mean residence per request, seconds.
 	ResponseTime string `yaml:"responseTime"`
+	// GCShare is the share in [0,1] of the window a JVM spent in
+	// stop-the-world garbage collection (pause seconds per second).
+	GCShare string `yaml:"gcShare"`
 	// Pools hold busy, size and fullShare queries by pool name (threads,
 	// connections).
 	Pools map[string]PoolQueries `yaml:"pools"`
@@ -259,8 +262,18 @@ func (c Config) path(p string) string {
 //   - cgroup: testbed/cgexporter, per-tier CPU over the tier's cgroup quota,
 //     and the share of quota periods in which the tier was throttled.
 //   - apache: apache_exporter (mod_status with ExtendedStatus On) ({instance}).
-//   - tomcat: the JMX exporter with its example tomcat.yml rules ({instance}).
-//   - hikari: HikariCP's Micrometer metrics ({instance}).
+//   - tomcat: Tomcat through Micrometer's TomcatMetrics and Prometheus
+//     registry ({instance}), the names checked against embedded Tomcat 11
+//     (testbed/java). The thread gauges are sampled at each scrape: busy is
+//     their mean over the window and fullShare the share of samples with
+//     every thread busy.
+//   - hikari: HikariCP's MicrometerMetricsTrackerFactory ({instance}),
+//     checked against HikariCP 7.1; sampled as tomcat's.
+//   - jvm: Micrometer's JvmGcMetrics and ProcessorMetrics ({instance}):
+//     gcShare is stop-the-world pause seconds per second (G1's or Serial's
+//     pauses; a collector's concurrent phases are not in it), cpu the JVM
+//     process's CPU over {cores} cores. The pause series appears at the
+//     JVM's first collection.
 //   - mysql: mysqld_exporter for MySQL or MariaDB ({instance}). It has no
 //     per-query latency without performance_schema; with
 //     --collect.perf_schema.eventsstatements, set responseTime to
@@ -283,19 +296,28 @@ var Presets = map[string]Queries{
 			Size: `sum(last_over_time(apache_workers{instance="{instance}"}[{window}]))`,
 		}},
 	},
+	// Subqueries name their resolution: without one Prometheus evaluates
+	// them at its evaluation interval (1m by default), a single point in a
+	// window of seconds.
 	"tomcat": {
-		Throughput:   `sum(rate(tomcat_requestcount_total{instance="{instance}"}[{window}]))`,
-		ResponseTime: `sum(rate(tomcat_processingtime_total{instance="{instance}"}[{window}])) / sum(rate(tomcat_requestcount_total{instance="{instance}"}[{window}])) / 1000`,
+		Throughput:   `sum(rate(tomcat_global_request_seconds_count{instance="{instance}"}[{window}]))`,
+		ResponseTime: `sum(rate(tomcat_global_request_seconds_sum{instance="{instance}"}[{window}])) / sum(rate(tomcat_global_request_seconds_count{instance="{instance}"}[{window}]))`,
 		Pools: map[string]PoolQueries{"threads": {
-			Busy: `avg_over_time(sum(tomcat_threadpool_currentthreadsbusy{instance="{instance}"})[{window}:])`,
-			Size: `sum(tomcat_threadpool_maxthreads{instance="{instance}"})`,
+			Busy:      `sum(avg_over_time(tomcat_threads_busy_threads{instance="{instance}"}[{window}]))`,
+			Size:      `sum(last_over_time(tomcat_threads_config_max_threads{instance="{instance}"}[{window}]))`,
+			FullShare: `avg_over_time((sum(tomcat_threads_busy_threads{instance="{instance}"}) >= bool sum(tomcat_threads_config_max_threads{instance="{instance}"}))[{window}:1s])`,
 		}},
 	},
 	"hikari": {
 		Pools: map[string]PoolQueries{"connections": {
-			Busy: `avg_over_time(sum(hikaricp_connections_active{instance="{instance}"})[{window}:])`,
-			Size: `sum(hikaricp_connections_max{instance="{instance}"})`,
+			Busy:      `sum(avg_over_time(hikaricp_connections_active{instance="{instance}"}[{window}]))`,
+			Size:      `sum(last_over_time(hikaricp_connections_max{instance="{instance}"}[{window}]))`,
+			FullShare: `avg_over_time((sum(hikaricp_connections_active{instance="{instance}"}) >= bool sum(hikaricp_connections_max{instance="{instance}"}))[{window}:1s])`,
 		}},
+	},
+	"jvm": {
+		CPU:     `rate(process_cpu_time_ns_total{instance="{instance}"}[{window}]) / 1e9 / {cores}`,
+		GCShare: `sum(rate(jvm_gc_pause_seconds_sum{instance="{instance}"}[{window}]))`,
 	},
 	"mysql": {
 		Throughput: `rate(mysql_global_status_questions{instance="{instance}"}[{window}])`,
@@ -344,6 +366,7 @@ func merge(a, b Queries) Queries {
 	}
 	out.CPU, out.Throughput, out.ResponseTime = pick(a.CPU, b.CPU), pick(a.Throughput, b.Throughput), pick(a.ResponseTime, b.ResponseTime)
 	out.Throttled = pick(a.Throttled, b.Throttled)
+	out.GCShare = pick(a.GCShare, b.GCShare)
 	for _, q := range []Queries{a, b} {
 		for name, p := range q.Pools {
 			o := out.Pools[name]

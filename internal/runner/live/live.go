@@ -60,6 +60,7 @@ type Runner struct {
 	mu      sync.Mutex
 	applied string // allocation key last applied by the hook; "" unknown
 	warned  bool
+	absent  map[string]bool // metrics already warned of as absent
 }
 
 var _ algorithms.Experimenter = (*Runner)(nil)
@@ -393,9 +394,26 @@ func (r *Runner) server(ctx context.Context, t algorithms.Tier, i int, q Queries
 			return 0, false, permanent{fmt.Errorf("%s: %w", field, err)}
 		}
 		v, err := r.prom.value(ctx, pq, end)
-		if errors.Is(err, errNoData) && !required {
-			// A counter that never moved (no request of that kind) has no series yet.
-			return 0, true, nil
+		if errors.Is(err, errNoData) {
+			missing := r.absentMetrics(ctx, pq, end)
+			if len(missing) > 0 && required {
+				return 0, false, permanent{fmt.Errorf("%s: Prometheus has no series of %s (query %s): does the exporter expose it?",
+					field, strings.Join(missing, ", "), pq)}
+			}
+			if !required {
+				// A counter that never moved (no request of that kind) has no
+				// series yet; a metric the exporter lacks is worth a warning.
+				for _, m := range missing {
+					if !r.absent[m] {
+						r.logf("warning: %s: %s: Prometheus has no series of %s: read as 0 (does the exporter expose it?)", s.Name, field, m)
+						if r.absent == nil {
+							r.absent = map[string]bool{}
+						}
+						r.absent[m] = true
+					}
+				}
+				return 0, true, nil
+			}
 		}
 		if err != nil {
 			return 0, false, fmt.Errorf("%s: %w", field, err)
@@ -417,6 +435,10 @@ func (r *Runner) server(ctx context.Context, t algorithms.Tier, i int, q Queries
 		return s, err
 	}
 	s.Throttled = unit(v)
+	if v, _, err = eval("gcShare", q.GCShare, false); err != nil {
+		return s, err
+	}
+	s.GCShare = unit(v)
 	if s.Throughput, _, err = eval("throughput", q.Throughput, false); err != nil {
 		return s, err
 	}
@@ -465,6 +487,28 @@ func (r *Runner) server(ctx context.Context, t algorithms.Tier, i int, q Queries
 		s.Pools = append(s.Pools, p)
 	}
 	return s, nil
+}
+
+// selectorName is a metric name followed by its label matchers.
+var selectorName = regexp.MustCompile(`([A-Za-z_:][A-Za-z0-9_:]*)\{`)
+
+// absentMetrics names the metrics of query q of which Prometheus has no
+// series at all at t (a query's empty answer may instead be labels that match
+// nothing yet).
+func (r *Runner) absentMetrics(ctx context.Context, q string, t time.Time) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, m := range selectorName.FindAllStringSubmatch(q, -1) {
+		name := m[1]
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		if _, err := r.prom.value(ctx, "absent("+name+")", t); err == nil {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 func sortedKeys[V any](m map[string]V) []string {
