@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin/softalloc
 
-.PHONY: build test fmt-check bench demo evaluate lint fuzz clean
+.PHONY: build test test-deps fmt-check bench demo evaluate lint fuzz clean man
 
 build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/softalloc
@@ -15,10 +15,16 @@ build:
 # testbed's end-to-end tests drive real servers for minutes. Both run after it,
 # without -race.
 PACKAGES = $$($(GO) list ./... | grep -v /testbed/e2e)
-test: lint
+test: test-deps lint
 	$(GO) test -race -count=1 $(PACKAGES)
 	$(GO) test -count=1 -run '^Test(Paper|MVAAgreement|Behaviour|Slow)' $(PACKAGES)
 	$(GO) test -count=1 -timeout 20m ./testbed/e2e/
+
+# What a fresh Debian machine lacks for the tests: the real servers (as root,
+# or with passwordless sudo; else it says what is missing), the Go modules,
+# the Java app's Maven dependencies.
+test-deps:
+	scripts/test-deps.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2x -cpu 1 ./internal/sim/...

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Installs what `make test` needs and a fresh Debian machine lacks: the real
+# servers the tests talk to (Apache httpd, MariaDB, Prometheus and its
+# exporters, the Pushgateway), Java 17 and Maven for the testbed's Java app,
+# the Go modules and the Java app's Maven dependencies. The packages' own
+# services are kept from starting on install (no ports taken, nothing left
+# running): the tests start what they need, on loopback.
+#
+# Without root (or passwordless sudo) it says what is missing and goes on:
+# the end-to-end tests then skip with the same message, outside CI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(apache2 apache2-utils mariadb-server mariadb-client-core prometheus prometheus-pushgateway
+  prometheus-apache-exporter prometheus-mysqld-exporter openjdk-17-jdk-headless maven)
+missing=()
+if command -v dpkg-query >/dev/null; then
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  if [ "$(id -u)" != 0 ]; then
+    if sudo -n true 2>/dev/null; then sudo="sudo -n"; else
+      echo "test-deps: not installed: ${missing[*]}; as root: apt-get install ${missing[*]} (the end-to-end tests skip without them)" >&2
+      missing=()
+    fi
+  fi
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "== apt-get install ${missing[*]}"
+  policy=/usr/sbin/policy-rc.d
+  had_policy=0; [ -e "$policy" ] && had_policy=1
+  if [ $had_policy = 0 ]; then
+    $sudo sh -c "printf '#!/bin/sh\nexit 101\n' > $policy && chmod +x $policy"
+    trap '$sudo rm -f "$policy"' EXIT
+  fi
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if [ $had_policy = 0 ]; then $sudo rm -f "$policy"; fi
+fi
+
+go mod download
+
+# The Java app's Maven dependencies, fetched once, so that the end-to-end
+# test builds it offline (mvn -o).
+if command -v mvn >/dev/null && command -v java >/dev/null; then
+  testbed/testbed.sh java-deps
+fi
