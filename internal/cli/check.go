@@ -284,9 +284,17 @@ func (o *checkOptions) capacityFromJournal() (report.Capacity, campaign, error) 
 	if err != nil {
 		return c, cp, configError(fmt.Errorf("--from-journal: %w", err))
 	}
+	// A journal may hold several runners' and seeds' records: capacity is
+	// measured on one of them, never on a mixture.
+	fl := o.campaign.cmd.Flags()
 	groups := map[string][]journal.Entry{}
 	for _, e := range entries {
-		k := e.Experiment.Deployment.Topology + " " + formatAllocation(e.Experiment.Allocation)
+		if fl.Changed("runner") && e.Runner != o.campaign.runner.name ||
+			fl.Changed("seed") && e.Settings["seed"] != strconv.FormatUint(o.campaign.runner.seed, 10) {
+			continue
+		}
+		id := journal.Identity{Runner: e.Runner, Settings: e.Settings}
+		k := e.Experiment.Deployment.Topology + " " + formatAllocation(e.Experiment.Allocation) + " " + id.String()
 		groups[k] = append(groups[k], e)
 	}
 	want := o.campaign.deployment.topology
@@ -296,7 +304,8 @@ func (o *checkOptions) capacityFromJournal() (report.Capacity, campaign, error) 
 	}
 	var keys []string
 	for k := range groups {
-		t, a, _ := strings.Cut(k, " ")
+		t, rest, _ := strings.Cut(k, " ")
+		a, _, _ := strings.Cut(rest, " ")
 		if (want == "" || t == want) && (wantAlloc == "" || a == wantAlloc) {
 			keys = append(keys, k)
 		}
@@ -308,7 +317,7 @@ func (o *checkOptions) capacityFromJournal() (report.Capacity, campaign, error) 
 			all = append(all, k)
 		}
 		sort.Strings(all)
-		return c, cp, usagef("--from-journal %q: want exactly one topology and allocation to check, found %d matching (recorded: %s); choose with --topology and --alloc",
+		return c, cp, usagef("--from-journal %q: want exactly one topology, allocation and runner to check, found %d matching (recorded: %s); choose with --topology, --alloc, --runner and --seed",
 			o.fromJournal, len(keys), strings.Join(all, ", "))
 	}
 	recs := groups[keys[0]]

@@ -337,3 +337,25 @@ func TestHelpFits100Columns(t *testing.T) {
 		}
 	}
 }
+
+// Issue 24: comparing seeds needed a journal per seed. They share one; a
+// check from it measures one seed, never a mixture.
+func TestSeedsShareAJournal(t *testing.T) {
+	j := filepath.Join(t.TempDir(), "journal.jsonl")
+	sim := []string{"simulate", "-t", "1/2/1/2", "--users", "6000", "--runtime", "1m", "--journal", j, "-q", "-o", "json"}
+	one, stderr, code := run(t, "", append(sim, "--seed", "1")...)
+	require.Equal(t, 0, code, stderr)
+	two, stderr, code := run(t, "", append(sim, "--seed", "2")...)
+	require.Equal(t, 0, code, stderr)
+	assert.NotEqual(t, one, two, "seed 2 ran, seed 1's record was not reused")
+	again, stderr, code := run(t, "", append(sim, "--seed", "1")...)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, one, again)
+	assert.Len(t, journalKeys(t, j), 2)
+
+	_, stderr, code = run(t, "", "check", "--from-journal", j, "--min-goodput", "1")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "want exactly one topology, allocation and runner to check, found 2 matching")
+	_, stderr, code = run(t, "", "check", "--from-journal", j, "--min-goodput", "1", "--seed", "2")
+	assert.Equal(t, 0, code, stderr)
+}

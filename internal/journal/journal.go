@@ -26,7 +26,6 @@ import (
 
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/jsonl"
-	"github.com/softalloc/softalloc/internal/oneline"
 	"github.com/softalloc/softalloc/internal/safefile"
 	"github.com/softalloc/softalloc/internal/wire"
 )
@@ -68,38 +67,6 @@ func (id Identity) String() string {
 	return fmt.Sprintf("runner %s (%s)", id.Runner, strings.Join(parts, ", "))
 }
 
-// differences names what sets other apart from id: the whole identity when
-// the runner differs, else only the settings that differ, on both sides.
-func (id Identity) differences(other Identity) (theirs, ours string) {
-	if other.Runner != id.Runner {
-		return other.String(), id.String()
-	}
-	keys := map[string]bool{}
-	for k, v := range id.Settings {
-		if w, ok := other.Settings[k]; !ok || w != v {
-			keys[k] = true
-		}
-	}
-	for k := range other.Settings {
-		if _, ok := id.Settings[k]; !ok {
-			keys[k] = true
-		}
-	}
-	show := func(s map[string]string) string {
-		var parts []string
-		for k := range keys {
-			if v, ok := s[k]; ok {
-				parts = append(parts, k+"="+v)
-			} else {
-				parts = append(parts, "no "+k)
-			}
-		}
-		sort.Strings(parts)
-		return strings.Join(parts, ", ")
-	}
-	return show(other.Settings), show(id.Settings)
-}
-
 func (id Identity) same(r Record) bool {
 	if r.Runner != id.Runner || len(r.Settings) != len(id.Settings) {
 		return false
@@ -130,9 +97,6 @@ func Key(id Identity, e algorithms.Experiment) string {
 	return hex.EncodeToString(sum[:12])
 }
 
-// ErrOtherRunner: the journal holds experiments of another runner or settings.
-var ErrOtherRunner = errors.New("journal belongs to another runner")
-
 // ErrInUse: another process has the journal open.
 var ErrInUse = errors.New("journal in use")
 
@@ -156,8 +120,9 @@ type Journal struct {
 	mu       sync.Mutex
 	records  map[string]algorithms.Observation
 	Warnings []string
-	// Reused and Ran count this process's experiments.
-	Reused, Ran int
+	// Reused and Ran count this process's experiments; Others are the
+	// records of other runners or settings the file also holds.
+	Reused, Ran, Others int
 }
 
 // Options for Open.
@@ -171,10 +136,9 @@ type Options struct {
 
 // Open opens (creating it and its directory if needed) the journal at path
 // for the given runner. A torn last line, left by a process killed mid-write,
-// is cut off with a warning; everything before it is kept. Records of another
-// runner or settings are an error wrapping ErrOtherRunner: they are never
-// mixed in silently. A file that is not a journal is refused before anything
-// in it changes.
+// is cut off with a warning; everything before it is kept. Records of other
+// runners or settings stay in the file and are never answered for this one.
+// A file that is not a journal is refused before anything in it changes.
 func Open(path string, id Identity, opts Options) (*Journal, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -293,8 +257,6 @@ func (j *Journal) load(f *os.File) error {
 		return fmt.Errorf("journal %q: its last line (%d bytes, no newline) is not a record: not a journal, or text added by hand; move the file or mend that line",
 			j.path, len(tail))
 	}
-	others := map[string]int{}
-	mine := map[string]bool{}
 	for i, line := range lines {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
@@ -303,33 +265,20 @@ func (j *Journal) load(f *os.File) error {
 		if err := json.Unmarshal(line, &r); err != nil {
 			return fmt.Errorf("journal %q: line %d: %w", j.path, i+1, err)
 		}
-		if !j.id.same(r) {
-			theirs, ours := j.id.differences(Identity{r.Runner, r.Settings})
-			// Runner and settings come from the file: keep the message one line.
-			others[oneline.Escape(theirs)]++
-			mine[ours] = true
-			continue
-		}
 		// A record edited by hand (a CPU of 7.5) is refused, not reused: it
 		// enters the algorithm as any runner's observation would.
 		_, o, err := (wire.Record{Experiment: r.Experiment, Observation: r.Observation}).Algorithms()
 		if err != nil {
 			return fmt.Errorf("journal %q: line %d: %w", j.path, i+1, err)
 		}
+		// Records of other runners and settings share the file: their
+		// keys hold their runner and settings, so they are never found
+		// for this one (comparing seeds needs no journal per seed).
+		if !j.id.same(r) {
+			j.Others++
+			continue
+		}
 		j.records[r.Key] = o
-	}
-	if len(others) > 0 {
-		var list, this []string
-		for k, n := range others {
-			list = append(list, fmt.Sprintf("%d with %s", n, k))
-		}
-		for k := range mine {
-			this = append(this, k)
-		}
-		sort.Strings(list)
-		sort.Strings(this)
-		return quiet{fmt.Sprintf("journal %q holds experiments of another runner or other settings (%s; this run: %s): pass --journal PATH to keep a separate journal, or --fresh to set this one aside",
-			j.path, strings.Join(list, "; "), strings.Join(this, "; ")), ErrOtherRunner}
 	}
 	if repair != nil {
 		return repair()
