@@ -2,15 +2,20 @@ package exec
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"unicode"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/oneline"
@@ -34,75 +39,38 @@ func (e *InvalidObservationError) Error() string {
 	return "invalid observation: " + strings.Join(p, "; ") + more
 }
 
-// kind is a JSON type as the protocol uses it.
-type kind int
+// The observation is validated against the protocol's JSON Schema itself
+// (protocol.schema.json, which docs/exec-protocol.schema.json links to), so
+// the published schema is the one source of truth. The library's findings
+// are turned into messages that name the field, what was there and what was
+// wanted, in the words a program's author reads: "observation.servers[2].cpu:
+// want a number in [0,1], got "95%"".
 
-const (
-	kindNumber kind = iota
-	kindInteger
-	kindString
-	kindObject // fixed fields
-	kindArray
-	kindMap // free keys, values of one shape
+//go:embed protocol.schema.json
+var schemaJSON []byte
+
+// schemaURL is the schema's $id.
+const schemaURL = "https://github.com/softalloc/softalloc/docs/exec-protocol.schema.json"
+
+var (
+	observationSchema *jsonschema.Schema
+	schemaDoc         any // the schema as a document, to describe what a field wants
 )
 
-// shape describes one JSON value of the observation. It is checked on the
-// generic decoding first, because encoding/json's own type errors name Go
-// types and hide the value ("cannot unmarshal string into Go struct field
-// .servers.cpu of type float64"); a user needs the field and what was there.
-type shape struct {
-	kind   kind
-	want   string  // the same words as Observation.Validate's messages
-	fields []field // kindObject
-	elem   *shape  // kindArray, kindMap
+func init() {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schemaJSON))
+	if err != nil {
+		panic(fmt.Sprintf("exec: the embedded schema: %v", err)) // caught by every test
+	}
+	schemaDoc = doc
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(schemaURL, doc); err != nil {
+		panic(fmt.Sprintf("exec: the embedded schema: %v", err))
+	}
+	if observationSchema, err = c.Compile(schemaURL + "#/$defs/observation"); err != nil {
+		panic(fmt.Sprintf("exec: the embedded schema: %v", err))
+	}
 }
-
-type field struct {
-	name     string
-	required bool
-	shape    *shape
-}
-
-func number(want string) *shape  { return &shape{kind: kindNumber, want: want} }
-func integer(want string) *shape { return &shape{kind: kindInteger, want: want} }
-func text(want string) *shape    { return &shape{kind: kindString, want: want} }
-
-// observationShape is the observation message. Keep it, Response and
-// docs/exec-protocol.schema.json in step: a test compares them.
-var observationShape = &shape{kind: kindObject, want: "a JSON object", fields: []field{
-	{"protocolVersion", true, integer(fmt.Sprintf("the integer %d", ProtocolVersion))},
-	{"runtimeSeconds", true, number("a positive number")},
-	{"throughput", true, number("a number >= 0")},
-	{"responseTimes", true, &shape{kind: kindObject, want: "an object with buckets and sum", fields: []field{
-		{"buckets", true, &shape{kind: kindArray, want: "a list of {le, count}", elem: &shape{
-			kind: kindObject, want: "an object {le, count}", fields: []field{
-				{"le", true, number("a finite number above the previous bound")},
-				{"count", true, integer("an integer >= 0")},
-			}}}},
-		{"sum", true, number("a number >= 0")},
-	}}},
-	{"servers", true, &shape{kind: kindArray, want: "a list of servers", elem: &shape{
-		kind: kindObject, want: "a server object", fields: []field{
-			{"name", true, text("a server name")},
-			{"tier", true, text("a tier name")},
-			{"cpu", true, number("a number in [0,1]")},
-			{"resources", false, &shape{kind: kindMap, want: "an object of utilisations", elem: number("a number in [0,1]")}},
-			{"pools", false, &shape{kind: kindArray, want: "a list of pools", elem: &shape{
-				kind: kindObject, want: "a pool object", fields: []field{
-					{"name", true, text("a pool name")},
-					{"size", true, integer("an integer >= 0")},
-					{"busy", true, number("a number >= 0")},
-					{"fullShare", true, number("a number in [0,1], or negative for unknown")},
-				}}}},
-			{"throughput", true, number("a number >= 0")},
-			{"responseTime", true, number("a number of seconds >= 0")},
-			{"gcShare", false, number("a number in [0,1]")},
-			{"throttled", false, number("a number in [0,1]")},
-		}}}},
-	{"drops", false, integer("an integer >= 0")},
-	{"retries", false, integer("an integer >= 0")},
-	{"errors", false, integer("an integer >= 0")},
-}}
 
 // maxProblems bounds the list: past a few, more names do not help.
 const maxProblems = 20
@@ -115,99 +83,368 @@ func (c *checker) add(path, format string, args ...any) {
 	}
 }
 
-// check walks v against s; path names v ("observation.servers[2]").
-func (c *checker) check(path string, v any, s *shape) {
-	switch s.kind {
-	case kindNumber:
-		n, ok := v.(json.Number)
-		if !ok {
-			c.add(path, "want %s, got %s", s.want, raw(v))
-			return
-		}
-		if f, err := n.Float64(); err != nil || math.IsInf(f, 0) {
-			c.add(path, "want %s, got %s (out of range)", s.want, n)
-		}
-	case kindInteger:
-		n, ok := v.(json.Number)
-		if !ok {
-			c.add(path, "want %s, got %s", s.want, raw(v))
-			return
-		}
-		if _, err := strconv.ParseInt(string(n), 10, 64); err != nil {
-			c.add(path, "want %s, got %s", s.want, n)
-		}
-	case kindString:
-		if _, ok := v.(string); !ok {
-			c.add(path, "want %s, got %s", s.want, raw(v))
-		}
-	case kindArray:
-		if v == nil {
-			return // Go writes an empty slice as null: read it as empty
-		}
-		a, ok := v.([]any)
-		if !ok {
-			c.add(path, "want %s, got %s", s.want, raw(v))
-			return
-		}
-		for i, e := range a {
-			c.check(fmt.Sprintf("%s[%d]", path, i), e, s.elem)
-		}
-	case kindMap:
-		if v == nil {
-			return // as for lists
-		}
-		m, ok := v.(map[string]any)
-		if !ok {
-			c.add(path, "want %s, got %s", s.want, raw(v))
-			return
-		}
-		for _, k := range sortedKeys(m) {
-			if strings.IndexFunc(k, unicode.IsControl) >= 0 {
-				// Observation.Validate would put the key in its message as is.
-				c.add(member(path, k), "want a name without control characters")
-				continue
-			}
-			c.check(member(path, k), m[k], s.elem)
-		}
-	case kindObject:
-		m, ok := v.(map[string]any)
-		if !ok {
-			c.add(path, "want %s, got %s", s.want, raw(v))
-			return
-		}
-		known := make(map[string]bool, len(s.fields))
-		names := make([]string, len(s.fields))
-		for i, f := range s.fields {
-			known[f.name] = true
-			names[i] = f.name
-			fv, present := m[f.name]
-			switch {
-			case !present && f.required:
-				c.add(path+"."+f.name, "missing; want %s", f.shape.want)
-			case present:
-				c.check(path+"."+f.name, fv, f.shape)
-			}
-		}
-		for _, k := range sortedKeys(m) {
-			if !known[k] {
-				c.add(member(path, k), "unknown field; want one of %s", strings.Join(names, ", "))
-			}
-		}
-	}
+// problem is one finding, sortable by where it is.
+type problem struct {
+	loc []string
+	msg string
 }
 
-// member is the path of key k in the object at path. A key that a plain
-// name cannot show (a newline, a quote) is quoted, so that every problem
-// stays on one line.
-func member(path, k string) string { return path + "." + oneline.Quote(k) }
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// schemaProblems validates v against the observation schema.
+func schemaProblems(v any) []string {
+	err := observationSchema.Validate(v)
+	var ve *jsonschema.ValidationError
+	if err == nil || !errors.As(err, &ve) {
+		if err != nil {
+			return []string{"observation: " + err.Error()}
+		}
+		return nil
 	}
-	sort.Strings(keys)
-	return keys
+	var found []problem
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) > 0 {
+			for _, c := range e.Causes {
+				walk(c)
+			}
+			return
+		}
+		found = append(found, describe(e, v)...)
+	}
+	walk(ve)
+	sort.SliceStable(found, func(i, j int) bool {
+		a, b := schemaRank(found[i].loc), schemaRank(found[j].loc)
+		if c := slices.Compare(a, b); c != 0 {
+			return c < 0
+		}
+		return found[i].msg < found[j].msg
+	})
+	var out []string
+	for _, p := range found {
+		if len(out) < maxProblems {
+			out = append(out, p.msg)
+		}
+	}
+	return out
+}
+
+// describe turns one of the library's findings into messages.
+func describe(e *jsonschema.ValidationError, root any) []problem {
+	node := schemaNode(e.SchemaURL)
+	at := func(loc []string, format string, args ...any) problem {
+		return problem{loc, fieldPath(loc) + ": " + fmt.Sprintf(format, args...)}
+	}
+	got := raw(valueAt(root, e.InstanceLocation))
+	switch k := e.ErrorKind.(type) {
+	case *kind.Required:
+		var out []problem
+		for _, m := range k.Missing {
+			loc := append(append([]string{}, e.InstanceLocation...), m)
+			out = append(out, at(loc, "missing; want %s", want(property(node, m))))
+		}
+		return out
+	case *kind.AdditionalProperties:
+		var out []problem
+		for _, p := range k.Properties {
+			loc := append(append([]string{}, e.InstanceLocation...), p)
+			out = append(out, at(loc, "unknown field; want one of %s", strings.Join(propertyNames(e.SchemaURL), ", ")))
+		}
+		return out
+	case *kind.PropertyNames:
+		loc := append(append([]string{}, e.InstanceLocation...), k.Property)
+		return []problem{at(loc, "want a name without control characters")}
+	case *kind.Const:
+		return []problem{at(e.InstanceLocation, "want %s, got %s", want(node), got)}
+	}
+	return []problem{at(e.InstanceLocation, "want %s, got %s", want(node), got)}
+}
+
+// want says in words what a schema node accepts.
+func want(n map[string]any) string {
+	if n == nil {
+		return "a value"
+	}
+	if c, ok := n["const"]; ok {
+		return fmt.Sprintf("the integer %v", c)
+	}
+	types := []string{}
+	switch t := n["type"].(type) {
+	case string:
+		types = append(types, t)
+	case []any:
+		for _, x := range t {
+			if s, ok := x.(string); ok {
+				types = append(types, s)
+			}
+		}
+	}
+	nullable := slices.Contains(types, "null")
+	main := ""
+	for _, t := range types {
+		if t != "null" {
+			main = t
+		}
+	}
+	lo, hasLo := ratOf(n["minimum"])
+	hi, hasHi := ratOf(n["maximum"])
+	_, positive := ratOf(n["exclusiveMinimum"])
+	var w string
+	switch main {
+	case "number", "integer":
+		noun := "a number"
+		if main == "integer" {
+			noun = "an integer"
+		}
+		switch {
+		case hasLo && hasHi:
+			w = fmt.Sprintf("%s in [%s,%s]", noun, lo, hi)
+		case hasLo:
+			w = fmt.Sprintf("%s >= %s", noun, lo)
+		case positive:
+			w = fmt.Sprintf("a positive %s", strings.TrimPrefix(strings.TrimPrefix(noun, "an "), "a "))
+		case hasHi:
+			w = fmt.Sprintf("%s in [0,%s], or negative for unknown", noun, hi)
+		default:
+			w = "a finite " + strings.TrimPrefix(strings.TrimPrefix(noun, "an "), "a ")
+		}
+	case "string":
+		w = "a non-empty string"
+		if _, ok := n["minLength"]; !ok {
+			w = "a string"
+		}
+	case "array":
+		w = "a list"
+		if min, ok := ratOf(n["minItems"]); ok && min != "0" {
+			w = "a non-empty list"
+		}
+	case "object":
+		w = "an object"
+	default:
+		w = "a value"
+	}
+	if nullable {
+		w += " (or null)"
+	}
+	return w
+}
+
+func ratOf(v any) (string, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		return x.String(), true
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64), true
+	}
+	return "", false
+}
+
+// schemaNode is the schema object at a location "<$id>#/pointer",
+// following $ref.
+func schemaNode(url string) map[string]any {
+	_, frag, _ := strings.Cut(url, "#")
+	n := pointer(schemaDoc, frag)
+	for range 8 {
+		m, ok := n.(map[string]any)
+		if !ok {
+			return nil
+		}
+		ref, ok := m["$ref"].(string)
+		if !ok {
+			return m
+		}
+		n = pointer(schemaDoc, strings.TrimPrefix(ref, "#"))
+	}
+	return nil
+}
+
+// property is the schema of an object's property, $ref followed.
+func property(n map[string]any, name string) map[string]any {
+	props, _ := n["properties"].(map[string]any)
+	p, _ := props[name].(map[string]any)
+	if ref, ok := p["$ref"].(string); ok {
+		m, _ := pointer(schemaDoc, strings.TrimPrefix(ref, "#")).(map[string]any)
+		return m
+	}
+	return p
+}
+
+// propertyNames lists an object schema's properties in the order the
+// schema declares them (a decoded map has none).
+func propertyNames(url string) []string {
+	_, frag, _ := strings.Cut(url, "#")
+	n := pointer(schemaDoc, frag)
+	for range 8 { // the object itself, or what its $ref names
+		m, _ := n.(map[string]any)
+		ref, ok := m["$ref"].(string)
+		if !ok {
+			break
+		}
+		frag = strings.TrimPrefix(ref, "#")
+		n = pointer(schemaDoc, frag)
+	}
+	return keyOrder[frag+"/properties"]
+}
+
+// keyOrder holds, for every object of the schema, its keys in the order
+// written, by JSON pointer.
+var keyOrder = func() map[string][]string {
+	out := map[string][]string{}
+	dec := json.NewDecoder(bytes.NewReader(schemaJSON))
+	var walk func(ptr string) error
+	walk = func(ptr string) error {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch t {
+		case json.Delim('{'):
+			var keys []string
+			for dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				key := k.(string)
+				keys = append(keys, key)
+				esc := strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
+				if err := walk(ptr + "/" + esc); err != nil {
+					return err
+				}
+			}
+			out[ptr] = keys
+			_, err = dec.Token()
+			return err
+		case json.Delim('['):
+			for i := 0; dec.More(); i++ {
+				if err := walk(ptr + "/" + strconv.Itoa(i)); err != nil {
+					return err
+				}
+			}
+			_, err = dec.Token()
+			return err
+		}
+		return nil
+	}
+	if err := walk(""); err != nil {
+		panic(fmt.Sprintf("exec: the embedded schema: %v", err))
+	}
+	return out
+}()
+
+// schemaRank places an instance location in the schema's own order: fields
+// as the schema declares them, list entries by index.
+func schemaRank(loc []string) []int {
+	cur := "/$defs/observation"
+	var rank []int
+	for _, seg := range loc {
+		node, _ := pointer(schemaDoc, cur).(map[string]any)
+		for range 8 {
+			ref, ok := node["$ref"].(string)
+			if !ok {
+				break
+			}
+			cur = strings.TrimPrefix(ref, "#")
+			node, _ = pointer(schemaDoc, cur).(map[string]any)
+		}
+		switch {
+		case node["properties"] != nil && slices.Contains(keyOrder[cur+"/properties"], seg):
+			rank = append(rank, slices.Index(keyOrder[cur+"/properties"], seg))
+			cur += "/properties/" + seg
+		case node["items"] != nil:
+			i, _ := strconv.Atoi(seg)
+			rank = append(rank, i)
+			cur += "/items"
+		default:
+			rank = append(rank, len(keyOrder[cur+"/properties"])) // unknown fields after the known
+			cur += "/additionalProperties"
+		}
+	}
+	return rank
+}
+
+func splitPointer(p string) []string {
+	p = strings.TrimPrefix(p, "/")
+	if p == "" {
+		return nil
+	}
+	parts := strings.Split(p, "/")
+	for i, s := range parts {
+		parts[i] = strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
+	}
+	return parts
+}
+
+// pointer follows a JSON pointer into a decoded document.
+func pointer(doc any, p string) any {
+	n := doc
+	for _, s := range splitPointer(p) {
+		switch x := n.(type) {
+		case map[string]any:
+			n = x[s]
+		case []any:
+			i, err := strconv.Atoi(s)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil
+			}
+			n = x[i]
+		default:
+			return nil
+		}
+	}
+	return n
+}
+
+// valueAt is the instance's value at a location.
+func valueAt(root any, loc []string) any {
+	n := root
+	for _, s := range loc {
+		switch x := n.(type) {
+		case map[string]any:
+			n = x[s]
+		case []any:
+			i, _ := strconv.Atoi(s)
+			if i < 0 || i >= len(x) {
+				return nil
+			}
+			n = x[i]
+		default:
+			return nil
+		}
+	}
+	return n
+}
+
+// fieldPath names a location as the messages do: observation.servers[2].cpu.
+// A key that a plain name cannot show (a newline, a quote) is quoted, so
+// every problem stays on one line.
+func fieldPath(loc []string) string {
+	var b strings.Builder
+	b.WriteString("observation")
+	for i, s := range loc {
+		if _, err := strconv.Atoi(s); err == nil && i > 0 {
+			b.WriteString("[" + s + "]")
+			continue
+		}
+		b.WriteString("." + oneline.Quote(s))
+	}
+	return b.String()
+}
+
+// outOfRange finds numbers JSON allows and float64 cannot hold (1e400).
+func outOfRange(v any, loc []string, out *[]string) {
+	switch x := v.(type) {
+	case json.Number:
+		if f, err := x.Float64(); err != nil || math.IsInf(f, 0) {
+			*out = append(*out, fmt.Sprintf("%s: want a finite number, got %s (out of range)", fieldPath(loc), x))
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			outOfRange(x[k], append(loc, k), out)
+		}
+	case []any:
+		for i, e := range x {
+			outOfRange(e, append(loc, strconv.Itoa(i)), out)
+		}
+	}
 }
 
 // raw shows a decoded value as the JSON it came from, shortened.
@@ -251,10 +488,10 @@ func ParseObservation(stdout []byte, e algorithms.Experiment) (algorithms.Observ
 		return algorithms.Observation{}, fmt.Errorf("stdout holds more than one JSON value (print diagnostics to stderr); after the first came %q",
 			shorten(string(text[dec.InputOffset():]), 120))
 	}
-	var c checker
-	c.check("observation", v, observationShape)
-	if len(c.problems) > 0 {
-		return algorithms.Observation{}, &InvalidObservationError{Problems: c.problems}
+	problems := schemaProblems(v)
+	outOfRange(v, nil, &problems)
+	if len(problems) > 0 {
+		return algorithms.Observation{}, &InvalidObservationError{Problems: problems}
 	}
 	var r Response
 	if err := json.Unmarshal(text, &r); err != nil {
