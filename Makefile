@@ -70,8 +70,12 @@ fuzz:
 	$(GO) test ./internal/cli -run '^$$' -fuzz FuzzFlagValues -fuzztime 40000x -fuzzminimizetime 3s
 	$(GO) test ./internal/runner/live -run '^$$' -fuzz FuzzParseConfig -fuzztime 30000x -fuzzminimizetime 3s
 
+# Man pages, one per command, from the commands' own help.
+man:
+	$(GO) run ./cmd/softalloc-man -out man
+
 clean:
-	rm -rf bin
+	rm -rf bin man
 
 # ---- testbed: real servers on loopback for the live runner (testbed/README.md) ----
 # testbed-up starts Apache, the bulletin-board app, MariaDB, Prometheus and the

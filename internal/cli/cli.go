@@ -221,6 +221,7 @@ Environment (a flag on the command line wins):
 	t = strings.ReplaceAll(t, ".LocalFlags.FlagUsages", "flagsIn100 .LocalFlags")
 	t = strings.ReplaceAll(t, ".InheritedFlags.FlagUsages", "flagsIn100 .InheritedFlags")
 	root.SetUsageTemplate(t)
+	completeFlagValues(root)
 	return root
 }
 

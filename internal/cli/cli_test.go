@@ -154,3 +154,25 @@ func TestVersion(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
 	assert.NotEmpty(t, doc.Version, "JSON results say which softalloc wrote them")
 }
+
+// Issue 24: completion of flag values, and man pages from the commands' help.
+func TestCompletionAndManPages(t *testing.T) {
+	stdout, _, code := run(t, "", "__complete", "recommend", "--output", "")
+	require.Equal(t, 0, code)
+	assert.Equal(t, "table\njson\ncsv\n:4\n", stdout)
+	stdout, _, _ = run(t, "", "__complete", "simulate", "--runner", "")
+	assert.Contains(t, stdout, "live\nreplay\nsim\n")
+	stdout, _, _ = run(t, "", "__complete", "recommend", "--deployment", "")
+	assert.Contains(t, stdout, "yaml\nyml\njson\n:8", "files of a deployment's extensions")
+	stdout, _, code = run(t, "", "completion", "bash")
+	require.Equal(t, 0, code)
+	assert.Contains(t, stdout, "bash completion")
+
+	dir := t.TempDir()
+	require.NoError(t, cli.WriteManPages(dir))
+	for _, c := range []string{"softalloc", "softalloc-recommend", "softalloc-check", "softalloc-size"} {
+		b, err := os.ReadFile(filepath.Join(dir, c+".1"))
+		require.NoError(t, err, c)
+		assert.Contains(t, string(b), ".TH \"SOFTALLOC\" \"1\"", c)
+	}
+}
