@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/softalloc/softalloc/internal/report"
 )
@@ -206,15 +207,40 @@ func spread(rep Report, slas []string) []spreadRow {
 }
 
 func speedPlot(path string, sp Speed) error {
+	trials := append([]SpeedTrial(nil), sp.Trials...)
+	sort.Slice(trials, func(i, j int) bool { return trials[i].Events < trials[j].Events })
 	var x, y []float64
-	for _, t := range sp.Trials {
+	for _, t := range trials {
 		x = append(x, float64(t.Events)/1e6)
 		y = append(y, t.WallSeconds)
 	}
-	fitX := []float64{0, maxOf(x)}
-	fitY := []float64{sp.InterceptSeconds, sp.InterceptSeconds + sp.NsPerEvent*fitX[1]*1e6/1e9}
-	return report.SavePlot(path, "simulator: wall time against simulated events", "events [millions]", "wall time [s]",
-		[]report.Curve{{Label: "trials", X: x, Y: y}, {Label: fmt.Sprintf("fit: %.0f ns/event", sp.NsPerEvent), X: fitX, Y: fitY}})
+	fitX, fitY := speedFit(sp, maxOf(x))
+	curves := []report.Curve{{Label: "trials", X: x, Y: y, Mark: report.PointsOnly}}
+	if fitX != nil {
+		curves = append(curves, report.Curve{Label: fmt.Sprintf("fit: %.0f ns/event", sp.NsPerEvent), X: fitX, Y: fitY, Mark: report.LineOnly})
+	}
+	p, err := report.CurvesPlot("simulator: wall time against simulated events", "events [millions]", "wall time [s]", curves)
+	if err != nil {
+		return fmt.Errorf("plot %q: %w", path, err)
+	}
+	p.X.Min, p.Y.Min = 0, 0
+	return report.SaveFigure(path, p, report.PlotWidth, report.PlotHeight)
+}
+
+// speedFit is the fitted line from 0 to maxEvents million events, drawn
+// where it predicts a wall time of zero or more: a negative intercept is a
+// fitting artefact, not a trial that took no time.
+func speedFit(sp Speed, maxEvents float64) (x, y []float64) {
+	slope := sp.NsPerEvent * 1e6 / 1e9 // seconds per million events
+	from := 0.0
+	if sp.InterceptSeconds < 0 && slope > 0 {
+		from = -sp.InterceptSeconds / slope
+	}
+	if from >= maxEvents || sp.InterceptSeconds+slope*maxEvents < 0 {
+		return nil, nil
+	}
+	x = []float64{from, maxEvents}
+	return x, []float64{sp.InterceptSeconds + slope*x[0], sp.InterceptSeconds + slope*x[1]}
 }
 
 func maxOf(v []float64) float64 {
@@ -225,7 +251,9 @@ func maxOf(v []float64) float64 {
 	return m
 }
 
-// experimentsPlot: grouped bars of experiments per topology (seed means).
+// experimentsPlot: experiments per recommendation by topology and mode (seed
+// means), on a log axis: the efficient mode's few experiments would vanish
+// beside the exhaustive grid's thousands on a linear one.
 func experimentsPlot(path string, rep Report) error {
 	var topos []string
 	sums := map[string][3]float64{}
@@ -241,31 +269,39 @@ func experimentsPlot(path string, rep Report) error {
 		sums[r.Topology] = s
 		counts[r.Topology]++
 	}
-	p := plot.New()
-	p.Title.Text = "experiments per recommendation (mean over seeds)"
-	p.Y.Label.Text = "experiments"
-	w := vg.Points(14)
+	p := report.NewPlot("experiments per recommendation (mean over seeds)", "topology", "experiments (log scale)")
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	names := []string{"efficient", "paper", "exhaustive grid"}
-	colors := []int{0, 1, 2}
-	for i := range names {
-		vals := make(plotter.Values, len(topos))
+	most := 1.0
+	for i, name := range names {
+		pts := plotter.XYLabels{XYs: make(plotter.XYs, len(topos)), Labels: make([]string, len(topos))}
 		for j, t := range topos {
-			vals[j] = sums[t][i] / counts[t]
+			// Side by side within a topology's column, so equal counts stay visible.
+			n := sums[t][i] / counts[t]
+			pts.XYs[j] = plotter.XY{X: float64(j) + 0.2*float64(i-1), Y: n}
+			pts.Labels[j] = fmt.Sprintf("%.0f", n)
+			most = math.Max(most, n)
 		}
-		bars, err := plotter.NewBarChart(vals, w)
+		s, err := plotter.NewScatter(pts)
 		if err != nil {
 			return fmt.Errorf("plot %q: %w", path, err)
 		}
-		bars.Offset = vg.Length(i-1) * w
-		bars.Color = report.PaletteColor(colors[i])
-		bars.LineStyle.Width = 0
-		p.Add(bars)
-		p.Legend.Add(names[i], bars)
+		s.Color, s.Shape, s.Radius = report.PaletteColor(i), report.PaletteGlyph(i), vg.Points(4)
+		labels, err := plotter.NewLabels(pts)
+		if err != nil {
+			return fmt.Errorf("plot %q: %w", path, err)
+		}
+		for k := range labels.TextStyle {
+			labels.TextStyle[k].XAlign, labels.TextStyle[k].YAlign = draw.XCenter, draw.YBottom
+		}
+		labels.Offset = vg.Point{Y: vg.Points(6)}
+		p.Add(s, labels)
+		p.Legend.Add(name, s)
 	}
-	p.Legend.Top = true
 	p.NominalX(topos...)
-	if err := p.Save(8*vg.Inch, 4*vg.Inch, path); err != nil {
-		return fmt.Errorf("plot %q: %w", path, err)
-	}
-	return nil
+	p.X.Min, p.X.Max = -0.5, float64(len(topos))-0.5
+	// Whole decades, so that every power of ten the data reaches is labelled.
+	p.Y.Min, p.Y.Max = 1, math.Pow(10, math.Ceil(math.Log10(most*1.5)))
+	return report.SaveFigure(path, p, report.PlotWidth, 4*vg.Inch)
 }

@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"gonum.org/v1/plot"
+	"github.com/softalloc/softalloc/internal/report"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
@@ -477,12 +477,7 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 func (r *Report) plotGoodput(path string) error {
 	keys := r.slaKeys()
 	k := keys[len(keys)/2]
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Java stack: goodput (SLA %s s) against workload", k)
-	p.X.Label.Text = "users"
-	p.Y.Label.Text = "goodput, pages/s"
-	p.Legend.Top = true
-	p.Legend.Left = true
+	p := report.NewPlot(fmt.Sprintf("Java stack: goodput (SLA %s s) against workload", k), "users", "goodput, pages/s")
 	var lines []any
 	for _, a := range r.GridAllocations {
 		var pts plotter.XYs
@@ -499,17 +494,14 @@ func (r *Report) plotGoodput(path string) error {
 	if err := plotutil.AddLinePoints(p, lines...); err != nil {
 		return err
 	}
-	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+	return report.SaveFigure(path, p, report.PlotWidth, report.PlotHeight)
 }
 
 // plotCost draws the app's CPU per page and GC share against workload for the
 // campaign's trials and the grid's recommended and over-allocated pools.
 func (r *Report) plotCost(path string) error {
-	p := plot.New()
-	p.Title.Text = "Java stack: app CPU per page (ms) and GC share (%) against workload"
-	p.X.Label.Text = "users"
-	p.Y.Label.Text = "ms of CPU per page; % of wall time in GC pauses"
-	p.Legend.Top = true
+	p := report.NewPlot("Java stack: app CPU per page (ms) and GC share (%) against workload", "users",
+		"ms of CPU per page; % of wall time in GC pauses")
 	series := map[string][]Trial{"campaign (find-critical, recommend)": r.Campaign}
 	if len(r.GridAllocations) > 0 {
 		for _, a := range r.GridAllocations {
@@ -552,7 +544,7 @@ func (r *Report) plotCost(path string) error {
 		}
 		i++
 	}
-	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+	return report.SaveFigure(path, p, report.PlotWidth, report.PlotHeight)
 }
 
 func fade(c color.Color) color.Color {
