@@ -314,7 +314,12 @@ func (j *Journal) Lookup(e algorithms.Experiment) (algorithms.Observation, bool)
 }
 
 // Append writes a finished experiment and syncs it to disk before returning.
+// An observation the journal would refuse on reading is refused here: a
+// record that fails its check would make the whole journal unreadable.
 func (j *Journal) Append(e algorithms.Experiment, o algorithms.Observation, took time.Duration, finished time.Time) error {
+	if err := o.Validate(); err != nil {
+		return fmt.Errorf("journal %q: the runner's observation at %d users is invalid, not recorded: %w", j.path, e.Workload.Users, err)
+	}
 	r := Record{Key: Key(j.id, e), Runner: j.id.Runner, Settings: j.id.Settings, Finished: finished.UTC(),
 		Seconds: took.Seconds(), Experiment: wire.FromExperiment(e), Observation: wire.FromObservation(o)}
 	b, err := json.Marshal(r)

@@ -376,3 +376,28 @@ func TestFreshNeverOverwritesABackup(t *testing.T) {
 		assert.Contains(t, []int{100, 200}, entries[0].Experiment.Workload.Users, "backup %d", i)
 	}
 }
+
+// invalidAnswer answers with a pool busier than its size.
+type invalidAnswer struct{}
+
+func (invalidAnswer) RunExperiment(ctx context.Context, e algorithms.Experiment) (algorithms.Observation, error) {
+	return algorithms.Observation{RuntimeSeconds: 120, Throughput: 10, Servers: []algorithms.ServerObservation{{Name: "cluster-1", Tier: "cluster", CPU: 1,
+		Pools: []algorithms.PoolObservation{{Name: "threads", Size: 180, Busy: 180.42, FullShare: -1}}}}}, nil
+}
+
+// A record the journal would refuse on reading is never written: one bad
+// line would make the whole journal unreadable for every later run.
+func TestJournalRefusesAnInvalidObservation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	j, err := journal.Open(path, simID, journal.Options{})
+	require.NoError(t, err)
+	_, err = j.Wrap(invalidAnswer{}).RunExperiment(context.Background(), experiment(t, 100))
+	require.ErrorContains(t, err, "servers[0].pools[0].busy: want a number in [0,180], got 180.42")
+	require.ErrorContains(t, err, "not recorded")
+	require.NoError(t, j.Close())
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Empty(t, b)
+	_, _, err = journal.ReadFile(path)
+	require.NoError(t, err)
+}

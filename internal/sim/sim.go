@@ -280,7 +280,14 @@ func (c *chain) observation() algorithms.Observation {
 	query := func(r int, q []queryServer, gc bool) {
 		for i := range q {
 			k := &q[i]
-			p := algorithms.PoolObservation{Name: algorithms.PoolThreads, Size: int(k.threads), Busy: k.residenceSum / T, FullShare: -1}
+			// The answered queries' residences include the time before the
+			// window of those that entered before it: a full pool can sum
+			// to a little more than its size, which it cannot hold.
+			busy := k.residenceSum / T
+			if k.threads > 0 {
+				busy = min(busy, float64(k.threads))
+			}
+			p := algorithms.PoolObservation{Name: algorithms.PoolThreads, Size: int(k.threads), Busy: busy, FullShare: -1}
 			if k.samples > 0 {
 				p.FullShare = float64(k.fullSamples) / float64(k.samples)
 			}

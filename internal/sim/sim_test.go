@@ -267,3 +267,17 @@ func TestAdmission(t *testing.T) {
 	assert.Zero(t, u.Retries)
 	assert.Greater(t, su.WebQueue, 0)
 }
+
+// TestFullQueryPoolIsNoBusierThanItsSize: a saturated C-JDBC's answered
+// queries include time before the window; the pool's mean busy threads must
+// still not pass its size (1/6/2/6 at 13,520 users once reported 180.4 of 180,
+// which no journal could read back).
+func TestFullQueryPoolIsNoBusierThanItsSize(t *testing.T) {
+	o, _ := trial(t, DefaultModel(), "1/6/2/6", "400-150-60", 13520, time.Minute, 2*time.Minute, 1)
+	require.NoError(t, o.Validate())
+	for _, s := range o.Servers {
+		for _, p := range s.Pools {
+			assert.LessOrEqual(t, p.Busy, float64(p.Size), "%s %s", s.Name, p.Name)
+		}
+	}
+}
