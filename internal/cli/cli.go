@@ -204,6 +204,7 @@ Environment (a flag on the command line wins):
 		newCmdSize(f, nil),
 		newCmdFindCritical(f, nil),
 		newCmdRecommend(f, nil),
+		newCmdAdvise(f, nil),
 		newCmdSimulate(f, nil),
 		newCmdValidate(f, nil),
 		newCmdCheck(f, nil),

@@ -32,21 +32,23 @@ import (
 // labels each carries besides topology and runner. The README's table is
 // this one.
 var Series = map[string]SeriesInfo{
-	"softalloc_critical_resource_info":              {"The hardware resource that saturates first (value 1).", []string{"tier", "resource"}},
-	"softalloc_critical_resource_utilization_ratio": {"Utilisation of the critical resource when it was found saturated.", []string{"tier", "resource"}},
-	"softalloc_saturation_workload_users":           {"Workload at which the critical resource first saturated.", nil},
-	"softalloc_max_throughput_pages_per_second":     {"Highest throughput seen, pages per second.", nil},
-	"softalloc_goodput_pages_per_second":            {"Highest goodput (pages answered within the SLA threshold per second) of an allocation.", []string{"allocation", "sla_seconds"}},
-	"softalloc_min_jobs":                            {"Concurrent jobs in the critical tier at the minimum saturating workload (Little's law).", nil},
-	"softalloc_min_saturating_workload_users":       {"Minimum saturating workload WLmin.", nil},
-	"softalloc_recommended_pool_size":               {"Recommended pool size per server.", []string{"tier", "pool"}},
-	"softalloc_experiments":                         {"Experiments the command needed (recorded ones reused from the journal included).", nil},
-	"softalloc_campaign_duration_seconds":           {"Wall time of the command.", nil},
-	"softalloc_goodput_vs_best_ratio":               {"Maximum goodput of an allocation over the best of the grid.", []string{"allocation", "role"}},
-	"softalloc_check_passed":                        {"1 when a capacity check held, 0 when it failed.", []string{"check"}},
-	"softalloc_trial_throughput_pages_per_second":   {"Throughput of an allocation at a workload, pages per second.", []string{"allocation", "users"}},
-	"softalloc_trial_goodput_pages_per_second":      {"Goodput of an allocation at a workload and SLA threshold, pages per second.", []string{"allocation", "users", "sla_seconds"}},
-	"softalloc_trial_cpu_utilization_ratio":         {"Mean CPU utilisation of a server in a trial.", []string{"allocation", "users", "server"}},
+	"softalloc_critical_resource_info":                {"The hardware resource that saturates first (value 1).", []string{"tier", "resource"}},
+	"softalloc_critical_resource_utilization_ratio":   {"Utilisation of the critical resource when it was found saturated.", []string{"tier", "resource"}},
+	"softalloc_saturation_workload_users":             {"Workload at which the critical resource first saturated.", nil},
+	"softalloc_max_throughput_pages_per_second":       {"Highest throughput seen, pages per second.", nil},
+	"softalloc_goodput_pages_per_second":              {"Highest goodput (pages answered within the SLA threshold per second) of an allocation.", []string{"allocation", "sla_seconds"}},
+	"softalloc_min_jobs":                              {"Concurrent jobs in the critical tier at the minimum saturating workload (Little's law).", nil},
+	"softalloc_min_saturating_workload_users":         {"Minimum saturating workload WLmin.", nil},
+	"softalloc_recommended_pool_size":                 {"Recommended pool size per server.", []string{"tier", "pool"}},
+	"softalloc_experiments":                           {"Experiments the command needed (recorded ones reused from the journal included).", nil},
+	"softalloc_campaign_duration_seconds":             {"Wall time of the command.", nil},
+	"softalloc_goodput_vs_best_ratio":                 {"Maximum goodput of an allocation over the best of the grid.", []string{"allocation", "role"}},
+	"softalloc_check_passed":                          {"1 when a capacity check held, 0 when it failed.", []string{"check"}},
+	"softalloc_trial_throughput_pages_per_second":     {"Throughput of an allocation at a workload, pages per second.", []string{"allocation", "users"}},
+	"softalloc_trial_goodput_pages_per_second":        {"Goodput of an allocation at a workload and SLA threshold, pages per second.", []string{"allocation", "users", "sla_seconds"}},
+	"softalloc_trial_cpu_utilization_ratio":           {"Mean CPU utilisation of a server in a trial.", []string{"allocation", "users", "server"}},
+	"softalloc_advice_windows":                        {"Windows of recorded traffic advise used (after dropping unusable ones).", nil},
+	"softalloc_predicted_saturation_pages_per_second": {"Page throughput at which advise predicts the critical resource reaches the hardware threshold.", nil},
 }
 
 // SeriesInfo is one metric's help and labels.
@@ -151,12 +153,31 @@ func (s *Set) Recommendation(r algorithms.Recommendation) {
 	s.Critical(r.Critical)
 	s.set("softalloc_min_jobs", r.MinJobs.MinJobs)
 	s.set("softalloc_min_saturating_workload_users", float64(r.MinJobs.WLmin))
-	for _, t := range r.Tiers {
+	s.poolSizes(r.Tiers)
+}
+
+func (s *Set) poolSizes(tiers []algorithms.TierRecommendation) {
+	for _, t := range tiers {
 		s.set("softalloc_recommended_pool_size", float64(t.ThreadsPerServer), "tier", t.Name, "pool", algorithms.PoolThreads)
 		if t.ConnectionsPerServer != nil {
 			s.set("softalloc_recommended_pool_size", float64(*t.ConnectionsPerServer), "tier", t.Name, "pool", algorithms.PoolConnections)
 		}
 	}
+}
+
+// Advice records advise's answer: recommend's series where they mean the
+// same (the critical resource, minJobs, the pool sizes), and the predicted
+// saturation in its own series, since nothing was seen. A saturation
+// workload in users is recorded only when the model knows users (closed).
+func (s *Set) Advice(a algorithms.Advice) {
+	s.set("softalloc_critical_resource_info", 1, "tier", a.Critical.Tier, "resource", a.Critical.Resource)
+	if a.Critical.SaturationWorkload > 0 {
+		s.set("softalloc_saturation_workload_users", float64(a.Critical.SaturationWorkload))
+	}
+	s.set("softalloc_predicted_saturation_pages_per_second", a.SaturationThroughput)
+	s.set("softalloc_advice_windows", float64(a.Used))
+	s.set("softalloc_min_jobs", a.MinJobs.MinJobs)
+	s.poolSizes(a.Tiers)
 }
 
 // TrialsGoodput records, per allocation, the highest goodput at sla over trials.

@@ -1,0 +1,188 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/metrics"
+	"github.com/softalloc/softalloc/internal/report"
+	"github.com/softalloc/softalloc/internal/safefile"
+	"github.com/softalloc/softalloc/internal/version"
+	"github.com/softalloc/softalloc/internal/wire"
+)
+
+// adviseOptions are advise's.
+type adviseOptions struct {
+	f            *factory
+	cmd          *cobra.Command
+	deployment   deploymentFlags
+	observations string
+	current      string // --alloc: the deployment's current allocation
+	thinkTime    time.Duration
+	minUtil      float64
+	minWindows   int
+	hwThreshold  float64
+	softThresh   float64
+	demandDrift  float64
+	format       string
+	output       string
+	metrics      metricsFlags
+}
+
+// newCmdAdvise is `softalloc advise`: pool sizes from recorded traffic.
+func newCmdAdvise(f *factory, runF func(*adviseOptions) error) *cobra.Command {
+	o := &adviseOptions{f: f}
+	d := algorithms.DefaultAdviseOptions()
+	cmd := &cobra.Command{
+		Use:   "advise --observations FILE",
+		Short: "Recommend pool sizes from a deployment's recorded traffic, without a load test",
+		Long: `advise applies the operational laws of Algorithm 1 to windows of traffic a
+deployment already served, and recommends every pool as recommend does (the
+same table, JSON, snippets and metrics). No experiment is run and nothing on
+the deployment is changed.
+
+Per server it fits the utilisation law with an intercept for idle cost
+(utilisation = idle + demand x pages/s) over the windows; the critical
+resource is the one whose fit reaches --hw-threshold at the lowest page
+throughput. A queueing model of the chain with the fitted demands (exact MVA
+when the users' think time is known, from --think-time or from windows that
+count their users; an open model otherwise) predicts the critical tier's jobs
+there, and Formula 3 sizes the other tiers. Pools found full in some windows
+and servers whose CPU per page falls with load are named.
+
+It says what data it needs instead of guessing, and exits 1, when fewer than
+--min-windows windows are usable, the load hardly varies, or no window loads
+the critical resource to --min-utilization.
+
+--observations reads JSON Lines, each line one of: a journal record (the
+users are its workload), a bare observation (simulate --output observation,
+an exec program's answer) or a window (advise --output windows). - reads
+standard input.`,
+		Example: `  softalloc simulate -t 1/2/1/2 --users 500:3000:500 --output observation > obs.jsonl
+  softalloc advise --topology 1/2/1/2 --observations obs.jsonl
+  softalloc advise -t 1/2/1/2 --observations obs.jsonl --think-time 7s --output json
+  softalloc advise -t 1/4/1/4 --observations .softalloc/journal.jsonl --format tomcat,hikari`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(o)
+			}
+			return runAdvise(o)
+		},
+	}
+	o.cmd = cmd
+	fs := cmd.Flags()
+	fs.StringVarP(&o.deployment.topology, "topology", "t", "", "topology #W/#A/#C/#D or #W/#A/#D, e.g. 1/4/1/4")
+	fs.StringVarP(&o.deployment.file, "deployment", "f", "", "deployment file (YAML) naming any chain of tiers")
+	fs.StringVar(&o.observations, "observations", "", "recorded observations, JSON Lines (journal records, observations or windows; - for stdin)")
+	fs.StringVar(&o.current, "alloc", "", "the deployment's current allocation: front pools keep at least it (default: the largest pool sizes the windows report)")
+	fs.Var((*seconds)(&o.thinkTime), "think-time", "users' think time (7, 7s or 7000ms) for a closed model (default: from windows that count their users, else an open model)")
+	fs.Float64Var(&o.minUtil, "min-utilization", d.MinUtilization, "a window must load the critical resource at least this much, or advise will not extrapolate")
+	fs.IntVar(&o.minWindows, "min-windows", d.MinWindows, "usable windows needed")
+	fs.Float64Var(&o.hwThreshold, "hw-threshold", d.HardwareThreshold, "the utilisation at which a hardware resource counts as saturated")
+	fs.Float64Var(&o.softThresh, "soft-threshold", d.SoftThreshold, "a pool full for at least this share of a window counts as saturated there")
+	fs.Float64Var(&o.demandDrift, "demand-drift", d.DemandDrift, "name a server whose CPU per page falls by more than this share from the quieter half of the windows to the busier (negative: no check)")
+	fs.StringVar(&o.format, "format", "", "config snippets for the recommended sizes: apache, tomcat, hikari, mysql (comma-separated) or all")
+	fs.StringVarP(&o.output, "output", "o", "table", "output format: table, json, csv or windows (the windows as read, JSON lines, without advising)")
+	o.metrics.register(fs, f.Getenv)
+	return cmd
+}
+
+func runAdvise(o *adviseOptions) error {
+	ctx, s := o.cmd.Context(), o.f.Streams
+	started := time.Now()
+	switch o.output {
+	case "table", "json", "csv", "windows":
+	default:
+		return usagef("--output %q: want table, json, csv or windows", o.output)
+	}
+	formats, err := report.ParseFormats(o.format)
+	if err != nil {
+		return usageError{err}
+	}
+	if o.observations == "" {
+		return usagef("advise: want --observations FILE of recorded observations (see softalloc advise --help)")
+	}
+	if o.thinkTime < 0 {
+		return usagef("--think-time %v: want a duration >= 0", o.thinkTime)
+	}
+	if err := o.metrics.check(); err != nil {
+		return err
+	}
+	d, _, err := o.deployment.resolve()
+	if err != nil {
+		return err
+	}
+	opts := algorithms.AdviseOptions{ThinkTime: o.thinkTime.Seconds(), MinUtilization: o.minUtil, MinWindows: o.minWindows,
+		HardwareThreshold: o.hwThreshold, SoftThreshold: o.softThresh, DemandDrift: o.demandDrift}
+	if o.demandDrift == 0 {
+		opts.DemandDrift = -1 // 0 means no check, as recommend's --demand-drift 0
+	}
+	if o.current != "" {
+		if opts.Reserve, err = o.deployment.parseAllocation(d, o.current); err != nil {
+			return err
+		}
+	}
+	windows, err := readWindows(s, o.observations)
+	if err != nil {
+		return configError(err)
+	}
+	if o.output == "windows" {
+		enc := json.NewEncoder(s.Out)
+		for _, w := range windows {
+			if err := enc.Encode(wire.FromWindow(w)); err != nil {
+				return fmt.Errorf("write window: %w", err)
+			}
+		}
+		return nil
+	}
+	adv, err := algorithms.Advise(d, windows, opts)
+	if err != nil {
+		if errors.Is(err, algorithms.ErrNotEnoughData) {
+			return fmt.Errorf("advise: %w", err)
+		}
+		return configError(fmt.Errorf("advise: %w", err))
+	}
+	doc := report.NewAdviseJSON(d, adv, formatAllocation(adv.Allocation))
+	doc.Version = version.String()
+	doc.Snippets = report.Snippets(d, adv.Tiers, formats)
+	set := metrics.New(d.Topology, "advise")
+	set.Duration(time.Since(started))
+	set.Experiments(0)
+	set.Advice(adv)
+	switch o.output {
+	case "json":
+		err = report.WriteJSON(s.Out, doc)
+	case "csv":
+		err = report.WriteRecommendCSV(s.Out, doc.RecommendJSON)
+	default:
+		err = report.WriteAdviseTable(s.Out, doc)
+	}
+	if err != nil {
+		return err
+	}
+	return o.metrics.emit(ctx, set)
+}
+
+// readWindows reads --observations, - for standard input.
+func readWindows(s Streams, path string) ([]algorithms.Window, error) {
+	if path == "-" {
+		return wire.ReadWindows(s.In, "stdin")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("observations: %w", err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("observations %q: not a regular file (%s); want a JSON Lines file", path, safefile.Describe(fi.Mode()))
+	}
+	return wire.ReadWindows(f, filepath.Base(path))
+}

@@ -1,0 +1,126 @@
+package cli_test
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var (
+	adviseObsOnce sync.Once
+	adviseObs     string
+)
+
+// adviseObservations are six short simulated trials of 1/2/1/2 at 10-60% of
+// its saturation workload, as simulate --output observation writes them.
+func adviseObservations(t *testing.T) string {
+	t.Helper()
+	adviseObsOnce.Do(func() {
+		out, stderr, code := run(t, "", "simulate", "-t", "1/2/1/2", "--users", "550,1100,1650,2200,2750,3300",
+			"--ramp-up", "20s", "--runtime", "40s", "-o", "observation", "--no-journal", "--progress", "none")
+		require.Equal(t, 0, code, stderr)
+		adviseObs = out
+	})
+	require.NotEmpty(t, adviseObs)
+	return adviseObs
+}
+
+func TestAdviseFromSimulatedObservations(t *testing.T) {
+	obs := writeFile(t, t.TempDir(), "obs.jsonl", adviseObservations(t))
+
+	out, stderr, code := run(t, "", "advise", "-t", "1/2/1/2", "--observations", obs)
+	require.Equal(t, 0, code, stderr)
+	assert.Empty(t, stderr)
+	assert.Contains(t, out, "critical resource app cpu")
+	assert.Contains(t, out, "windows: 6 of 6 used")
+	assert.Contains(t, out, "no experiment run")
+	assert.Contains(t, out, "recommended allocation: 400-")
+	assert.Contains(t, out, "modelled as an open workload")
+
+	var doc struct {
+		Critical    struct{ Tier, Resource string }
+		Experiments int
+		Allocation  string
+		Tiers       []json.RawMessage
+		Advice      struct {
+			Model     string
+			ThinkTime float64
+			Used      int
+			Fits      []struct{ Server string }
+		}
+		Version string
+	}
+	out, stderr, code = run(t, "", "advise", "-t", "1/2/1/2", "--observations", obs, "--think-time", "7s", "-o", "json", "--format", "tomcat")
+	require.Equal(t, 0, code, stderr)
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	assert.Equal(t, "app cpu", doc.Critical.Tier+" "+doc.Critical.Resource)
+	assert.Zero(t, doc.Experiments)
+	assert.Equal(t, "closed", doc.Advice.Model)
+	assert.Equal(t, 7.0, doc.Advice.ThinkTime)
+	assert.Equal(t, 6, doc.Advice.Used)
+	assert.Len(t, doc.Advice.Fits, 6, "one CPU fit per server")
+	assert.Len(t, doc.Tiers, 4)
+	assert.Contains(t, out, `"snippets"`)
+	assert.NotEmpty(t, doc.Version)
+
+	out, stderr, code = run(t, "", "advise", "-t", "1/2/1/2", "--observations", obs, "-o", "csv")
+	require.Equal(t, 0, code, stderr)
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	require.NoError(t, err)
+	assert.Len(t, rows, 5, "a header and four tiers")
+
+	// --output windows writes what advise read; advise reads it back the same.
+	windows, stderr, code := run(t, "", "advise", "-t", "1/2/1/2", "--observations", obs, "-o", "windows")
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, 6, strings.Count(windows, "\n"))
+	again := writeFile(t, t.TempDir(), "windows.jsonl", windows)
+	a, _, _ := run(t, "", "advise", "-t", "1/2/1/2", "--observations", obs, "-o", "json")
+	b, stderr, code := run(t, "", "advise", "-t", "1/2/1/2", "--observations", again, "-o", "json")
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, strings.Replace(a, "obs.jsonl", "", -1), strings.Replace(b, "obs.jsonl", "", -1))
+
+	// Standard input.
+	out, stderr, code = run(t, adviseObservations(t), "advise", "-t", "1/2/1/2", "--observations", "-", "-o", "windows")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, `"label":"stdin:1"`)
+}
+
+func TestAdviseWithoutEnoughDataExits1(t *testing.T) {
+	lines := strings.SplitAfter(adviseObservations(t), "\n")
+	few := writeFile(t, t.TempDir(), "few.jsonl", strings.Join(lines[:3], ""))
+	out, stderr, code := run(t, "", "advise", "-t", "1/2/1/2", "--observations", few)
+	assert.Equal(t, 1, code)
+	assert.Empty(t, out)
+	assert.Equal(t, 1, countLines(stderr), stderr)
+	assert.Contains(t, stderr, "3 of 3 windows are usable")
+	assert.Contains(t, stderr, "want at least 5")
+
+	quiet := writeFile(t, t.TempDir(), "quiet.jsonl", strings.Join(lines[:5], ""))
+	_, stderr, code = run(t, "", "advise", "-t", "1/2/1/2", "--observations", quiet, "--min-utilization", "0.6")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "want a window at 60% or more")
+}
+
+func TestAdviseUsage(t *testing.T) {
+	dir := t.TempDir()
+	obs := writeFile(t, dir, "obs.jsonl", adviseObservations(t))
+	bad := writeFile(t, dir, "bad.jsonl", "{\"throughput\": 1}\n")
+	runUsageCases(t, []usageCase{
+		{"nojournal no observations", []string{"advise", "-t", "1/2/1/2"}, "want --observations FILE"},
+		{"nojournal no topology", []string{"advise", "--observations", obs}, "want --topology"},
+		{"nojournal output", []string{"advise", "-t", "1/2/1/2", "--observations", obs, "-o", "yaml"}, `--output "yaml": want table, json, csv or windows`},
+		{"nojournal format", []string{"advise", "-t", "1/2/1/2", "--observations", obs, "--format", "nginx"}, `"nginx"`},
+		{"nojournal think time", []string{"advise", "-t", "1/2/1/2", "--observations", obs, "--think-time", "soon"}, "want seconds such as 2"},
+		{"nojournal missing file", []string{"advise", "-t", "1/2/1/2", "--observations", filepath.Join(dir, "none.jsonl")}, "none.jsonl: no such file"},
+		{"nojournal device", []string{"advise", "-t", "1/2/1/2", "--observations", "/dev/zero"}, `observations "/dev/zero": not a regular file`},
+		{"nojournal bad line", []string{"advise", "-t", "1/2/1/2", "--observations", bad}, "bad.jsonl:1: observation.runtimeSeconds: want a positive number"},
+		{"nojournal alloc", []string{"advise", "-t", "1/2/1/2", "--observations", obs, "--alloc", "400-x"}, "400-x"},
+		{"nojournal threshold", []string{"advise", "-t", "1/2/1/2", "--observations", obs, "--hw-threshold", "2"}, "hardware threshold 2: want a utilisation in (0,1]"},
+	})
+}
