@@ -353,25 +353,12 @@ func (r *Runner) servers(ctx context.Context, e algorithms.Experiment, end time.
 	window := fmt.Sprintf("%dms", e.Timing.Runtime.Milliseconds())
 	var out []algorithms.ServerObservation
 	for _, t := range e.Deployment.Tiers {
-		tc, ok := r.cfg.Tiers[t.Name]
-		if !ok {
-			return nil, permanent{fmt.Errorf("runner section: tiers.%s: missing; every tier needs at least a cpu query (or a preset that has one)", t.Name)}
-		}
-		if len(tc.Servers) > 0 && len(tc.Servers) != t.Replicas {
-			return nil, permanent{fmt.Errorf("runner section: tiers.%s.servers: %d entries for %d replicas", t.Name, len(tc.Servers), t.Replicas)}
-		}
-		q := tc.queries()
-		if q.CPU == "" {
-			return nil, permanent{fmt.Errorf("runner section: tiers.%s: no cpu query; set queries.cpu or a preset such as node or cgroup", t.Name)}
+		tc, q, err := r.tier(t)
+		if err != nil {
+			return nil, permanent{err}
 		}
 		for i := 0; i < t.Replicas; i++ {
-			vars := map[string]string{"window": window, "tier": t.Name, "server": t.ServerName(i), "cores": strconv.Itoa(max(1, t.Cores))}
-			if len(tc.Servers) > 0 {
-				for k, v := range tc.Servers[i] {
-					vars[k] = v
-				}
-			}
-			s, err := r.server(ctx, t, i, q, vars, e.Allocation[t.Name], end)
+			s, err := r.server(ctx, t, i, q, serverVars(t, i, tc, window), e.Allocation[t.Name], end)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", t.ServerName(i), err)
 			}
@@ -379,6 +366,34 @@ func (r *Runner) servers(ctx context.Context, e algorithms.Experiment, end time.
 		}
 	}
 	return out, nil
+}
+
+// tier returns how tier t is observed and its queries, checked against the
+// deployment: every tier has a cpu query and one servers entry per replica.
+func (r *Runner) tier(t algorithms.Tier) (TierConfig, Queries, error) {
+	tc, ok := r.cfg.Tiers[t.Name]
+	if !ok {
+		return tc, Queries{}, fmt.Errorf("runner section: tiers.%s: missing; every tier needs at least a cpu query (or a preset that has one)", t.Name)
+	}
+	if len(tc.Servers) > 0 && len(tc.Servers) != t.Replicas {
+		return tc, Queries{}, fmt.Errorf("runner section: tiers.%s.servers: %d entries for %d replicas", t.Name, len(tc.Servers), t.Replicas)
+	}
+	q := tc.queries()
+	if q.CPU == "" {
+		return tc, Queries{}, fmt.Errorf("runner section: tiers.%s: no cpu query; set queries.cpu or a preset such as node or cgroup", t.Name)
+	}
+	return tc, q, nil
+}
+
+// serverVars are the placeholder values of server i of tier t.
+func serverVars(t algorithms.Tier, i int, tc TierConfig, window string) map[string]string {
+	vars := map[string]string{"window": window, "tier": t.Name, "server": t.ServerName(i), "cores": strconv.Itoa(max(1, t.Cores))}
+	if len(tc.Servers) > 0 {
+		for k, v := range tc.Servers[i] {
+			vars[k] = v
+		}
+	}
+	return vars
 }
 
 func (r *Runner) server(ctx context.Context, t algorithms.Tier, i int, q Queries, vars map[string]string,
