@@ -108,6 +108,30 @@ func New(section map[string]any, path string) (*Runner, error) {
 	return r, nil
 }
 
+// NewPassive builds a runner that only reads recorded metrics (Windows)
+// from the section's prometheus, tiers and pages: it needs no target, no
+// workload and no hook, since it generates no load and applies nothing, and
+// it refuses to run experiments.
+func NewPassive(section map[string]any, path string) (*Runner, error) {
+	c, err := parseConfig(section, path, true)
+	if err != nil {
+		return nil, err
+	}
+	c = c.withDefaults()
+	r := &Runner{cfg: c}
+	if r.guard, err = newGuard(c.AllowedHosts); err != nil {
+		return nil, fmt.Errorf("runner section: %w", err)
+	}
+	if err := r.guard.checkURL("prometheus", c.Prometheus); err != nil {
+		return nil, fmt.Errorf("runner section: %w", err)
+	}
+	r.client = &http.Client{Transport: r.newTransport(4, true), Timeout: 5 * time.Minute}
+	if r.prom, err = newProm(c.Prometheus, r.client.Transport); err != nil {
+		return nil, fmt.Errorf("runner section: %w", err)
+	}
+	return r, nil
+}
+
 // DefaultTiming is the section's schedule.
 func (r *Runner) DefaultTiming() algorithms.Timing {
 	return algorithms.Timing{RampUp: r.cfg.RampUp.Duration(), Runtime: r.cfg.Runtime.Duration(), RampDown: r.cfg.RampDown.Duration()}
@@ -161,6 +185,9 @@ func (e permanent) Unwrap() error { return e.err }
 
 // RunExperiment runs one trial, retrying transient failures.
 func (r *Runner) RunExperiment(ctx context.Context, e algorithms.Experiment) (algorithms.Observation, error) {
+	if r.workload == nil {
+		return algorithms.Observation{}, fmt.Errorf("live: this runner reads recorded metrics only (built by NewPassive): it has no target or workload to run an experiment with")
+	}
 	if e.Workload.Users < 1 || e.Workload.Users > r.cfg.MaxUsers {
 		return algorithms.Observation{}, fmt.Errorf("live: %d users: want 1..%d (the runner section's maxUsers)", e.Workload.Users, r.cfg.MaxUsers)
 	}
