@@ -7,6 +7,11 @@
 //
 // Load goes only to loopback addresses or to hosts the deployment file lists
 // under allowedHosts, and every trial is bounded in users, requests and time.
+//
+// Without running anything, Windows reads the same queries over a recorded
+// time range, cut into windows, for advice from a deployment's own traffic;
+// NewPassive builds a runner for that alone, from a section with no target,
+// workload or hook.
 package live
 
 import (
@@ -531,8 +536,10 @@ func (r *Runner) server(ctx context.Context, t algorithms.Tier, i int, q Queries
 	return s, nil
 }
 
-// selectorName is a metric name followed by its label matchers.
-var selectorName = regexp.MustCompile(`([A-Za-z_:][A-Za-z0-9_:]*)\{`)
+// selectorName is a metric name followed by its label matchers or by a
+// range (rate(x_total[5m])). A bare name (up) is not found: telling it from a
+// function or keyword would take a PromQL parser.
+var selectorName = regexp.MustCompile(`([A-Za-z_:][A-Za-z0-9_:]*)\s*[{\[]`)
 
 // absentMetrics names the metrics of query q of which Prometheus has no
 // series at all at t (a query's empty answer may instead be labels that match
