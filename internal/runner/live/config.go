@@ -71,6 +71,9 @@ type Config struct {
 	Label string `yaml:"label"`
 	// Tiers say how each tier's servers are observed, by tier name.
 	Tiers map[string]TierConfig `yaml:"tiers"`
+	// Pages are the deployment's page-level figures, read only from recorded
+	// metrics (Windows): an experiment's come from its load generator.
+	Pages PageQueries `yaml:"pages"`
 
 	// dir is the deployment file's directory.
 	dir string
@@ -115,6 +118,21 @@ type Queries struct {
 	Resources map[string]string `yaml:"resources"`
 }
 
+// PageQueries are PromQL expressions of the whole deployment's pages, for
+// windows of its own traffic (Windows): the live runner's experiments
+// measure pages at the load generator instead. Each must give one number per
+// window; the only placeholder is {window}.
+type PageQueries struct {
+	// Throughput is pages completed per second. Absent: the sum of the first
+	// tier's servers' throughput, which counts requests, not pages, when a
+	// page makes several requests to it (embedded images).
+	Throughput string `yaml:"throughput"`
+	// ResponseTime is the mean page response time in seconds. Absent: unknown (0).
+	ResponseTime string `yaml:"responseTime"`
+	// Users is the mean number of concurrent users (sessions). Absent: unknown (0).
+	Users string `yaml:"users"`
+}
+
 // PoolQueries observe one pool.
 type PoolQueries struct {
 	// Busy is the mean busy units over the window.
@@ -147,6 +165,12 @@ var sectionLine = regexp.MustCompile(`line [0-9]+: `)
 
 // ParseConfig reads the runner section of the deployment file at path.
 func ParseConfig(section map[string]any, path string) (Config, error) {
+	return parseConfig(section, path, false)
+}
+
+// parseConfig reads the section; passive (reading recorded metrics only)
+// needs no target and no workload, since no load is generated.
+func parseConfig(section map[string]any, path string, passive bool) (Config, error) {
 	var c Config
 	rest := map[string]any{}
 	for k, v := range section {
@@ -172,16 +196,16 @@ func ParseConfig(section map[string]any, path string) (Config, error) {
 	if path == "" {
 		c.dir = "."
 	}
-	return c, c.check()
+	return c, c.check(passive)
 }
 
-func (c *Config) check() error {
+func (c *Config) check(passive bool) error {
 	fail := func(format string, a ...any) error { return fmt.Errorf("runner section: "+format, a...) }
 	if err := c.checkDurations(); err != nil {
 		return fail("%w", err)
 	}
 	for _, u := range []struct{ key, val string }{{"target", c.Target}, {"prometheus", c.Prometheus}} {
-		if u.val == "" {
+		if u.val == "" && (!passive || u.key == "prometheus") {
 			return fail("%s: missing; want a URL such as http://127.0.0.1:8080", u.key)
 		}
 	}
@@ -194,7 +218,7 @@ func (c *Config) check() error {
 			return fail("%s: want an http:// or https:// URL, got %q", u.key, u.val)
 		}
 	}
-	if c.Workload == "" {
+	if c.Workload == "" && !passive {
 		return fail("workload: missing; want a workload file (see testbed/workload.yaml)")
 	}
 	if c.MaxErrorShare != nil && !(*c.MaxErrorShare >= 0 && *c.MaxErrorShare <= 1) {
@@ -202,6 +226,17 @@ func (c *Config) check() error {
 	}
 	if c.MaxUsers < 0 || c.MaxRequests < 0 {
 		return fail("maxUsers and maxRequests: want positive numbers")
+	}
+	for _, q := range []struct{ key, val string }{
+		{"throughput", c.Pages.Throughput}, {"responseTime", c.Pages.ResponseTime}, {"users", c.Pages.Users},
+	} {
+		// Refused here rather than at the first query: a page figure has no
+		// tier or server, so {window} is its only placeholder.
+		for _, m := range placeholder.FindAllStringSubmatch(q.val, -1) {
+			if m[1] != "window" {
+				return fail("pages.%s: placeholder %s has no value; a page query has only {window}", q.key, m[0])
+			}
+		}
 	}
 	for name, t := range c.Tiers {
 		for _, p := range t.Presets {

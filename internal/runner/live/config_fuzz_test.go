@@ -18,6 +18,7 @@ func FuzzParseConfig(f *testing.F) {
 		"target: ftp://x\nworkload: w\nprometheus: http://p\n",
 		"target: http://a\nworkload: w\nprometheus: http://p\nmaxErrorShare: .nan\nmaxUsers: -1\n",
 		"target: http://a\nworkload: w\nprometheus: http://p\ntiers: {web: {presets: [nope]}}\n",
+		"target: http://a\nworkload: w\nprometheus: http://p\npages: {throughput: 'rate(p[{window}])', users: '{instance}', rt: x}\n",
 		"targte: http://a\n", "{}",
 	} {
 		f.Add([]byte(s))

@@ -28,6 +28,16 @@ func TestParseConfig(t *testing.T) {
 	assert.Equal(t, duration.Of(DefaultRampDown), d.RampDown)
 	assert.True(t, *d.KeepAlive)
 
+	c, err = ParseConfig(section(map[string]any{"pages": map[string]any{"throughput": "sum(rate(pages_total[{window}]))", "users": "sessions"}}), "d.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, PageQueries{Throughput: "sum(rate(pages_total[{window}]))", Users: "sessions"}, c.Pages)
+
+	// Reading recorded metrics needs Prometheus, not a target or a workload.
+	_, err = parseConfig(map[string]any{"prometheus": "http://127.0.0.1:2"}, "d.yaml", true)
+	require.NoError(t, err)
+	_, err = parseConfig(map[string]any{"prometheus": "http://127.0.0.1:2"}, "d.yaml", false)
+	require.ErrorContains(t, err, "target: missing")
+
 	for _, tc := range []struct {
 		name string
 		sec  map[string]any
@@ -38,6 +48,9 @@ func TestParseConfig(t *testing.T) {
 		{"bad url", section(map[string]any{"target": "ftp://h"}), "want an http:// or https:// URL"},
 		{"unknown preset", section(map[string]any{"tiers": map[string]any{"web": map[string]any{"presets": []any{"nginx"}}}}), `unknown preset "nginx"`},
 		{"bad duration", section(map[string]any{"runtime": "soon"}), "want a duration"},
+		{"misspelt pages key", section(map[string]any{"pages": map[string]any{"throughtput": "x"}}), `runner section: unknown field "throughtput"`},
+		{"a page query with a server's placeholder", section(map[string]any{"pages": map[string]any{"users": `sessions{instance="{instance}"}`}}),
+			"runner section: pages.users: placeholder {instance} has no value; a page query has only {window}"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseConfig(tc.sec, "d.yaml")

@@ -7,6 +7,11 @@
 //
 // Load goes only to loopback addresses or to hosts the deployment file lists
 // under allowedHosts, and every trial is bounded in users, requests and time.
+//
+// Without running anything, Windows reads the same queries over a recorded
+// time range, cut into windows, for advice from a deployment's own traffic;
+// NewPassive builds a runner for that alone, from a section with no target,
+// workload or hook.
 package live
 
 import (
@@ -108,6 +113,30 @@ func New(section map[string]any, path string) (*Runner, error) {
 	return r, nil
 }
 
+// NewPassive builds a runner that only reads recorded metrics (Windows)
+// from the section's prometheus, tiers and pages: it needs no target, no
+// workload and no hook, since it generates no load and applies nothing, and
+// it refuses to run experiments.
+func NewPassive(section map[string]any, path string) (*Runner, error) {
+	c, err := parseConfig(section, path, true)
+	if err != nil {
+		return nil, err
+	}
+	c = c.withDefaults()
+	r := &Runner{cfg: c}
+	if r.guard, err = newGuard(c.AllowedHosts); err != nil {
+		return nil, fmt.Errorf("runner section: %w", err)
+	}
+	if err := r.guard.checkURL("prometheus", c.Prometheus); err != nil {
+		return nil, fmt.Errorf("runner section: %w", err)
+	}
+	r.client = &http.Client{Transport: r.newTransport(4, true), Timeout: 5 * time.Minute}
+	if r.prom, err = newProm(c.Prometheus, r.client.Transport); err != nil {
+		return nil, fmt.Errorf("runner section: %w", err)
+	}
+	return r, nil
+}
+
 // DefaultTiming is the section's schedule.
 func (r *Runner) DefaultTiming() algorithms.Timing {
 	return algorithms.Timing{RampUp: r.cfg.RampUp.Duration(), Runtime: r.cfg.Runtime.Duration(), RampDown: r.cfg.RampDown.Duration()}
@@ -161,6 +190,9 @@ func (e permanent) Unwrap() error { return e.err }
 
 // RunExperiment runs one trial, retrying transient failures.
 func (r *Runner) RunExperiment(ctx context.Context, e algorithms.Experiment) (algorithms.Observation, error) {
+	if r.workload == nil {
+		return algorithms.Observation{}, fmt.Errorf("live: this runner reads recorded metrics only (built by NewPassive): it has no target or workload to run an experiment with")
+	}
 	if e.Workload.Users < 1 || e.Workload.Users > r.cfg.MaxUsers {
 		return algorithms.Observation{}, fmt.Errorf("live: %d users: want 1..%d (the runner section's maxUsers)", e.Workload.Users, r.cfg.MaxUsers)
 	}
@@ -353,25 +385,12 @@ func (r *Runner) servers(ctx context.Context, e algorithms.Experiment, end time.
 	window := fmt.Sprintf("%dms", e.Timing.Runtime.Milliseconds())
 	var out []algorithms.ServerObservation
 	for _, t := range e.Deployment.Tiers {
-		tc, ok := r.cfg.Tiers[t.Name]
-		if !ok {
-			return nil, permanent{fmt.Errorf("runner section: tiers.%s: missing; every tier needs at least a cpu query (or a preset that has one)", t.Name)}
-		}
-		if len(tc.Servers) > 0 && len(tc.Servers) != t.Replicas {
-			return nil, permanent{fmt.Errorf("runner section: tiers.%s.servers: %d entries for %d replicas", t.Name, len(tc.Servers), t.Replicas)}
-		}
-		q := tc.queries()
-		if q.CPU == "" {
-			return nil, permanent{fmt.Errorf("runner section: tiers.%s: no cpu query; set queries.cpu or a preset such as node or cgroup", t.Name)}
+		tc, q, err := r.tier(t)
+		if err != nil {
+			return nil, permanent{err}
 		}
 		for i := 0; i < t.Replicas; i++ {
-			vars := map[string]string{"window": window, "tier": t.Name, "server": t.ServerName(i), "cores": strconv.Itoa(max(1, t.Cores))}
-			if len(tc.Servers) > 0 {
-				for k, v := range tc.Servers[i] {
-					vars[k] = v
-				}
-			}
-			s, err := r.server(ctx, t, i, q, vars, e.Allocation[t.Name], end)
+			s, err := r.server(ctx, t, i, q, serverVars(t, i, tc, window), e.Allocation[t.Name], end)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", t.ServerName(i), err)
 			}
@@ -379,6 +398,34 @@ func (r *Runner) servers(ctx context.Context, e algorithms.Experiment, end time.
 		}
 	}
 	return out, nil
+}
+
+// tier returns how tier t is observed and its queries, checked against the
+// deployment: every tier has a cpu query and one servers entry per replica.
+func (r *Runner) tier(t algorithms.Tier) (TierConfig, Queries, error) {
+	tc, ok := r.cfg.Tiers[t.Name]
+	if !ok {
+		return tc, Queries{}, fmt.Errorf("runner section: tiers.%s: missing; every tier needs at least a cpu query (or a preset that has one)", t.Name)
+	}
+	if len(tc.Servers) > 0 && len(tc.Servers) != t.Replicas {
+		return tc, Queries{}, fmt.Errorf("runner section: tiers.%s.servers: %d entries for %d replicas", t.Name, len(tc.Servers), t.Replicas)
+	}
+	q := tc.queries()
+	if q.CPU == "" {
+		return tc, Queries{}, fmt.Errorf("runner section: tiers.%s: no cpu query; set queries.cpu or a preset such as node or cgroup", t.Name)
+	}
+	return tc, q, nil
+}
+
+// serverVars are the placeholder values of server i of tier t.
+func serverVars(t algorithms.Tier, i int, tc TierConfig, window string) map[string]string {
+	vars := map[string]string{"window": window, "tier": t.Name, "server": t.ServerName(i), "cores": strconv.Itoa(max(1, t.Cores))}
+	if len(tc.Servers) > 0 {
+		for k, v := range tc.Servers[i] {
+			vars[k] = v
+		}
+	}
+	return vars
 }
 
 func (r *Runner) server(ctx context.Context, t algorithms.Tier, i int, q Queries, vars map[string]string,
@@ -489,8 +536,10 @@ func (r *Runner) server(ctx context.Context, t algorithms.Tier, i int, q Queries
 	return s, nil
 }
 
-// selectorName is a metric name followed by its label matchers.
-var selectorName = regexp.MustCompile(`([A-Za-z_:][A-Za-z0-9_:]*)\{`)
+// selectorName is a metric name followed by its label matchers or by a
+// range (rate(x_total[5m])). A bare name (up) is not found: telling it from a
+// function or keyword would take a PromQL parser.
+var selectorName = regexp.MustCompile(`([A-Za-z_:][A-Za-z0-9_:]*)\s*[{\[]`)
 
 // absentMetrics names the metrics of query q of which Prometheus has no
 // series at all at t (a query's empty answer may instead be labels that match

@@ -200,3 +200,15 @@ func TestAnOutageIsNotAMeasurement(t *testing.T) {
 	_, err = New(sec, filepath.Join(dir, "deployment.yaml"))
 	assert.ErrorContains(t, err, "maxErrorShare: want a share in [0,1]")
 }
+
+// Reading recorded metrics needs only Prometheus, and such a runner runs no trial.
+func TestPassiveRunnerRunsNoExperiment(t *testing.T) {
+	r, err := NewPassive(map[string]any{"prometheus": "http://127.0.0.1:9090"}, "d.yaml")
+	require.NoError(t, err)
+	_, err = r.RunExperiment(context.Background(), algorithms.Experiment{Workload: algorithms.Workload{Users: 1}})
+	assert.ErrorContains(t, err, "reads recorded metrics only")
+	_, err = NewPassive(map[string]any{"prometheus": "http://192.0.2.1:9090"}, "d.yaml")
+	assert.ErrorContains(t, err, "allowedHosts", "Prometheus elsewhere must be listed")
+	_, err = NewPassive(map[string]any{"target": "http://127.0.0.1:1"}, "d.yaml")
+	assert.ErrorContains(t, err, "prometheus: missing")
+}
