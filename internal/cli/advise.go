@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,6 +15,7 @@ import (
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/metrics"
 	"github.com/softalloc/softalloc/internal/report"
+	"github.com/softalloc/softalloc/internal/runner"
 	"github.com/softalloc/softalloc/internal/safefile"
 	"github.com/softalloc/softalloc/internal/version"
 	"github.com/softalloc/softalloc/internal/wire"
@@ -24,6 +27,9 @@ type adviseOptions struct {
 	cmd          *cobra.Command
 	deployment   deploymentFlags
 	observations string
+	since        string
+	start, end   string
+	step         time.Duration
 	current      string // --alloc: the deployment's current allocation
 	thinkTime    time.Duration
 	minUtil      float64
@@ -41,7 +47,7 @@ func newCmdAdvise(f *factory, runF func(*adviseOptions) error) *cobra.Command {
 	o := &adviseOptions{f: f}
 	d := algorithms.DefaultAdviseOptions()
 	cmd := &cobra.Command{
-		Use:   "advise --observations FILE",
+		Use:   "advise (-f deployment.yaml --since 7d | --observations FILE)",
 		Short: "Recommend pool sizes from a deployment's recorded traffic, without a load test",
 		Long: `advise applies the operational laws of Algorithm 1 to windows of traffic a
 deployment already served, and recommends every pool as recommend does (the
@@ -61,11 +67,19 @@ It says what data it needs instead of guessing, and exits 1, when fewer than
 --min-windows windows are usable, the load hardly varies, or no window loads
 the critical resource to --min-utilization.
 
---observations reads JSON Lines, each line one of: a journal record (the
-users are its workload), a bare observation (simulate --output observation,
-an exec program's answer) or a window (advise --output windows). - reads
-standard input.`,
-		Example: `  softalloc simulate -t 1/2/1/2 --users 500:3000:500 --output observation > obs.jsonl
+The windows come from Prometheus or from a file. With -f and --since (or
+--start and --end), advise reads the deployment file's runner section (its
+Prometheus, the tiers' queries and presets as the live runner reads them, and
+the pages block: testbed/README.md) over the time range, cut into --step
+windows; a window with a gap, a counter reset or NaN is left out and named.
+--observations reads JSON Lines instead, each line one of: a journal record
+(the users are its workload), a bare observation (simulate --output
+observation, an exec program's answer) or a window (advise --output windows,
+which saves what Prometheus gave for an offline run). - reads standard input.`,
+		Example: `  softalloc advise -f deployment.yaml --since 7d
+  softalloc advise -f deployment.yaml --start 2026-11-23T08:00:00Z --end 2026-11-23T20:00:00Z --step 1m
+  softalloc advise -f deployment.yaml --since 24h --output windows > windows.jsonl
+  softalloc simulate -t 1/2/1/2 --users 500:3000:500 --output observation > obs.jsonl
   softalloc advise --topology 1/2/1/2 --observations obs.jsonl
   softalloc advise -t 1/2/1/2 --observations obs.jsonl --think-time 7s --output json
   softalloc advise -t 1/4/1/4 --observations .softalloc/journal.jsonl --format tomcat,hikari`,
@@ -82,6 +96,10 @@ standard input.`,
 	fs.StringVarP(&o.deployment.topology, "topology", "t", "", "topology #W/#A/#C/#D or #W/#A/#D, e.g. 1/4/1/4")
 	fs.StringVarP(&o.deployment.file, "deployment", "f", "", "deployment file (YAML) naming any chain of tiers")
 	fs.StringVar(&o.observations, "observations", "", "recorded observations, JSON Lines (journal records, observations or windows; - for stdin)")
+	fs.StringVar(&o.since, "since", "", "read Prometheus from this long ago until --end: 7d, 36h, 90m")
+	fs.StringVar(&o.start, "start", "", "read Prometheus from this time (RFC 3339, e.g. 2026-11-23T08:00:00Z, or Unix seconds)")
+	fs.StringVar(&o.end, "end", "", "read Prometheus until this time (default: now)")
+	fs.DurationVar(&o.step, "step", 5*time.Minute, "length of each window read from Prometheus")
 	fs.StringVar(&o.current, "alloc", "", "the deployment's current allocation: front pools keep at least it (default: the largest pool sizes the windows report)")
 	fs.Var((*seconds)(&o.thinkTime), "think-time", "users' think time (7, 7s or 7000ms) for a closed model (default: from windows that count their users, else an open model)")
 	fs.Float64Var(&o.minUtil, "min-utilization", d.MinUtilization, "a window must load the critical resource at least this much, or advise will not extrapolate")
@@ -107,8 +125,21 @@ func runAdvise(o *adviseOptions) error {
 	if err != nil {
 		return usageError{err}
 	}
-	if o.observations == "" {
-		return usagef("advise: want --observations FILE of recorded observations (see softalloc advise --help)")
+	fromPrometheus := o.since != "" || o.start != "" || o.end != ""
+	switch {
+	case o.observations != "" && fromPrometheus:
+		return usagef("advise: give --observations FILE or a time range (--since, --start, --end), not both")
+	case o.observations == "" && !fromPrometheus:
+		return usagef("advise: want -f deployment.yaml with --since 7d (or --start and --end), or --observations FILE (see softalloc advise --help)")
+	}
+	var start, end time.Time
+	if fromPrometheus {
+		if start, end, err = o.timeRange(); err != nil {
+			return err
+		}
+	}
+	if o.step <= 0 {
+		return usagef("--step %v: want a window length such as 5m", o.step)
 	}
 	if o.thinkTime < 0 {
 		return usagef("--think-time %v: want a duration >= 0", o.thinkTime)
@@ -130,8 +161,19 @@ func runAdvise(o *adviseOptions) error {
 			return err
 		}
 	}
-	windows, err := readWindows(s, o.observations)
-	if err != nil {
+	var windows []algorithms.Window
+	if fromPrometheus {
+		if o.deployment.file == "" {
+			return usagef("advise: a time range reads the Prometheus of a deployment file: want -f deployment.yaml")
+		}
+		src, err := o.f.NewWindows(runner.Config{DeploymentFile: o.deployment.loaded, DeploymentPath: o.deployment.file, Log: s.Err})
+		if err != nil {
+			return configError(err)
+		}
+		if windows, err = src.Windows(ctx, d, start, end, o.step); err != nil {
+			return fmt.Errorf("advise: %w", err)
+		}
+	} else if windows, err = readWindows(s, o.observations); err != nil {
 		return configError(err)
 	}
 	if o.output == "windows" {
@@ -169,6 +211,66 @@ func runAdvise(o *adviseOptions) error {
 		return err
 	}
 	return o.metrics.emit(ctx, set)
+}
+
+// timeRange resolves --since, --start and --end.
+func (o *adviseOptions) timeRange() (start, end time.Time, err error) {
+	now := o.f.Now()
+	end = now
+	if o.end != "" {
+		if end, err = parseTime(o.end); err != nil {
+			return start, end, usagef("--end %q: %w", o.end, err)
+		}
+	}
+	switch {
+	case o.since != "" && o.start != "":
+		return start, end, usagef("advise: give --since or --start, not both")
+	case o.since != "":
+		ago, err := parseSince(o.since)
+		if err != nil {
+			return start, end, usagef("--since %q: %w", o.since, err)
+		}
+		start = end.Add(-ago)
+	case o.start != "":
+		if start, err = parseTime(o.start); err != nil {
+			return start, end, usagef("--start %q: %w", o.start, err)
+		}
+	default:
+		return start, end, usagef("advise: --end needs --since or --start")
+	}
+	if !start.Before(end) {
+		return start, end, usagef("advise: the range starts at %s, not before its end %s", start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339))
+	}
+	return start, end, nil
+}
+
+// parseSince reads a duration that may count days: 7d, 36h, 90m.
+func parseSince(v string) (time.Duration, error) {
+	var d time.Duration
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n <= 0 || n > 3660 {
+			return 0, fmt.Errorf("want a duration such as 7d, 36h or 90m")
+		}
+		d = time.Duration(n) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(v); err != nil || d <= 0 {
+			return 0, fmt.Errorf("want a duration such as 7d, 36h or 90m")
+		}
+	}
+	return d, nil
+}
+
+// parseTime reads RFC 3339 or Unix seconds.
+func parseTime(v string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t, nil
+	}
+	if sec, err := strconv.ParseFloat(v, 64); err == nil && sec > 0 && sec < 1e11 {
+		return time.UnixMilli(int64(sec * 1000)), nil
+	}
+	return time.Time{}, fmt.Errorf("want a time such as 2026-11-23T08:00:00Z or Unix seconds")
 }
 
 // readWindows reads --observations, - for standard input.

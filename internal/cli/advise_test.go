@@ -112,7 +112,7 @@ func TestAdviseUsage(t *testing.T) {
 	obs := writeFile(t, dir, "obs.jsonl", adviseObservations(t))
 	bad := writeFile(t, dir, "bad.jsonl", "{\"throughput\": 1}\n")
 	runUsageCases(t, []usageCase{
-		{"nojournal no observations", []string{"advise", "-t", "1/2/1/2"}, "want --observations FILE"},
+		{"nojournal no observations", []string{"advise", "-t", "1/2/1/2"}, "or --observations FILE"},
 		{"nojournal no topology", []string{"advise", "--observations", obs}, "want --topology"},
 		{"nojournal output", []string{"advise", "-t", "1/2/1/2", "--observations", obs, "-o", "yaml"}, `--output "yaml": want table, json, csv or windows`},
 		{"nojournal format", []string{"advise", "-t", "1/2/1/2", "--observations", obs, "--format", "nginx"}, `"nginx"`},
@@ -121,6 +121,15 @@ func TestAdviseUsage(t *testing.T) {
 		{"nojournal device", []string{"advise", "-t", "1/2/1/2", "--observations", "/dev/zero"}, `observations "/dev/zero": not a regular file`},
 		{"nojournal bad line", []string{"advise", "-t", "1/2/1/2", "--observations", bad}, "bad.jsonl:1: observation.runtimeSeconds: want a positive number"},
 		{"nojournal alloc", []string{"advise", "-t", "1/2/1/2", "--observations", obs, "--alloc", "400-x"}, "400-x"},
+		{"nojournal both sources", []string{"advise", "-t", "1/2/1/2", "--observations", obs, "--since", "1h"}, "not both"},
+		{"nojournal since", []string{"advise", "-t", "1/2/1/2", "--since", "a week"}, `--since "a week": want a duration such as 7d`},
+		{"nojournal since days", []string{"advise", "-t", "1/2/1/2", "--since", "-3d"}, `--since "-3d"`},
+		{"nojournal start", []string{"advise", "-t", "1/2/1/2", "--start", "yesterday"}, `--start "yesterday": want a time such as 2026-11-23T08:00:00Z`},
+		{"nojournal start after end", []string{"advise", "-t", "1/2/1/2", "--start", "2026-11-23T09:00:00Z", "--end", "2026-11-23T08:00:00Z"}, "not before its end"},
+		{"nojournal since and start", []string{"advise", "-t", "1/2/1/2", "--since", "1h", "--start", "2026-11-23T08:00:00Z"}, "give --since or --start, not both"},
+		{"nojournal end alone", []string{"advise", "-t", "1/2/1/2", "--end", "2026-11-23T08:00:00Z"}, "--end needs --since or --start"},
+		{"nojournal step", []string{"advise", "-t", "1/2/1/2", "--since", "1h", "--step", "0s"}, "--step 0s: want a window length"},
+		{"nojournal range needs a file", []string{"advise", "-t", "1/2/1/2", "--since", "1h"}, "want -f deployment.yaml"},
 		{"nojournal threshold", []string{"advise", "-t", "1/2/1/2", "--observations", obs, "--hw-threshold", "2"}, "hardware threshold 2: want a utilisation in (0,1]"},
 	})
 }

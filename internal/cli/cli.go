@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -56,11 +57,16 @@ type factory struct {
 	NewClasses func(runner.ClassesConfig) (runner.Classes, error)
 	// Getenv reads the environment (settings kept out of command lines).
 	Getenv func(string) string
+	// NewWindows builds the reader of a deployment's recorded traffic.
+	NewWindows func(runner.Config) (runner.WindowSource, error)
+	// Now is the clock advise's --since counts back from.
+	Now func() time.Time
 }
 
 // newFactory is the factory of a real process.
 func newFactory(s Streams) *factory {
-	return &factory{Streams: s, NewRunner: runner.New, NewClasses: runner.NewClasses, Getenv: os.Getenv}
+	return &factory{Streams: s, NewRunner: runner.New, NewClasses: runner.NewClasses, Getenv: os.Getenv,
+		NewWindows: runner.NewWindows, Now: time.Now}
 }
 
 // Exit codes.

@@ -1,8 +1,11 @@
 package runner
 
 import (
+	"context"
 	"fmt"
+	"time"
 
+	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/runner/live"
 )
 
@@ -25,4 +28,24 @@ func newLive(cfg Config) (Runner, error) {
 		DefaultTiming: r.DefaultTiming(),
 		Settings:      r.Settings(),
 	}, nil
+}
+
+// WindowSource reads windows of a deployment's recorded traffic.
+type WindowSource interface {
+	Windows(ctx context.Context, d algorithms.Deployment, start, end time.Time, step time.Duration) ([]algorithms.Window, error)
+}
+
+// NewWindows builds the reader of recorded traffic the deployment file's
+// runner section names: its Prometheus and queries, as the live runner
+// reads them for an experiment (no target, workload or hook needed).
+func NewWindows(cfg Config) (WindowSource, error) {
+	if cfg.DeploymentFile == nil || cfg.DeploymentFile.Runner == nil {
+		return nil, fmt.Errorf("recorded traffic: want --deployment FILE whose runner section names Prometheus and the tiers' queries (see testbed/README.md, Windows of recorded traffic)")
+	}
+	r, err := live.NewPassive(cfg.DeploymentFile.Runner, cfg.DeploymentPath)
+	if err != nil {
+		return nil, fmt.Errorf("recorded traffic: deployment %q: %w", cfg.DeploymentPath, err)
+	}
+	r.Log = cfg.Log
+	return r, nil
 }
