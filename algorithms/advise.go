@@ -260,6 +260,11 @@ func Advise(d Deployment, windows []Window, opts AdviseOptions) (Advice, error) 
 	adv.Critical.Reserve = reserve
 	adv.Sizing = sz
 	adv.Allocation, adv.Tiers = RecommendAllocation(d, sz, reserve)
+	if r, err := net.poolRange(adv.Allocation, crit.Tier); err == nil {
+		adv.Range = &r
+	} else {
+		adv.Critical.Warnings = append(adv.Critical.Warnings, fmt.Sprintf("no recommended range: %v", err))
+	}
 	return adv, nil
 }
 

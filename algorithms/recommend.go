@@ -13,6 +13,9 @@ type Recommendation struct {
 	Allocation  Allocation           `json:"allocation"`
 	Tiers       []TierRecommendation `json:"tiers"`
 	Experiments int                  `json:"experiments"`
+	// Range, when measured or predicted, is the bounding pool's range of
+	// sizes within 1% of the best goodput.
+	Range *PoolRange `json:"range,omitempty"`
 }
 
 // Recommend runs the three procedures from the initial allocation s0.

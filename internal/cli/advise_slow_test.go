@@ -91,3 +91,67 @@ func TestSlowAdviseAgreesWithRecommend(t *testing.T) {
 		})
 	}
 }
+
+// TestSlowRecommendRangeHoldsOnAnotherSeed is issue 22's check of the
+// recommended range: recommend --range measures it (seed 1); measured again
+// on seed 2, the sizes inside it come within 1.5% of the best and the sizes
+// just outside it fall below the range's 99%.
+func TestSlowRecommendRangeHoldsOnAnotherSeed(t *testing.T) {
+	for _, topo := range []string{"1/2/1/2", "1/4/1/4"} {
+		t.Run(strings.ReplaceAll(topo, "/", "-"), func(t *testing.T) {
+			var rec struct {
+				Allocation string
+				Range      struct {
+					Tier, Pool string
+					Low, High  int
+					Users      int
+					Points     []struct{ Size int }
+				}
+			}
+			out, stderr, code := run(t, "", "recommend", "-t", topo, "--range", "--runtime", "2m", "--no-journal", "-q", "-o", "json")
+			require.Equal(t, 0, code, stderr)
+			require.NoError(t, json.Unmarshal([]byte(out), &rec))
+			r := rec.Range
+			require.Positive(t, r.Low, "%+v", r)
+			pools := strings.Split(rec.Allocation, "-")
+			require.Len(t, pools, 3)
+			alloc := func(size int) string {
+				if r.Pool == "threads" {
+					return fmt.Sprintf("%s-%d-%d", pools[0], size, size)
+				}
+				threads, err := strconv.Atoi(pools[1])
+				require.NoError(t, err)
+				return fmt.Sprintf("%s-%d-%d", pools[0], max(threads, size), size)
+			}
+			args := []string{"simulate", "-t", topo, "--seed", "2", "--runtime", "2m", "--no-journal", "-q", "-o", "json",
+				"--users", strconv.Itoa(r.Users), "--sla", "2"}
+			for _, p := range r.Points {
+				args = append(args, "--alloc", alloc(p.Size))
+			}
+			out, stderr, code = run(t, "", args...)
+			require.Equal(t, 0, code, stderr)
+			var rows []struct {
+				Goodput map[string]float64
+			}
+			require.NoError(t, json.Unmarshal([]byte(out), &rows))
+			require.Len(t, rows, len(r.Points))
+			best := 0.0
+			for _, row := range rows {
+				best = max(best, row.Goodput["2"])
+			}
+			for i, p := range r.Points {
+				share := rows[i].Goodput["2"] / best
+				inside := p.Size >= r.Low && (r.High == 0 || p.Size <= r.High)
+				justBelow := i+1 < len(r.Points) && r.Points[i+1].Size == r.Low
+				justAbove := r.High > 0 && i > 0 && r.Points[i-1].Size == r.High
+				t.Logf("%s %s %s %d: %.3f of the best on seed 2 (range %d-%d)", topo, r.Tier, r.Pool, p.Size, share, r.Low, r.High)
+				switch {
+				case inside:
+					assert.GreaterOrEqual(t, share, 0.985, "size %d inside the range", p.Size)
+				case justBelow || justAbove:
+					assert.Less(t, share, 0.99, "size %d just outside the range", p.Size)
+				}
+			}
+		})
+	}
+}

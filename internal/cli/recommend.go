@@ -187,8 +187,9 @@ func runFindCritical(o *findCriticalOptions) error {
 // recommendOptions are recommend's.
 type recommendOptions struct {
 	campaignOptions
-	format  string
-	classes string
+	format    string
+	classes   string
+	withRange bool
 }
 
 // newCmdRecommend is `softalloc recommend`.
@@ -212,6 +213,7 @@ least their reserved size; the table shows the formula's minimum beside them.`,
   softalloc recommend --topology 1/4/1/4 --mode paper --seed 7 --journal .softalloc/seed7.jsonl
   softalloc recommend --topology 1/4/1/4 --format apache,tomcat
   softalloc recommend --topology 1/2/1/2 --format all --output json
+  softalloc recommend --topology 1/2/1/2 --range
   softalloc recommend -f deployment.yaml --runner replay --campaign recorded.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -226,6 +228,7 @@ least their reserved size; the table shows the formula's minimum beside them.`,
 	}
 	o.register(f, cmd, scopeRecommend)
 	cmd.Flags().StringVar(&o.format, "format", "", "config snippets for the recommended sizes: apache, tomcat, hikari, mysql (comma-separated) or all")
+	cmd.Flags().BoolVar(&o.withRange, "range", false, "also measure the range of the bounding pool's sizes within 1% of the best goodput at the SLA (up to 8 more experiments, 6/5 of the saturation workload)")
 	cmd.Flags().StringVar(&o.classes, "workload", "", "workload file of request classes with objectives: size per-class pools of one server instead (docs/classes.md)")
 	deprecatedAlias(cmd.Flags(), "classes", "workload", &o.classes)
 	return cmd
@@ -243,6 +246,11 @@ func runRecommend(o *recommendOptions) error {
 	}
 	d := cp.deployment
 	rec, err := algorithms.Recommend(ctx, cp.x, d, cp.start, cp.opts)
+	if err == nil && o.withRange {
+		var r algorithms.PoolRange
+		r, err = algorithms.MeasureRange(ctx, cp.x, d, rec, cp.opts)
+		rec.Range = &r
+	}
 	if err = o.finish(cp, err); err != nil {
 		return err
 	}

@@ -90,6 +90,7 @@ func WriteAdviseTable(w io.Writer, a AdviseJSON) error {
 		return err
 	}
 	fmt.Fprintf(w, "\nrecommended allocation: %s\n", a.Allocation)
+	writeRange(w, a.Range)
 	warnings := a.Warnings
 	// A week of windows can drop hundreds: the first few say what is wrong,
 	// the JSON lists them all.

@@ -88,7 +88,9 @@ type RecommendJSON struct {
 	Allocation  string                          `json:"allocation"`
 	Tiers       []algorithms.TierRecommendation `json:"tiers"`
 	Evidence    EvidenceJSON                    `json:"evidence"`
-	Warnings    []string                        `json:"warnings"`
+	// Range is present with recommend --range, and from advise.
+	Range    *algorithms.PoolRange `json:"range,omitempty"`
+	Warnings []string              `json:"warnings"`
 	// Snippets are present with --format.
 	Snippets []Snippet `json:"snippets,omitempty"`
 	// Version is the softalloc that wrote the document.
@@ -119,7 +121,7 @@ func NewRecommendJSON(d algorithms.Deployment, r algorithms.Recommendation, allo
 	}
 	warnings := append(append([]string{}, r.Critical.Warnings...), r.MinJobs.Warnings...)
 	return RecommendJSON{Topology: d.Topology, Critical: NewCriticalJSON(r.Critical), MinJobs: r.MinJobs.MinJobs,
-		Experiments: r.Experiments, Allocation: alloc, Tiers: r.Tiers, Evidence: ev, Warnings: nonNil(warnings)}
+		Experiments: r.Experiments, Allocation: alloc, Tiers: r.Tiers, Evidence: ev, Range: r.Range, Warnings: nonNil(warnings)}
 }
 
 func nonNil(s []string) []string {
@@ -209,8 +211,50 @@ func WriteRecommendTable(w io.Writer, r RecommendJSON) error {
 		return err
 	}
 	fmt.Fprintf(w, "\nrecommended allocation: %s\n", r.Allocation)
+	writeRange(w, r.Range)
 	writeWarnings(w, r.Warnings)
 	return WriteSnippets(w, r.Snippets)
+}
+
+// writeRange says how flat the optimum is: the bounding pool's sizes within
+// 1% of the best goodput, and what sizes below them cost.
+func writeRange(w io.Writer, r *algorithms.PoolRange) {
+	if r == nil {
+		return
+	}
+	how := fmt.Sprintf("%d trials at %d users", len(r.Points), r.Users)
+	if r.Source == "model" {
+		how = "predicted by the model: exponential service times make its low end err high, and it sees no cost in idle threads"
+	}
+	var span string
+	switch {
+	case r.Low == 0:
+		span = "no size tried comes within 1% of the hardware's best"
+	case r.High == 0:
+		span = fmt.Sprintf("%d or more per server keeps goodput within 1%% of the best", r.Low)
+	default:
+		span = fmt.Sprintf("%d to %d per server keeps goodput within 1%% of the best", r.Low, r.High)
+	}
+	fmt.Fprintf(w, "range of %s %s (%s): %s", r.Tier, r.Pool, how, span)
+	var below []string
+	for _, p := range r.Points {
+		if r.Low > 0 && p.Size < r.Low {
+			below = append(below, fmt.Sprintf("%d %s", p.Size, Percent(100*(p.Share-1), 1, true)))
+		}
+	}
+	if len(below) > 0 {
+		fmt.Fprintf(w, "; below it: %s", strings.Join(below, ", "))
+	}
+	if r.High > 0 {
+		var above []string
+		for _, p := range r.Points {
+			if p.Size > r.High {
+				above = append(above, fmt.Sprintf("%d %s", p.Size, Percent(100*(p.Share-1), 1, true)))
+			}
+		}
+		fmt.Fprintf(w, "; above it: %s", strings.Join(above, ", "))
+	}
+	fmt.Fprintln(w)
 }
 
 func writeWarnings(w io.Writer, warnings []string) {

@@ -244,6 +244,7 @@ func TestLiveTestbed(t *testing.T) {
 	t.Cleanup(func() { setCaps(t, appCritical) })
 
 	var measured critical
+	var recommended string
 	t.Run("find-critical names the capped tier", func(t *testing.T) {
 		setCaps(t, appCritical)
 		measured = findCritical(t, "--runner", "live", "-f", deployment, "--journal", journalA)
@@ -319,6 +320,7 @@ func TestLiveTestbed(t *testing.T) {
 		}
 		out := softalloc(t, append([]string{"recommend", "--output", "json", "--small-step", "5", "--scan-span", "20"}, common...)...)
 		require.NoError(t, json.Unmarshal(out, &rec), "%s", out)
+		recommended = rec.Allocation
 		t.Logf("recommendation %s (minJobs %.1f, read at the %s, %d users); warnings: %q",
 			rec.Allocation, rec.MinJobs, rec.Evidence.Reading, rec.Evidence.WLmin, rec.Warnings)
 		parts := strings.Split(rec.Allocation, "-")
@@ -360,6 +362,68 @@ func TestLiveTestbed(t *testing.T) {
 		t.Logf("recommendation %s: %.3f of the grid's best %s at %d users", val.Recommended.Allocation, ratio, val.Best.Allocation, users)
 		assert.GreaterOrEqual(t, ratio, 0.9, "the recommendation %s against the grid's best %s at %d users",
 			val.Recommended.Allocation, val.Best.Allocation, users)
+	})
+
+	t.Run("advise from Prometheus alone agrees with recommend", func(t *testing.T) {
+		require.NotZero(t, measured.SaturationWorkload, "needs the find-critical subtest")
+		require.NotEmpty(t, recommended, "needs the recommend subtest")
+		// Traffic from low load to about 60% of saturation, recorded by
+		// Prometheus as a deployment's own traffic would be; advise then
+		// reads only Prometheus.
+		var users []string
+		for pct := 10; pct <= 60; pct += 10 {
+			users = append(users, strconv.Itoa(max(1, measured.SaturationWorkload*pct/100)))
+		}
+		start := time.Now().UTC().Truncate(time.Second)
+		softalloc(t, "simulate", "--runner", "live", "-f", deployment, "--no-journal", "--parallel", "1", "--quiet",
+			"--users", strings.Join(users, ","), "--ramp-up", "2s", "--runtime", "10s", "--output", "json")
+		end := time.Now().UTC().Add(2 * time.Second).Truncate(time.Second)
+		var adv struct {
+			Critical   critical `json:"critical"`
+			Allocation string   `json:"allocation"`
+			MinJobs    float64  `json:"minJobs"`
+			Warnings   []string `json:"warnings"`
+			Advice     struct {
+				Model   string `json:"model"`
+				Windows int    `json:"windows"`
+				Used    int    `json:"used"`
+				Dropped []struct {
+					Label, Problem string
+				} `json:"dropped"`
+				LoadRange            [2]float64 `json:"loadRange"`
+				SaturationThroughput float64    `json:"saturationThroughput"`
+			} `json:"advice"`
+		}
+		// Prometheus has the window's last seconds once it has scraped past them.
+		time.Sleep(time.Until(end.Add(2 * time.Second)))
+		out := run(t, exec.Command(binary, "advise", "-f", deployment, "--start", start.Format(time.RFC3339),
+			"--end", end.Format(time.RFC3339), "--step", "5s", "--output", "json"))
+		require.NoError(t, json.Unmarshal(out, &adv), "%s", out)
+		t.Logf("advise: %s %s, %s, minJobs %.1f, predicted to reach 95%% at %.1f pages/s; %d of %d windows (%.1f-%.1f pages/s), %s model; notes %q",
+			adv.Critical.Tier, adv.Critical.Resource, adv.Allocation, adv.MinJobs, adv.Advice.SaturationThroughput,
+			adv.Advice.Used, adv.Advice.Windows, adv.Advice.LoadRange[0], adv.Advice.LoadRange[1], adv.Advice.Model, adv.Warnings)
+		for _, d := range adv.Advice.Dropped {
+			t.Logf("dropped %s: %s", d.Label, d.Problem)
+		}
+		assert.Equal(t, measured.Tier+" "+measured.Resource, adv.Critical.Tier+" "+adv.Critical.Resource, "the critical resource")
+		if adv.Allocation == recommended {
+			t.Logf("advise and recommend both give %s", recommended)
+			return
+		}
+		// Both allocations past saturation, where pool sizes matter.
+		var rows []struct {
+			Allocation string             `json:"allocation"`
+			Goodput    map[string]float64 `json:"goodput"`
+		}
+		out = softalloc(t, "simulate", "--runner", "live", "-f", deployment, "--no-journal", "--parallel", "1", "--quiet",
+			"--alloc", recommended, "--alloc", adv.Allocation, "--users", strconv.Itoa(measured.SaturationWorkload*5/4),
+			"--runtime", "12s", "--sla", "2", "--output", "json")
+		require.NoError(t, json.Unmarshal(out, &rows), "%s", out)
+		require.Len(t, rows, 2)
+		ratio := rows[1].Goodput["2"] / rows[0].Goodput["2"]
+		t.Logf("goodput at 2 s: recommend %s %.1f pages/s, advise %s %.1f: %.3f", recommended, rows[0].Goodput["2"],
+			adv.Allocation, rows[1].Goodput["2"], ratio)
+		assert.GreaterOrEqual(t, ratio, 0.95, "advise's %s against recommend's %s", adv.Allocation, recommended)
 	})
 
 	t.Run("a twin calibrated at low load predicts the saturation workload", func(t *testing.T) {
