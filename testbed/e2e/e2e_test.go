@@ -405,6 +405,9 @@ func TestLiveTestbed(t *testing.T) {
 		for _, d := range adv.Advice.Dropped {
 			t.Logf("dropped %s: %s", d.Label, d.Problem)
 		}
+		// The same windows as an operator reads them (the README quotes it).
+		t.Logf("%s", run(t, exec.Command(binary, "advise", "-f", deployment, "--start", start.Format(time.RFC3339),
+			"--end", end.Format(time.RFC3339), "--step", "5s")))
 		assert.Equal(t, measured.Tier+" "+measured.Resource, adv.Critical.Tier+" "+adv.Critical.Resource, "the critical resource")
 		if adv.Allocation == recommended {
 			t.Logf("advise and recommend both give %s", recommended)
