@@ -36,8 +36,9 @@ type AdviseOptions struct {
 	// Reserve is the deployment's current allocation: pools in front of the
 	// tier that bounds the critical server's jobs keep at least these sizes,
 	// as recommend's front tiers keep their reserved size. Nil: the largest
-	// pool sizes the windows report.
-	Reserve Allocation
+	// pool sizes the windows report, and Configured's where they report none.
+	Reserve    Allocation
+	Configured Allocation
 }
 
 // DefaultAdviseOptions are the documented defaults.
@@ -255,7 +256,16 @@ func Advise(d Deployment, windows []Window, opts AdviseOptions) (Advice, error) 
 	}
 	reserve := opts.Reserve
 	if reserve == nil {
-		reserve = observedAllocation(d, used)
+		reserve = observedAllocation(d, used, opts.Configured)
+	}
+	bt, bp := BoundingPool(d, crit.Tier)
+	for i, t := range d.Tiers {
+		for _, p := range t.Pools {
+			if inFront(i, p, bt, bp) && reserve[t.Name].Size(p) == 0 {
+				adv.Critical.Warnings = append(adv.Critical.Warnings, fmt.Sprintf("%s %s: its current size is unknown (no size query, no --alloc): the formula's minimum is given, where recommend keeps a front pool's buffer",
+					t.Name, p))
+			}
+		}
 	}
 	adv.Critical.Reserve = reserve
 	adv.Sizing = sz
@@ -436,8 +446,9 @@ func (adv *Advice) saturatedPools(used []Window, opts AdviseOptions) {
 	}
 }
 
-// observedAllocation is the largest pool size per tier the windows report.
-func observedAllocation(d Deployment, used []Window) Allocation {
+// observedAllocation is the largest pool size per tier the windows report,
+// and configured's where they report none.
+func observedAllocation(d Deployment, used []Window, configured Allocation) Allocation {
 	a := Allocation{}
 	for _, t := range d.Tiers {
 		if len(t.Pools) == 0 {
@@ -458,6 +469,12 @@ func observedAllocation(d Deployment, used []Window) Allocation {
 					}
 				}
 			}
+		}
+		if p.Threads == 0 {
+			p.Threads = configured[t.Name].Threads
+		}
+		if p.Connections == 0 {
+			p.Connections = configured[t.Name].Connections
 		}
 		a[t.Name] = p
 	}

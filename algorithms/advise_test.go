@@ -192,3 +192,30 @@ func TestAdviseOptionsAreChecked(t *testing.T) {
 		assert.Contains(t, err.Error(), tc.want)
 	}
 }
+
+// Windows from a monitoring system without pool-size queries report sizes
+// of 0: the front buffer then comes from the deployment's configured pools,
+// and without those advise says the buffer is unknown.
+func TestAdviseFrontBufferWithoutObservedSizes(t *testing.T) {
+	d := deployment(t, "1/4/1/4")
+	x := rubbosFake()
+	ws := fakeWindows(t, x, d, "400-150-60", true, 650, 1300, 1950, 2600, 3250, 3900)
+	for i := range ws {
+		for j := range ws[i].Observation.Servers {
+			s := &ws[i].Observation.Servers[j]
+			for k := range s.Pools {
+				s.Pools[k].Size = 0
+			}
+		}
+	}
+	adv, err := algorithms.Advise(d, ws, algorithms.AdviseOptions{Configured: allocation(t, "300-100-60")})
+	require.NoError(t, err)
+	require.Equal(t, "cluster", adv.Critical.Tier)
+	assert.Equal(t, 300, adv.Allocation["web"].Threads, "the configured web pool is the buffer")
+	assert.Equal(t, 100, adv.Allocation["app"].Threads, "and the configured app threads, in front of the connections")
+
+	adv, err = algorithms.Advise(d, ws, algorithms.AdviseOptions{})
+	require.NoError(t, err)
+	assert.Less(t, adv.Allocation["web"].Threads, 300, "no buffer known: the formula")
+	assert.Contains(t, fmt.Sprint(adv.Critical.Warnings), "web threads: its current size is unknown")
+}

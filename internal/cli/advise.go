@@ -100,7 +100,7 @@ which saves what Prometheus gave for an offline run). - reads standard input.`,
 	fs.StringVar(&o.start, "start", "", "read Prometheus from this time (RFC 3339, e.g. 2026-11-23T08:00:00Z, or Unix seconds)")
 	fs.StringVar(&o.end, "end", "", "read Prometheus until this time (default: now)")
 	fs.DurationVar(&o.step, "step", 5*time.Minute, "length of each window read from Prometheus")
-	fs.StringVar(&o.current, "alloc", "", "the deployment's current allocation: front pools keep at least it (default: the largest pool sizes the windows report)")
+	fs.StringVar(&o.current, "alloc", "", "the deployment's current allocation: front pools keep at least it (default: the largest pool sizes the windows report, else the deployment's)")
 	fs.Var((*seconds)(&o.thinkTime), "think-time", "users' think time (7, 7s or 7000ms) for a closed model (default: from windows that count their users, else an open model)")
 	fs.Float64Var(&o.minUtil, "min-utilization", d.MinUtilization, "a window must load the critical resource at least this much, or advise will not extrapolate")
 	fs.IntVar(&o.minWindows, "min-windows", d.MinWindows, "usable windows needed")
@@ -147,12 +147,12 @@ func runAdvise(o *adviseOptions) error {
 	if err := o.metrics.check(); err != nil {
 		return err
 	}
-	d, _, err := o.deployment.resolve()
+	d, configured, err := o.deployment.resolve()
 	if err != nil {
 		return err
 	}
 	opts := algorithms.AdviseOptions{ThinkTime: o.thinkTime.Seconds(), MinUtilization: o.minUtil, MinWindows: o.minWindows,
-		HardwareThreshold: o.hwThreshold, SoftThreshold: o.softThresh, DemandDrift: o.demandDrift}
+		HardwareThreshold: o.hwThreshold, SoftThreshold: o.softThresh, DemandDrift: o.demandDrift, Configured: configured}
 	if o.demandDrift == 0 {
 		opts.DemandDrift = -1 // 0 means no check, as recommend's --demand-drift 0
 	}
