@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -121,18 +122,26 @@ interactions:
 // tests must run.
 func locustPath(t *testing.T) string {
 	t.Helper()
+	path, err := runInstall()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err.Error() + "; in CI the Locust tests must run")
+		}
+		t.Skip("SKIPPED: " + err.Error())
+	}
+	return path
+}
+
+func runInstall() (string, error) {
 	out, err := osexec.Command("./install-locust.sh").Output()
 	if err != nil {
 		msg := fmt.Sprintf("cannot install Locust (examples/locust/install-locust.sh): %v", err)
 		if ee, ok := err.(*osexec.ExitError); ok {
 			msg += ": " + strings.TrimSpace(string(ee.Stderr))
 		}
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg + "; in CI the Locust tests must run")
-		}
-		t.Skip("SKIPPED: " + msg)
+		return "", errors.New(msg)
 	}
-	return strings.TrimSpace(string(out))
+	return strings.TrimSpace(string(out)), nil
 }
 
 // site is a local HTTP server that answers every path after a short delay
