@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -176,11 +177,14 @@ func runLocust(ctx context.Context, c config, p plan, dir string, logf func(stri
 		return window{}, err
 	}
 	var workers []*proc
+	// All at once, within the exec runner's 5 s grace after its SIGTERM.
 	stopAll := func() {
-		master.stop(5 * time.Second)
-		for _, w := range workers {
-			w.stop(5 * time.Second)
+		var wg sync.WaitGroup
+		for _, p := range append([]*proc{master}, workers...) {
+			wg.Add(1)
+			go func() { defer wg.Done(); p.stop(3 * time.Second) }()
 		}
+		wg.Wait()
 	}
 	defer stopAll()
 	specs := c.workers(locust, c.MasterHost, port)
@@ -197,7 +201,7 @@ func runLocust(ctx context.Context, c config, p plan, dir string, logf func(stri
 	for !master.exited() {
 		select {
 		case <-ctx.Done():
-			return window{}, ctx.Err()
+			return window{}, fmt.Errorf("interrupted %.1f s into the trial; stopped the master and the workers: %w", time.Since(began).Seconds(), ctx.Err())
 		case <-master.done:
 		case <-tick.C:
 			for _, w := range workers {

@@ -445,3 +445,45 @@ func TestAMasterWithoutItsWorkersTimesOut(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
 	assert.Len(t, lines, 2, "a note of the start, and the error on one line")
 }
+
+// SIGTERM (the exec runner's timeout, or Ctrl-C) ends the trial at once and
+// leaves no Locust process behind.
+func TestSIGTERMStopsTheMasterAndTheWorkers(t *testing.T) {
+	locust := locustPath(t)
+	_, adapter := testBinaries(t)
+	dir, _, settings := faultSetup(t, locust, "workers: [local, local]\n")
+	cmd := osexec.Command(adapter, settings)
+	cmd.Stdin = strings.NewReader(`{"protocolVersion":1,"experimentId":"local-u10-111111111111","attempt":1,"topology":"local",` +
+		`"tiers":[{"name":"web","role":"web","replicas":1,"cores":1,"pools":{"threads":10},"servers":["web-1"]}],` +
+		`"allocation":{"web":{"threads":10}},"workload":{"users":10},"timing":{"rampUpSeconds":2,"runtimeSeconds":60,"rampDownSeconds":1}}` + "\n")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	run := filepath.Join(dir, "results", "local-u10-111111111111", "attempt-1")
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(filepath.Join(run, "master.log"))
+		return strings.Contains(string(b), "softalloc: the window opened")
+	}, 60*time.Second, 50*time.Millisecond, "the window never opened: %s", &stderr)
+	b, err := os.ReadFile(filepath.Join(run, "window.json.workers"))
+	require.NoError(t, err)
+	var pids []int
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var h struct {
+			PID int `json:"pid"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &h))
+		pids = append(pids, h.PID)
+	}
+	require.Len(t, pids, 2)
+
+	began := time.Now()
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	var ee *osexec.ExitError
+	require.ErrorAs(t, cmd.Wait(), &ee)
+	t.Logf("ended %.1f s after SIGTERM: %s", time.Since(began).Seconds(), stderr.String())
+	assert.Less(t, time.Since(began), 5*time.Second, "within the exec runner's grace")
+	assert.Regexp(t, `softalloc-locust: interrupted [0-9.]+ s into the trial; stopped the master and the workers: context canceled`, stderr.String())
+	for _, pid := range pids {
+		assert.Error(t, syscall.Kill(pid, 0), "worker pid %d still runs", pid)
+	}
+}
