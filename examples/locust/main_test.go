@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/runner/exec"
 	"github.com/softalloc/softalloc/internal/runner/live"
 	"github.com/softalloc/softalloc/internal/workload"
 )
@@ -486,4 +487,48 @@ func TestSIGTERMStopsTheMasterAndTheWorkers(t *testing.T) {
 	for _, pid := range pids {
 		assert.Error(t, syscall.Kill(pid, 0), "worker pid %d still runs", pid)
 	}
+}
+
+func TestClientSideRefusesAnOutage(t *testing.T) {
+	var w window
+	w.Window.Seconds = 10
+	w.Total = entry{NumRequests: 40, NumFailures: 60, TotalResponseTime: 400, ResponseTimes: map[string]int64{"10": 40}}
+	w.Errors = map[string]int64{"refused": 50, "serverErrors": 10}
+	var notes []string
+	note := func(f string, a ...any) { notes = append(notes, fmt.Sprintf(f, a...)) }
+	_, err := clientSide(w, 0.5, note)
+	require.EqualError(t, err, "60 of 100 pages failed in the window (60%: 50 refused, 0 timed out, 10 5xx, 0 other), more than maxErrorShare 50%: the trial measured an outage, not the deployment")
+	obs, err := clientSide(w, 0.7, note)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"60 failed pages in the window (50 refused, 0 timed out, 10 5xx, 0 other)"}, notes)
+	assert.Equal(t, 4.0, obs.Throughput)
+	assert.Equal(t, int64(60), obs.Errors)
+}
+
+func TestWindowCheckNamesTheShortfall(t *testing.T) {
+	w := window{Users: 40, Workers: []windowWorker{{Worker: "1@local", UsersAtOpen: 20, UsersAtClose: 20}, {Worker: "2@h", UsersAtOpen: 12, UsersAtClose: 20}}}
+	w.Window.Seconds = 6
+	require.EqualError(t, w.check(2), "32 of 40 users were running when the window opened (1@local 20, 2@h 12): the ramp-up is too short for the workers to start them")
+	require.EqualError(t, w.check(3), "statistics from 2 workers, want 3")
+	w.Error = "worker 2@h sent no statistics within 10 s of the window's end"
+	require.EqualError(t, w.check(2), w.Error)
+}
+
+func TestExperimentFromTheMessage(t *testing.T) {
+	var req exec.Request
+	require.NoError(t, json.Unmarshal([]byte(`{"protocolVersion":1,"experimentId":"x","attempt":1,"topology":"1/2/1",`+
+		`"tiers":[{"name":"web","role":"web","replicas":1,"cores":1,"pools":{"threads":100},"servers":["web-1"]},`+
+		`{"name":"app","role":"app","replicas":2,"cores":1,"pools":{"threads":20,"connections":10},"servers":["app-1","app-2"]},`+
+		`{"name":"db","role":"db","replicas":1,"cores":1,"pools":{},"servers":["db-1"]}],`+
+		`"workload":{"users":70},"timing":{"rampUpSeconds":3,"runtimeSeconds":6,"rampDownSeconds":1}}`), &req))
+	e, err := experiment(req)
+	require.NoError(t, err)
+	assert.Equal(t, algorithms.Allocation{"web": {Threads: 100}, "app": {Threads: 20, Connections: 10}}, e.Allocation)
+	assert.Equal(t, []string{"threads", "connections"}, e.Deployment.Tiers[1].Pools)
+	assert.Empty(t, e.Deployment.Tiers[2].Pools)
+	assert.Equal(t, "app-2", e.Deployment.Tiers[1].ServerName(1))
+	assert.Equal(t, algorithms.Timing{RampUp: 3 * time.Second, Runtime: 6 * time.Second, RampDown: time.Second}, e.Timing)
+	req.Workload.Users = 0
+	_, err = experiment(req)
+	require.EqualError(t, err, "workload.users 0: want at least 1")
 }
