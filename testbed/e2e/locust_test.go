@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,10 +16,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// liveCritical is TestLiveTestbed's find-critical answer under the
-// app-critical caps, when it ran first in this process: the Locust test
-// compares with it rather than measure it again.
-var liveCritical critical
+// liveCritical and liveJournal are TestLiveTestbed's find-critical answer
+// under the app-critical caps and its journal, when it ran first in this
+// process: the Locust test compares with them rather than measure again.
+var (
+	liveCritical critical
+	liveJournal  string
+)
 
 // installLocust installs the pinned Locust into a virtual environment
 // (examples/locust/install-locust.sh) and returns its executable. Outside
@@ -40,10 +45,15 @@ func installLocust(t *testing.T) string {
 	return strings.TrimSpace(string(out))
 }
 
+// The Locust test's find-critical step: twice the live test's, for half the
+// trials (each costs Locust's start, about 4 s, on top of the trial's 10 s).
+const locustStep = 20
+
 // TestLocustTestbed runs find-critical through the exec runner on
 // examples/locust: a Locust master and two workers on loopback load the
 // testbed, Prometheus gives the servers' side through the live runner's
-// queries, and the answer must be the live runner's.
+// queries, and the answer must be the live runner's within the noise of the
+// testbed (examples/locust/README.md has the figures).
 func TestLocustTestbed(t *testing.T) {
 	requireTestbed(t)
 	locust := installLocust(t)
@@ -59,25 +69,40 @@ func TestLocustTestbed(t *testing.T) {
 	deployment := filepath.Join("testbed", "deployment.yaml")
 
 	began := time.Now()
+	journal := filepath.Join(dir, "locust.jsonl")
 	// The live runner's trial (testbed/deployment.yaml): 3 s ramp-up, 6 s
 	// measured, 1 s ramp-down; the exec runner's default is the paper's.
-	got := findCritical(t, "--runner", "exec", "--runner-cmd", adapter+" "+settings, "-f", deployment,
-		"--ramp-up", "3s", "--runtime", "6s", "--ramp-down", "1s", "--runner-retries", "1",
-		"--journal", filepath.Join(dir, "locust.jsonl"))
+	got := findCritical(t, "--step", strconv.Itoa(locustStep), "--runner", "exec", "--runner-cmd", adapter+" "+settings, "-f", deployment,
+		"--ramp-up", "3s", "--runtime", "6s", "--ramp-down", "1s", "--runner-retries", "1", "--journal", journal)
 	t.Logf("locust find-critical (%.0f s): %+v", time.Since(began).Seconds(), got)
-	want := liveCritical
+	want, wantJournal := liveCritical, liveJournal
 	if want.SaturationWorkload == 0 {
-		want = findCritical(t, "--runner", "live", "-f", deployment, "--journal", filepath.Join(dir, "live.jsonl"))
+		wantJournal = filepath.Join(dir, "live.jsonl")
+		want = findCritical(t, "--step", strconv.Itoa(locustStep), "--runner", "live", "-f", deployment, "--journal", wantJournal)
 	}
 	t.Logf("live find-critical: %+v", want)
 
 	t.Run("the critical resource is the live runner's", func(t *testing.T) {
 		assert.Equal(t, want.Tier, got.Tier)
 		assert.Equal(t, want.Resource, got.Resource)
-		assert.InDelta(t, want.SaturationWorkload, got.SaturationWorkload, 2*step,
+		// Repeated runs of either runner here put the app's CPU crossing
+		// anywhere from 120 to 200 users (README): the answers may differ
+		// by as much.
+		assert.InDelta(t, want.SaturationWorkload, got.SaturationWorkload, 80,
 			"saturation workload: locust %d users, live %d", got.SaturationWorkload, want.SaturationWorkload)
-		assert.InEpsilon(t, want.MaxThroughput, got.MaxThroughput, 0.2,
-			"max throughput: locust %.1f, live %.1f pages/s", got.MaxThroughput, want.MaxThroughput)
+	})
+
+	t.Run("below saturation the closed loops agree", func(t *testing.T) {
+		// Pages per second per user, pooled over the trials below three
+		// quarters of either saturation workload: 1 / (Z + R) by the
+		// response time law, the same for two generators of the same users.
+		limit := 3 * min(want.SaturationWorkload, got.SaturationWorkload) / 4
+		l, ln := perUser(t, journal, limit)
+		v, vn := perUser(t, wantJournal, limit)
+		t.Logf("pages/s per user up to %d users: locust %.4f (%d trials), live %.4f (%d trials)", limit, l, ln, v, vn)
+		require.Positive(t, ln)
+		require.Positive(t, vn)
+		assert.InEpsilon(t, v, l, 0.05)
 	})
 
 	t.Run("every trial split its users over two workers and merged their statistics", func(t *testing.T) {
@@ -120,6 +145,38 @@ func TestLocustTestbed(t *testing.T) {
 			t.Logf("%d users: %s", w.Users, strings.Join(split, "; "))
 		}
 	})
+}
+
+// perUser is the throughput per user pooled over the journal's trials of at
+// most limit users: the sum of their throughputs over the sum of their users.
+func perUser(t *testing.T, journal string, limit int) (float64, int) {
+	t.Helper()
+	data, err := os.ReadFile(journal)
+	require.NoError(t, err)
+	var x float64
+	var n, trials int
+	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		var rec struct {
+			Experiment struct {
+				Workload struct {
+					Users int `json:"users"`
+				} `json:"workload"`
+			} `json:"experiment"`
+			Observation struct {
+				Throughput float64 `json:"throughput"`
+			} `json:"observation"`
+		}
+		require.NoError(t, json.Unmarshal(line, &rec))
+		if u := rec.Experiment.Workload.Users; u > 0 && u <= limit {
+			x += rec.Observation.Throughput
+			n += u
+			trials++
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return x / float64(n), trials
 }
 
 type locustEntry struct {
