@@ -231,8 +231,12 @@ func runLocust(ctx context.Context, c config, p plan, dir string, logf func(stri
 		return win, fmt.Errorf("locust: %w (log %s)", err, master.log)
 	}
 	for _, x := range win.Workers {
-		logf("locust: worker %s: %d users, %d pages in the window, %d failed, its CPU %.0f%% of a core",
-			x.Worker, x.UsersAtOpen, x.Total.NumRequests, x.Total.NumFailures, 100*x.CPU)
+		lag := 0.0
+		if x.Thinks > 0 {
+			lag = (x.ThinkSeconds - x.ThinkAsked) / float64(x.Thinks)
+		}
+		logf("locust: worker %s: %d users, %d pages in the window, %d failed, its CPU %.0f%% of a core, thinks %.1f ms longer than drawn",
+			x.Worker, x.UsersAtOpen, x.Total.NumRequests, x.Total.NumFailures, 100*x.CPU, 1000*lag)
 	}
 	return win, nil
 }

@@ -68,16 +68,21 @@ class Visitor(FastHttpUser):
         self.history = []
         self.steps = 0
         self.state = PLAN["start"]
+        self.asleep, self.asked = None, 0.0
 
     def wait_time(self):
         t = self.rng.expovariate(1.0) * PLAN["think"]["mean"]
         cap = PLAN["think"]["cap"]
-        return 0.0 if cap > 0 and t > cap else t
+        self.asked = 0.0 if cap > 0 and t > cap else t
+        self.asleep = time.perf_counter()
+        return self.asked
 
     @task
     def page(self):
         page = PLAN["pages"][self.state]
         began = time.perf_counter()
+        if self.asleep is not None:
+            _thought(began - self.asleep, self.asked)
         cause = None
         for path in [page["path"]] + page["embedded"]:
             cause = self._get(_render(path, self.rng))
@@ -129,7 +134,16 @@ class Visitor(FastHttpUser):
 
 # ---- the window, on a worker ----
 
-_window = {"stats": None, "errors": {}, "users": 0, "opened": 0.0, "cpu": 0.0, "worker": ""}
+_window = {"stats": None, "errors": {}, "users": 0, "opened": 0.0, "cpu": 0.0, "worker": "",
+           "think": [0, 0.0, 0.0]}
+
+
+def _thought(slept, asked):
+    # The think time slept, against the one drawn: a busy worker wakes late,
+    # and the response time law holds with the time slept.
+    if _window["stats"] is not None:
+        t = _window["think"]
+        t[0], t[1], t[2] = t[0] + 1, t[1] + slept, t[2] + asked
 
 
 def _record(name, ms, cause):
@@ -144,7 +158,7 @@ def _record(name, ms, cause):
 
 
 def _on_open(environment, msg, **_):
-    _window.update(stats=RequestStats(use_response_times_cache=False), errors={},
+    _window.update(stats=RequestStats(use_response_times_cache=False), errors={}, think=[0, 0.0, 0.0],
                    users=environment.runner.user_count, opened=time.time(), cpu=time.process_time())
 
 
@@ -161,6 +175,7 @@ def _on_close(environment, msg, **_):
         reply["cpu"] = (time.process_time() - _window["cpu"]) / reply["seconds"]
         reply["total"] = stats.total.serialize()
         reply["pages"] = {name: e.num_requests for (name, _), e in stats.entries.items()}
+        reply["thinks"], reply["thinkSeconds"], reply["thinkAsked"] = _window["think"]
     environment.runner.send_message("softalloc_window", reply)
 
 

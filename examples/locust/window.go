@@ -33,6 +33,12 @@ type windowWorker struct {
 	Total        entry            `json:"total"`
 	Errors       map[string]int64 `json:"errors"`
 	Pages        map[string]int64 `json:"pages"`
+	// Thinks are the think periods that ended in the window, ThinkSeconds
+	// the time they lasted (from a page's end to the next one's start) and
+	// ThinkAsked the think times drawn for them.
+	Thinks       int64   `json:"thinks"`
+	ThinkSeconds float64 `json:"thinkSeconds"`
+	ThinkAsked   float64 `json:"thinkAsked"`
 	// CPU is the worker process's CPU time over the window, in cores.
 	CPU float64 `json:"cpu"`
 }
