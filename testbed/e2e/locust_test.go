@@ -85,10 +85,11 @@ func TestLocustTestbed(t *testing.T) {
 	t.Run("the critical resource is the live runner's", func(t *testing.T) {
 		assert.Equal(t, want.Tier, got.Tier)
 		assert.Equal(t, want.Resource, got.Resource)
-		// Repeated runs of either runner here put the app's CPU crossing
-		// anywhere from 120 to 200 users (README): the answers may differ
-		// by as much.
-		assert.InDelta(t, want.SaturationWorkload, got.SaturationWorkload, 80,
+		// Nine runs of the live runner on this shared 2-core machine put the
+		// app's CPU crossing anywhere from 120 to 280 users (mean 169, sd 49),
+		// eight of Locust's from 140 to 180 (examples/locust/README.md):
+		// half the live runner's answer is within that noise.
+		assert.InEpsilon(t, want.SaturationWorkload, got.SaturationWorkload, 0.5,
 			"saturation workload: locust %d users, live %d", got.SaturationWorkload, want.SaturationWorkload)
 	})
 
@@ -102,8 +103,9 @@ func TestLocustTestbed(t *testing.T) {
 		t.Logf("pages/s per user up to %d users: locust %.4f (%d trials), live %.4f (%d trials)", limit, l, ln, v, vn)
 		require.Positive(t, ln)
 		require.Positive(t, vn)
-		// The mean of a few hundred to a few thousand exponential think
-		// times drawn per trial varies by 2-6%: 10% is 2.5 standard deviations.
+		// The think times differ: the live runner draws the same ones in
+		// every trial (seed 1), whose mean at these loads is 3-5% under the
+		// nominal 0.5 s; Locust draws anew, and a trial's mean varies by 2-6%.
 		assert.InEpsilon(t, v, l, 0.10)
 	})
 
