@@ -86,8 +86,8 @@ func TestLocustTestbed(t *testing.T) {
 		assert.Equal(t, want.Tier, got.Tier)
 		assert.Equal(t, want.Resource, got.Resource)
 		// Nine runs of the live runner on this shared 2-core machine put the
-		// app's CPU crossing anywhere from 120 to 280 users (mean 169, sd 49),
-		// eight of Locust's from 140 to 180 (examples/locust/README.md):
+		// app's CPU crossing anywhere from 120 to 280 users (mean 169, sd 50),
+		// seven of Locust's from 140 to 180 (examples/locust/README.md):
 		// half the live runner's answer is within that noise.
 		assert.InEpsilon(t, want.SaturationWorkload, got.SaturationWorkload, 0.5,
 			"saturation workload: locust %d users, live %d", got.SaturationWorkload, want.SaturationWorkload)
