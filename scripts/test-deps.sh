@@ -2,7 +2,8 @@
 # Installs what `make test` needs and a fresh Debian machine lacks: the real
 # servers the tests talk to (Apache httpd, MariaDB, Prometheus and its
 # exporters, the Pushgateway), Java 17 and Maven for the testbed's Java app,
-# the Go modules and the Java app's Maven dependencies. The packages' own
+# Python's venv for Locust (examples/locust), the Go modules, the Java app's
+# Maven dependencies and Locust. The packages' own
 # services are kept from starting on install (no ports taken, nothing left
 # running): the tests start what they need, on loopback.
 #
@@ -12,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(apache2 apache2-utils mariadb-server mariadb-client-core prometheus prometheus-pushgateway
-  prometheus-apache-exporter prometheus-mysqld-exporter openjdk-17-jdk-headless maven)
+  prometheus-apache-exporter prometheus-mysqld-exporter openjdk-17-jdk-headless maven python3-venv)
 missing=()
 if command -v dpkg-query >/dev/null; then
   for p in "${packages[@]}"; do
@@ -42,6 +43,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 go mod download
+
+# The pinned Locust of examples/locust, into a virtual environment from PyPI
+# (the Locust tests install it themselves if this could not).
+examples/locust/install-locust.sh >/dev/null || echo "test-deps: Locust not installed; the Locust tests skip outside CI" >&2
 
 # The Java app's Maven dependencies, fetched once, so that the end-to-end
 # test builds it offline (mvn -o).

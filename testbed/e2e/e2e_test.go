@@ -249,6 +249,7 @@ func TestLiveTestbed(t *testing.T) {
 		setCaps(t, appCritical)
 		measured = findCritical(t, "--runner", "live", "-f", deployment, "--journal", journalA)
 		t.Logf("app-critical caps (%s): %+v", appCritical, measured)
+		liveCritical, liveJournal = measured, journalA // the Locust test compares with them
 		assert.Equal(t, "app", measured.Tier)
 		assert.Equal(t, "cpu", measured.Resource)
 	})

@@ -1,0 +1,308 @@
+"""softalloc's locustfile: the closed-loop users of a workload file, and the
+statistics of one measured window, for the softalloc-locust exec program.
+
+softalloc-locust writes a copy of this file with PLAN filled in (the
+workload's pages, transitions, think time and the trial's timing) and starts
+a headless master on it; the workers get it from the master (locust -f -).
+
+Each user walks the workload's chain as softalloc's live runner does: it
+fetches a page and its embedded paths one after another (a page's time ends
+with its last request), thinks (negative exponential, a draw over the cap
+is 0), and moves on. Every page is one sample of Locust's own statistics
+(a StatsEntry: response times kept as Locust keeps them, rounded to about two
+significant digits), recorded on the worker only between the master's
+"open" and "close" messages: the ramps are not in them. At "close" each
+worker sends its entry to the master, which merges them with Locust's own
+StatsEntry.extend and writes them, per worker and merged, to the file named
+by --softalloc-out.
+"""
+
+import json
+import logging
+import os
+import random
+import re
+import socket
+import time
+
+import gevent
+from locust import events, task
+from locust.contrib.fasthttp import FastHttpUser
+from locust.runners import MasterRunner, WorkerRunner
+from locust.stats import RequestStats, StatsEntry
+
+PLAN = None  # softalloc-locust: the plan
+
+# The path templates of internal/workload: {rand:LO:HI} and {pick:a|b}.
+_PLACEHOLDER = re.compile(r"\{(rand|pick):([^}]*)\}")
+_BACK, _END = -1, -2
+_MAX_HISTORY = 64  # as the live runner: deeper Backs are vanishingly rare
+_HEADERS = {"Accept-Encoding": "identity"}
+
+
+def _render(path, rng):
+    def draw(m):
+        if m.group(1) == "rand":
+            lo, hi = m.group(2).split(":")
+            return str(rng.randint(int(lo), int(hi)))
+        return rng.choice(m.group(2).split("|"))
+
+    return _PLACEHOLDER.sub(draw, path)
+
+
+@events.init_command_line_parser.add_listener
+def _arguments(parser):
+    parser.add_argument("--softalloc-out", default="", help="the master writes the window's statistics here (JSON)")
+    parser.add_argument("--softalloc-worker", default="", help="this worker's name, for the master's messages")
+
+
+class Visitor(FastHttpUser):
+    """One emulated user of the workload."""
+
+    host = PLAN["target"] if PLAN else None
+    network_timeout = PLAN["requestTimeout"] if PLAN else 60.0
+    connection_timeout = PLAN["requestTimeout"] if PLAN else 60.0
+
+    def on_start(self):
+        self.rng = random.Random()
+        self.history = []
+        self.steps = 0
+        self.state = PLAN["start"]
+        self.asleep, self.asked = None, 0.0
+
+    def wait_time(self):
+        t = self.rng.expovariate(1.0) * PLAN["think"]["mean"]
+        cap = PLAN["think"]["cap"]
+        self.asked = 0.0 if cap > 0 and t > cap else t
+        self.asleep = time.perf_counter()
+        return self.asked
+
+    @task
+    def page(self):
+        page = PLAN["pages"][self.state]
+        began = time.perf_counter()
+        if self.asleep is not None:
+            _thought(began - self.asleep, self.asked)
+        cause = None
+        for path in [page["path"]] + page["embedded"]:
+            cause = self._get(_render(path, self.rng))
+            if cause:
+                break
+        _record(page["name"], (time.perf_counter() - began) * 1000, cause)
+        self._step(page)
+
+    def _get(self, path):
+        """Fetches path; returns None, or the cause of its failure."""
+        # As the live runner: no compressed answers, no redirects followed.
+        r = self.client.get(path, name="GET", allow_redirects=False, headers=_HEADERS)
+        err = getattr(r, "error", None)  # only an ErrorResponse (no answer) has one
+        if err is None and 0 < r.status_code < 400:
+            return None
+        if r.status_code >= 500:
+            return "serverErrors"
+        if isinstance(err, ConnectionRefusedError):
+            return "refused"
+        if isinstance(err, (TimeoutError, socket.timeout, gevent.Timeout)):
+            return "timedOut"
+        return "other"
+
+    def _step(self, page):
+        self.steps += 1
+        if PLAN["sessionLength"] and self.steps >= PLAN["sessionLength"]:
+            self._begin()
+            return
+        x = self.rng.random()
+        to = self.state
+        for c, t in zip(page["cum"], page["to"]):
+            if x < c:
+                to = t
+                break
+        if to == _END:
+            self._begin()
+        elif to == _BACK:
+            if self.history:
+                self.state = self.history.pop()
+        else:
+            if len(self.history) == _MAX_HISTORY:
+                self.history.pop(0)
+            self.history.append(self.state)
+            self.state = to
+
+    def _begin(self):
+        self.state, self.history, self.steps = PLAN["start"], [], 0
+
+
+# ---- the window, on a worker ----
+
+_window = {"stats": None, "errors": {}, "users": 0, "opened": 0.0, "cpu": 0.0, "worker": "",
+           "think": [0, 0.0, 0.0]}
+
+
+def _thought(slept, asked):
+    # The think time slept, against the one drawn: a busy worker wakes late,
+    # and the response time law holds with the time slept.
+    if _window["stats"] is not None:
+        t = _window["think"]
+        t[0], t[1], t[2] = t[0] + 1, t[1] + slept, t[2] + asked
+
+
+def _record(name, ms, cause):
+    stats = _window["stats"]
+    if stats is None:
+        return
+    if cause:
+        stats.log_error("PAGE", name, cause)
+        _window["errors"][cause] = _window["errors"].get(cause, 0) + 1
+    else:
+        stats.log_request("PAGE", name, ms, 0)
+
+
+def _on_open(environment, msg, **_):
+    _window.update(stats=RequestStats(use_response_times_cache=False), errors={}, think=[0, 0.0, 0.0],
+                   users=environment.runner.user_count, opened=time.time(), cpu=time.process_time())
+
+
+def _on_close(environment, msg, **_):
+    stats, _window["stats"] = _window["stats"], None
+    reply = {"worker": _window["worker"], "usersAtOpen": _window["users"],
+             "usersAtClose": environment.runner.user_count, "errors": _window["errors"]}
+    if stats is None:
+        reply["problem"] = "got close without open"
+    else:
+        reply["seconds"] = time.time() - _window["opened"]
+        # The worker's own CPU over the window, in cores: one process uses
+        # at most one (gevent), so near 1 it cannot keep its users' pace.
+        reply["cpu"] = (time.process_time() - _window["cpu"]) / reply["seconds"]
+        reply["total"] = stats.total.serialize()
+        reply["pages"] = {name: e.num_requests for (name, _), e in stats.entries.items()}
+        reply["thinks"], reply["thinkSeconds"], reply["thinkAsked"] = _window["think"]
+    environment.runner.send_message("softalloc_window", reply)
+
+
+def _label(environment):
+    # Read at init: the master's options replace the worker's own at spawn.
+    opts = environment.parsed_options
+    return (opts.softalloc_worker if opts and opts.softalloc_worker else "") or socket.gethostname()
+
+
+# ---- the window, on the master ----
+
+
+class _Master:
+    def __init__(self, environment):
+        self.env = environment
+        self.runner = environment.runner
+        self.out = environment.parsed_options.softalloc_out
+        self.names = {}  # client id -> worker name
+        self.replies = {}
+        self.clock = None
+
+    def hello(self, environment, msg, **_):
+        self.names[msg.node_id] = msg.data["worker"]
+        # Written as they come, so that softalloc-locust can name the
+        # workers that never connected if the master gives up waiting.
+        with open(self.out + ".workers", "a") as f:
+            f.write(json.dumps({"worker": msg.data["worker"], "clientId": msg.node_id, "pid": msg.data["pid"]}) + "\n")
+
+    def window(self, environment, msg, **_):
+        self.replies[msg.node_id] = msg.data
+
+    def start(self, **_):
+        if self.clock is None:
+            self.clock = gevent.spawn(self.run)
+
+    def name(self, cid):
+        return self.names.get(cid, cid)
+
+    def lost(self, expected):
+        """The workers of expected that are gone or missing, by name."""
+        present = {c.id: c for c in self.runner.clients.all}
+        return sorted(self.name(c) for c in expected if c not in present or present[c].state == "missing")
+
+    def run(self):
+        t = PLAN["timing"]
+        start = time.time()
+        result = {"users": PLAN["users"], "workers": []}
+        try:
+            gevent.sleep(max(0.0, start + t["rampUp"] - time.time()))
+            expected = [c.id for c in self.runner.clients.all if c.state != "missing"]
+            if len(expected) < PLAN["workers"]:
+                raise _Failed("%d of %d workers running when the window opened (%s)" % (
+                    len(expected), PLAN["workers"], ", ".join(sorted(self.name(c) for c in expected)) or "none"))
+            opened = time.time()
+            self.runner.send_message("softalloc_open")
+            logging.info("softalloc: the window opened")
+            while time.time() < opened + t["runtime"]:
+                gevent.sleep(min(0.5, max(0.0, opened + t["runtime"] - time.time())))
+                gone = self.lost(expected)
+                if gone:
+                    raise _Failed("worker %s stopped answering the master's heartbeats %.1f s into the "
+                                  "measured window" % (", ".join(gone), time.time() - opened))
+            self.runner.send_message("softalloc_close")
+            closed = time.time()
+            result["window"] = {"start": opened, "end": closed, "seconds": closed - opened}
+            deadline = closed + max(t["rampDown"], PLAN["replyTimeout"])
+            while set(expected) - set(self.replies) and time.time() < deadline:
+                gevent.sleep(0.05)
+            silent = sorted(self.name(c) for c in expected if c not in self.replies)
+            if silent:
+                raise _Failed("worker %s sent no statistics within %.0f s of the window's end" % (
+                    ", ".join(silent), max(t["rampDown"], PLAN["replyTimeout"])))
+            total = StatsEntry(self.runner.stats, "Aggregated", "PAGE", use_response_times_cache=False)
+            errors, pages = {}, {}
+            for cid in expected:
+                r = self.replies[cid]
+                if "problem" in r:
+                    raise _Failed("worker %s: %s" % (self.name(cid), r["problem"]))
+                # Locust's own merge of workers' statistics.
+                total.extend(StatsEntry.unserialize(r["total"], self.runner.stats))
+                for k, v in r["errors"].items():
+                    errors[k] = errors.get(k, 0) + v
+                for k, v in r["pages"].items():
+                    pages[k] = pages.get(k, 0) + v
+                result["workers"].append(dict(r, clientId=cid))
+            result["total"] = total.serialize()
+            result["errors"] = errors
+            result["pages"] = pages
+            if self.runner.exceptions:
+                # A failing user is no emulated user: its pages are missing.
+                first = next(iter(self.runner.exceptions.values()))
+                raise _Failed("the users raised %d exceptions, the first: %s" % (
+                    sum(x["count"] for x in self.runner.exceptions.values()), first["msg"]))
+            # The ramp-down: the load goes on past the window, as in a live trial.
+            gevent.sleep(max(0.0, closed + t["rampDown"] - time.time()))
+        except _Failed as e:
+            result["error"] = str(e)
+        except Exception as e:  # anything else must still end the run, and say why
+            result["error"] = "the locustfile's window clock failed: %r" % (e,)
+        _write(self.out, result)
+        if "error" in result:
+            self.env.process_exit_code = 3
+        self.runner.quit()
+
+
+class _Failed(Exception):
+    pass
+
+
+def _write(path, doc):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f)
+    os.replace(tmp, path)
+
+
+@events.init.add_listener
+def _init(environment, runner, **_):
+    if isinstance(runner, MasterRunner):
+        if not environment.parsed_options.softalloc_out:
+            raise SystemExit("softalloc locustfile: the master needs --softalloc-out FILE")
+        m = _Master(environment)
+        runner.register_message("softalloc_hello", m.hello)
+        runner.register_message("softalloc_window", m.window)
+        environment.events.test_start.add_listener(lambda **kw: m.start())
+    elif isinstance(runner, WorkerRunner):
+        runner.register_message("softalloc_open", _on_open)
+        runner.register_message("softalloc_close", _on_close)
+        _window["worker"] = _label(environment)
+        runner.send_message("softalloc_hello", {"worker": _window["worker"], "pid": os.getpid()})
