@@ -100,8 +100,9 @@ func checkExperiment(m *Model, e algorithms.Experiment) (shape, error) {
 		return sh, fmt.Errorf("workload.users: want an integer in [1,%d], got %d", math.MaxInt32, users)
 	}
 	t := e.Timing
-	if t == (algorithms.Timing{}) {
-		t = DefaultTiming()
+	if t.RampUp == 0 && t.Runtime == 0 && t.RampDown == 0 {
+		d := DefaultTiming()
+		t.RampUp, t.Runtime = d.RampUp, d.Runtime
 	}
 	if t.Runtime <= 0 || t.RampUp < 0 {
 		return sh, fmt.Errorf("timing: want rampUp >= 0 and runtime > 0, got %v and %v", t.RampUp, t.Runtime)
