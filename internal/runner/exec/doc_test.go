@@ -121,6 +121,8 @@ func TestSchemaMatchesGo(t *testing.T) {
 			}
 		case kindString:
 			assert.Equal(t, "string", s["type"], path)
+		case kindBool:
+			assert.Equal(t, "boolean", s["type"], path)
 		}
 	}
 	compare("observation", defs["observation"].(map[string]any), observationShape)

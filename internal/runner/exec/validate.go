@@ -44,6 +44,7 @@ const (
 	kindObject // fixed fields
 	kindArray
 	kindMap // free keys, values of one shape
+	kindBool
 )
 
 // shape describes one JSON value of the observation. It is checked on the
@@ -66,6 +67,7 @@ type field struct {
 func number(want string) *shape  { return &shape{kind: kindNumber, want: want} }
 func integer(want string) *shape { return &shape{kind: kindInteger, want: want} }
 func text(want string) *shape    { return &shape{kind: kindString, want: want} }
+func boolean(want string) *shape { return &shape{kind: kindBool, want: want} }
 
 // observationShape is the observation message. Keep it, Response and
 // docs/exec-protocol.schema.json in step: a test compares them.
@@ -93,15 +95,36 @@ var observationShape = &shape{kind: kindObject, want: "a JSON object", fields: [
 					{"size", true, integer("an integer >= 0")},
 					{"busy", true, number("a number >= 0")},
 					{"fullShare", true, number("a number in [0,1], or negative for unknown")},
+					{"busyHalfWidth", false, number("a half-width >= 0")},
 				}}}},
 			{"throughput", true, number("a number >= 0")},
 			{"responseTime", true, number("a number of seconds >= 0")},
 			{"gcShare", false, number("a number in [0,1]")},
 			{"throttled", false, number("a number in [0,1]")},
+			{"cpuHalfWidth", false, number("a half-width >= 0")},
 		}}}},
 	{"drops", false, integer("an integer >= 0")},
 	{"retries", false, integer("an integer >= 0")},
 	{"errors", false, integer("an integer >= 0")},
+	// A program that measures its window as a series may give intervals
+	// (docs/exec-protocol.md, "Adaptive trials").
+	{"throughputHalfWidth", false, number("a half-width >= 0")},
+	{"goodput", false, &shape{kind: kindArray, want: "a list of {sla, goodput, halfWidth}", elem: &shape{
+		kind: kindObject, want: "an object {sla, goodput, halfWidth}", fields: []field{
+			{"sla", true, number("a threshold in seconds > 0")},
+			{"goodput", true, number("a number >= 0")},
+			{"halfWidth", true, number("a half-width >= 0")},
+		}}}},
+	{"window", false, &shape{kind: kindObject, want: "a window object", fields: []field{
+		{"warmUpSeconds", true, number("a number >= 0")},
+		{"transientSeconds", false, number("a number >= 0")},
+		{"intervalSeconds", true, number("a number >= 0")},
+		{"batches", true, integer("an integer >= 0")},
+		{"precision", false, number("a share in [0,1)")},
+		{"precise", true, boolean("true or false")},
+		{"limit", false, text("a figure's name")},
+		{"excess", false, number("a number >= 0")},
+	}}},
 }}
 
 // maxProblems bounds the list: past a few, more names do not help.
@@ -138,6 +161,10 @@ func (c *checker) check(path string, v any, s *shape) {
 		}
 	case kindString:
 		if _, ok := v.(string); !ok {
+			c.add(path, "want %s, got %s", s.want, raw(v))
+		}
+	case kindBool:
+		if _, ok := v.(bool); !ok {
 			c.add(path, "want %s, got %s", s.want, raw(v))
 		}
 	case kindArray:
