@@ -148,12 +148,14 @@ func (sc *minJobsScan) point(ctx context.Context, workload int) error {
 // untilFlat scans from start until throughput has not grown by the factor
 // growth for patience steps; capped says the workload bound stopped it first.
 func (sc *minJobsScan) untilFlat(ctx context.Context, start, patience int, growth float64) (capped bool, err error) {
-	best, flat := -1.0, 0
+	// Grown means the interval lies above best x growth (Interval.Versus):
+	// a rise within the noise is no rise.
+	best, flat := Interval{Mean: -1}, 0
 	for sc.next = start; flat < patience && sc.next <= sc.opts.MaxWorkload; {
 		if err := sc.point(ctx, sc.next); err != nil {
 			return false, err
 		}
-		if tp := sc.res.Points[len(sc.res.Points)-1].Throughput; tp > best*growth {
+		if tp := sc.obs[len(sc.obs)-1].ThroughputInterval(); tp.Versus(best.Scaled(growth)) == Above {
 			best, flat = tp, 0
 		} else {
 			flat++
@@ -266,19 +268,38 @@ func bisectSaturation(ctx context.Context, r *procedure, d Deployment, c Critica
 		w int
 		o Observation
 	}
-	var pts []point
+	// The reserve's trials of find-critical, the last (most precise, if
+	// a saturation test refined it) of each workload.
+	byUsers := map[int]Observation{}
 	for _, t := range c.Trials {
 		if t.Experiment.Allocation.Key() == c.Reserve.Key() {
-			pts = append(pts, point{t.Experiment.Workload.Users, t.Observation})
+			byUsers[t.Experiment.Workload.Users] = t.Observation
 		}
+	}
+	var pts []point
+	for w, o := range byUsers {
+		pts = append(pts, point{w, o})
 	}
 	var drift string
 	finish := func(err error) (MinJobs, string, error) {
 		res.Trials, res.Experiments = r.trials, len(r.trials)
 		return res, drift, err
 	}
+	// A probe whose interval contains the threshold is measured again more
+	// precisely (procedure.decided); one that stays within the noise is
+	// decided by its mean, with a warning.
+	test := func(o Observation) Verdict {
+		iv := tierInterval(o, c)
+		if iv.HalfWidth == 0 && iv.Mean == opts.HardwareThreshold {
+			return Above
+		}
+		return iv.VersusValue(opts.HardwareThreshold)
+	}
 	probe := func(w int) (point, error) {
-		o, _, _, err := r.run(ctx, c.Reserve, w)
+		o, _, _, v, err := r.decided(ctx, c.Reserve, w, test)
+		if err == nil && v == Indistinguishable && o.HasIntervals() {
+			res.Warnings = append(res.Warnings, indistinguishableNote(c.Server+" "+c.Resource, w, tierInterval(o, c), opts.HardwareThreshold))
+		}
 		return point{w, o}, err
 	}
 	saturated := func(p point) bool { return tierUtilization(p.o, c) >= opts.HardwareThreshold }

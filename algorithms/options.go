@@ -74,7 +74,11 @@ type Options struct {
 	// Then minJobs is read where throughput stops growing instead (the
 	// peak of a small-step scan), with a warning. A negative value turns
 	// the check off.
-	DemandDrift  float64
+	DemandDrift float64
+	// Refinements bounds how often a trial whose interval cannot decide a
+	// saturation test (it contains the threshold) is measured again at half
+	// the precision (default 2: down to a quarter; negative: never).
+	Refinements  int
 	Intervention InterventionOptions
 	// OnStart and OnTrial, when set, are called before and after every
 	// experiment (progress display).
@@ -98,6 +102,7 @@ func DefaultOptions() Options {
 		KneeFactor:        5,
 		MinJobsAt:         ReadAtSaturation,
 		DemandDrift:       0.15,
+		Refinements:       2,
 		Intervention:      DefaultInterventionOptions(),
 	}
 }
@@ -142,6 +147,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.DemandDrift == 0 {
 		o.DemandDrift = d.DemandDrift
+	}
+	if o.Refinements == 0 {
+		o.Refinements = d.Refinements
 	}
 	return o
 }
