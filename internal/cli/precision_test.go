@@ -1,0 +1,52 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Trials are adaptive by default; --precision sets the precision (2% or
+// 0.02), --fixed (or --precision 0) gives the paper's fixed trials.
+func TestPrecisionFlags(t *testing.T) {
+	sim := []string{"simulate", "-t", "1/2/1/2", "--users", "2000", "--runtime", "2m", "--output", "observation", "--no-journal"}
+	observe := func(args ...string) map[string]any {
+		stdout, stderr, code := run(t, "", append(append([]string{}, sim...), args...)...)
+		require.Equal(t, 0, code, stderr)
+		var o map[string]any
+		require.NoError(t, json.Unmarshal([]byte(stdout), &o))
+		return o
+	}
+	def := observe()
+	w := def["window"].(map[string]any)
+	assert.Equal(t, 0.02, w["precision"], "adaptive by default, at 2%")
+	assert.Less(t, def["runtimeSeconds"], 120.0, "a 2000-user trial is precise before its longest window")
+	assert.Len(t, def["goodput"], 3, "goodput at each --sla threshold")
+
+	loose := observe("--precision", "10%")
+	assert.Equal(t, 0.1, loose["window"].(map[string]any)["precision"])
+	assert.LessOrEqual(t, loose["runtimeSeconds"], def["runtimeSeconds"])
+
+	for _, fixed := range [][]string{{"--fixed"}, {"--precision", "0"}} {
+		o := observe(fixed...)
+		assert.Equal(t, 120.0, o["runtimeSeconds"], "%v", fixed)
+		assert.NotContains(t, o["window"], "precision", "%v: a fixed trial", fixed)
+		assert.Equal(t, 60.0, o["window"].(map[string]any)["warmUpSeconds"], "the simulator's fixed warm-up")
+	}
+
+	for _, tc := range []struct {
+		args []string
+		line string
+	}{
+		{[]string{"--fixed", "--precision", "1%"}, "--fixed and --precision 0.01: give one (--fixed is --precision 0)"},
+		{[]string{"--precision", "60%"}, `--precision: want a share in [0, 0.5] such as 2% or 0.02 (0: fixed trials), got "60%"`},
+		{[]string{"--precision", "tight"}, `--precision: want a share in [0, 0.5] such as 2% or 0.02 (0: fixed trials), got "tight"`},
+	} {
+		stdout, stderr, code := run(t, "", append(append([]string{}, sim...), tc.args...)...)
+		assert.Equal(t, 2, code, "%v", tc.args)
+		assert.Equal(t, "softalloc: "+tc.line+"\n", stderr)
+		assert.Empty(t, stdout)
+	}
+}
