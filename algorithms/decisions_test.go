@@ -71,7 +71,7 @@ func TestSaturationTestsRefineIndistinguishableTrials(t *testing.T) {
 
 	refined := 0
 	for users, ps := range x.asked {
-		assert.LessOrEqual(t, len(ps), 3, "at most two refinements at %d users", users)
+		assert.LessOrEqual(t, len(ps), 2, "at most one refinement at %d users", users)
 		for i, p := range ps {
 			assert.InDelta(t, 0.02/float64(int(1)<<i), p, 1e-12, "each at half the last precision")
 		}
@@ -87,7 +87,7 @@ func TestSaturationTestsRefineIndistinguishableTrials(t *testing.T) {
 			notes = append(notes, w)
 		}
 	}
-	assert.NotEmpty(t, notes, "a probe still within the noise at a quarter of the precision is named")
+	assert.NotEmpty(t, notes, "a probe still within the noise at half the precision is named")
 
 	// A runner that ignores the precision (no window of that precision):
 	// nothing is refined.

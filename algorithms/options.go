@@ -77,7 +77,9 @@ type Options struct {
 	DemandDrift float64
 	// Refinements bounds how often a trial whose interval cannot decide a
 	// saturation test (it contains the threshold) is measured again at half
-	// the precision (default 2: down to a quarter; negative: never).
+	// the precision (default 1; negative: never). Each is a new trial with
+	// four times the window: on the default 1/4/1/4 campaign a second one
+	// cost as much as the rest of the campaign (docs/evaluation.md).
 	Refinements  int
 	Intervention InterventionOptions
 	// OnStart and OnTrial, when set, are called before and after every
@@ -102,7 +104,7 @@ func DefaultOptions() Options {
 		KneeFactor:        5,
 		MinJobsAt:         ReadAtSaturation,
 		DemandDrift:       0.15,
-		Refinements:       2,
+		Refinements:       1,
 		Intervention:      DefaultInterventionOptions(),
 	}
 }
