@@ -9,7 +9,9 @@ import (
 // The reference comparison finds each topology and seed's answers and the
 // largest difference of any role's ratio, in points.
 func TestCompareReference(t *testing.T) {
-	q := func(role, alloc string, r map[string]float64) Quality { return Quality{Role: role, Allocation: alloc, Ratio: r} }
+	q := func(role, alloc string, r map[string]float64) Quality {
+		return Quality{Role: role, Allocation: alloc, Ratio: r}
+	}
 	ref := Report{WallTotal: 1000, Results: []TopologyResult{{Topology: "1/2/1/2", Seed: 1,
 		Campaigns: []Campaign{{Allocation: "400-21-21"}},
 		Compared: []Quality{q("recommended", "400-21-21", map[string]float64{"2": 0.990, "0.5": 1}),
