@@ -323,6 +323,10 @@ func batchInterval(x []float64, b, kmin int) (Interval, int, bool) {
 				sd += (v - z[j-1]) * (v - z[j-1])
 			}
 		}
+		if ss <= 1e-24*(zm*zm+1) {
+			// Constant but for rounding: no spread, nothing to test.
+			return Interval{mean, 0}, k, true
+		}
 		indep := vonNeumannIndependent(ss, sd, k)
 		if !indep && k/2 >= kmin {
 			b *= 2
