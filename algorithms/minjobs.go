@@ -16,6 +16,21 @@ type ScanPoint struct {
 	CriticalThroughput   float64 `json:"criticalThroughput"`
 	CriticalResponseTime float64 `json:"criticalResponseTime"`
 	CriticalUtilization  float64 `json:"criticalUtilization"`
+	// RuntimeSeconds is the trial's measured time (an adaptive trial's is
+	// its own); the half-widths are Throughput's and CriticalUtilization's
+	// 95% intervals, where the runner measured them.
+	RuntimeSeconds               float64 `json:"runtimeSeconds,omitempty"`
+	ThroughputHalfWidth          float64 `json:"throughputHalfWidth,omitempty"`
+	CriticalUtilizationHalfWidth float64 `json:"criticalUtilizationHalfWidth,omitempty"`
+}
+
+// scanPoint is the scan's record of workload w's observation o.
+func scanPoint(w int, o Observation, c Critical) ScanPoint {
+	tp, rt, _ := o.TierTotals(c.Tier)
+	u := tierInterval(o, c)
+	return ScanPoint{Workload: w, Throughput: o.Throughput, CriticalThroughput: tp, CriticalResponseTime: rt,
+		CriticalUtilization: u.Mean, RuntimeSeconds: o.RuntimeSeconds, ThroughputHalfWidth: o.ThroughputHalfWidth,
+		CriticalUtilizationHalfWidth: u.HalfWidth}
 }
 
 // TierMeasurement is a tier's throughput (requests/s, all servers) and mean
@@ -136,11 +151,9 @@ func (sc *minJobsScan) point(ctx context.Context, workload int) error {
 		}
 	}
 	sc.obs = append(sc.obs, o)
-	tp, rt, _ := o.TierTotals(sc.c.Tier)
-	res.Points = append(res.Points, ScanPoint{
-		Workload: workload, Throughput: o.Throughput, SLOSatisfaction: o.SLOSatisfaction(res.KneeThreshold),
-		CriticalThroughput: tp, CriticalResponseTime: rt, CriticalUtilization: tierUtilization(o, sc.c),
-	})
+	p := scanPoint(workload, o, sc.c)
+	p.SLOSatisfaction = o.SLOSatisfaction(res.KneeThreshold)
+	res.Points = append(res.Points, p)
 	sc.next = workload + sc.opts.SmallStep
 	return nil
 }
@@ -363,15 +376,10 @@ func bisectSaturation(ctx context.Context, r *procedure, d Deployment, c Critica
 			loP = p
 		}
 	}
-	scanPoint := func(p point) ScanPoint {
-		tp, rt, _ := p.o.TierTotals(c.Tier)
-		return ScanPoint{Workload: p.w, Throughput: p.o.Throughput, CriticalThroughput: tp, CriticalResponseTime: rt,
-			CriticalUtilization: tierUtilization(p.o, c)}
-	}
 	if res.KneeThreshold == 0 {
 		res.KneeThreshold = opts.KneeFactor * loP.o.ResponseTimes.Mean()
 	}
-	a, b := scanPoint(loP), scanPoint(hiP)
+	a, b := scanPoint(loP.w, loP.o, c), scanPoint(hiP.w, hiP.o, c)
 	a.SLOSatisfaction, b.SLOSatisfaction = loP.o.SLOSatisfaction(res.KneeThreshold), hiP.o.SLOSatisfaction(res.KneeThreshold)
 	res.Points = []ScanPoint{a, b}
 	_, jobs, _ := readAtSaturation(res.Points, opts.HardwareThreshold)

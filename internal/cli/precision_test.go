@@ -50,3 +50,35 @@ func TestPrecisionFlags(t *testing.T) {
 		assert.Empty(t, stdout)
 	}
 }
+
+// --output json carries the measured time and the intervals: simulate's
+// rows, and recommend's scan points.
+func TestJSONCarriesIntervals(t *testing.T) {
+	stdout, stderr, code := run(t, "", "simulate", "-t", "1/2/1/2", "--users", "3000", "--runtime", "2m", "--sla", "2", "--output", "json", "--no-journal")
+	require.Equal(t, 0, code, stderr)
+	var rows []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rows))
+	require.Len(t, rows, 1)
+	r := rows[0]
+	assert.Less(t, r["runtimeSeconds"], 120.0)
+	assert.Positive(t, r["throughputHalfWidth"])
+	assert.Contains(t, r["goodputHalfWidth"], "2")
+	assert.Equal(t, true, r["window"].(map[string]any)["precise"])
+	srv := r["servers"].([]any)[1].(map[string]any)
+	assert.Positive(t, srv["cpuHalfWidth"])
+
+	stdout, stderr, code = run(t, "", "recommend", "-t", "1/2/1/2", "--runtime", "2m", "--output", "json", "--no-journal", "--quiet")
+	require.Equal(t, 0, code, stderr)
+	var rec struct {
+		Evidence struct {
+			Scan []map[string]any `json:"scan"`
+		} `json:"evidence"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rec))
+	require.NotEmpty(t, rec.Evidence.Scan)
+	for _, p := range rec.Evidence.Scan {
+		assert.Positive(t, p["runtimeSeconds"])
+		assert.Positive(t, p["throughputHalfWidth"])
+		assert.Positive(t, p["criticalUtilizationHalfWidth"])
+	}
+}
