@@ -16,23 +16,24 @@ import (
 // This file is the live runner's adaptive trial (algorithms.Timing with a
 // precision): the same rule as the simulator's, on a real deployment. The
 // load generator counts every page by the interval (the runner section's
-// interval, Prometheus's scrape interval) it ended in; every five
-// intervals, once the least ramp-up has passed, MSER-5 on that throughput
-// since the start of the load places the window's start, Prometheus's
-// range queries at the interval give every server's CPU and every pool's
-// busy units over the window, and the window ends as soon as every figure
-// is precise (algorithms.Stopping), or when it reaches the longest
-// runtime. The load then ramps down; the observation covers the window
-// only, read as a fixed trial's is.
+// interval, Prometheus's scrape interval) it ended in, and by the fifth of
+// one; every interval, once the least ramp-up has passed, MSER-5 on the
+// throughput by fifths since the start of the load places the window's
+// start (its batches of five are then whole intervals, and it needs ten
+// intervals of data, not fifty), Prometheus's range queries at the interval
+// give every server's CPU and every pool's busy units over the window, and
+// the window ends as soon as every figure is precise (algorithms.Stopping),
+// or when it reaches the longest runtime. The load then ramps down; the
+// observation covers the window only, read as a fixed trial's is.
 
-// Bins are a trial's pages and failures by interval since the start of
-// the load, and its response times by five intervals: the windows an
-// adaptive trial may choose begin and end on five-interval marks.
+// Bins are a trial's pages, failures and response times by interval since
+// the start of the load, and its pages by fifths of an interval (MSER-5's).
 type Bins struct {
 	mu       sync.Mutex
 	interval time.Duration
 	slas     []float64
 	start    time.Time
+	fifths   []int64
 	pages    []int64
 	within   [][]int64 // by interval, then SLA
 	errors   []ErrorCounts
@@ -64,24 +65,25 @@ func (b *Bins) add(done time.Time, rt float64, kind outcome) {
 	if b.start.IsZero() || done.Before(b.start) {
 		return
 	}
-	i := int(done.Sub(b.start) / b.interval)
+	f := int(done.Sub(b.start) * 5 / b.interval)
+	i := f / 5
 	for len(b.pages) <= i {
 		b.pages = append(b.pages, 0)
 		b.within = append(b.within, make([]int64, len(b.slas)))
 		b.errors = append(b.errors, ErrorCounts{})
-	}
-	for len(b.recs) <= i/5 {
 		b.recs = append(b.recs, &algorithms.Recorder{})
+		b.fifths = append(b.fifths, 0, 0, 0, 0, 0)
 	}
 	switch kind {
 	case ok:
 		b.pages[i]++
+		b.fifths[f]++
 		for j, s := range b.slas {
 			if rt <= s {
 				b.within[i][j]++
 			}
 		}
-		b.recs[i/5].Add(rt)
+		b.recs[i].Add(rt)
 	case refused:
 		b.errors[i].Refused++
 	case timedOut:
@@ -91,6 +93,20 @@ func (b *Bins) add(done time.Time, rt float64, kind outcome) {
 	default:
 		b.errors[i].Other++
 	}
+}
+
+// fifthRates are the pages per second of the fifths of intervals [0, to).
+func (b *Bins) fifthRates(to int) []float64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	sec := b.interval.Seconds() / 5
+	out := make([]float64, 5*to)
+	for i := range out {
+		if i < len(b.fifths) {
+			out[i] = float64(b.fifths[i]) / sec
+		}
+	}
+	return out
 }
 
 // rates are intervals [from, to)'s pages per second, and pages within each
@@ -119,7 +135,7 @@ func (b *Bins) rates(from, to int) (throughput []float64, goodput [][]float64) {
 }
 
 // window is intervals [from, to)'s pages, response times, pages within
-// each SLA and failures; from and to are five-interval marks.
+// each SLA and failures.
 func (b *Bins) window(from, to int) (pages int64, h algorithms.Histogram, within []int64, errs ErrorCounts) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -130,9 +146,7 @@ func (b *Bins) window(from, to int) (pages int64, h algorithms.Histogram, within
 			within[j] += b.within[i][j]
 		}
 		errs.add(b.errors[i])
-	}
-	for k := from / 5; k < to/5 && k < len(b.recs); k++ {
-		h = h.Merge(b.recs[k].Histogram())
+		h = h.Merge(b.recs[i].Histogram())
 	}
 	return pages, h, within, errs
 }
@@ -141,8 +155,8 @@ func (b *Bins) window(from, to int) (pages int64, h algorithms.Histogram, within
 // deployment.
 func (r *Runner) adaptiveAttempt(ctx context.Context, e algorithms.Experiment, tr http.RoundTripper) (algorithms.Observation, error) {
 	iv := r.cfg.Interval.Duration()
-	marks := func(d time.Duration) int { return 5 * int(math.Ceil(d.Seconds()/iv.Seconds()/5)) }
-	minWarm, maxRows := marks(e.Timing.RampUp), max(5, marks(e.Timing.Runtime))
+	intervals := func(d time.Duration) int { return int(math.Ceil(d.Seconds() / iv.Seconds())) }
+	minWarm, maxRows := intervals(e.Timing.RampUp), max(algorithms.DefaultBatches, intervals(e.Timing.Runtime))
 	bins := NewBins(iv, e.Timing.SLAs)
 	until := make(chan time.Time, 1)
 	// The load's schedule reaches past the latest decision, the longest
@@ -164,7 +178,7 @@ func (r *Runner) adaptiveAttempt(ctx context.Context, e algorithms.Experiment, t
 		done <- outcome{res, err}
 	}()
 	stopping := algorithms.Stopping{Precision: e.Timing.Precision}
-	tick := time.NewTicker(5 * iv)
+	tick := time.NewTicker(iv)
 	defer tick.Stop()
 	var (
 		figs     []algorithms.Figure
@@ -189,13 +203,13 @@ func (r *Runner) adaptiveAttempt(ctx context.Context, e algorithms.Experiment, t
 		if start.IsZero() {
 			continue
 		}
-		t := int(time.Since(start)/iv) / 5 * 5
-		if t < minWarm+5 {
+		t := int(time.Since(start) / iv)
+		if t < minWarm+1 {
 			continue
 		}
-		thr, _ := bins.rates(0, t)
 		var trusted bool
-		d, trusted = algorithms.MSER5(thr)
+		d, trusted = algorithms.MSER5(bins.fifthRates(t))
+		d /= 5 // whole intervals
 		from, to = max(minWarm, d, t-maxRows), t
 		n := to - from
 		if !trusted && t < minWarm+maxRows {
