@@ -14,11 +14,12 @@ import (
 // An adaptive trial measures from its minimum ramp-up on, and keeps the
 // totals (every integral, and the response-time histogram) every five
 // seconds. Every five seconds MSER-5 looks for the end of the transient in
-// the throughput since the start of the load; once its answer can be
-// trusted, the window runs from there (never before the minimum ramp-up)
-// to now, and the trial ends as soon as the stopping rule says every
-// figure is precise over that window, or the window reaches the longest
-// runtime. The window's figures are the differences of two totals, so the
+// the throughput since the start of the load, by fifths of a second (its
+// batches of five are then seconds, and it needs ten seconds of data, not
+// fifty); once its answer can be trusted, the window runs from the next
+// five-second mark (never before the minimum ramp-up) to now, and the
+// trial ends as soon as the stopping rule says every figure is precise
+// over that window, or the window reaches the longest runtime. The window's figures are the differences of two totals, so the
 // time between the ramp-up and the end of the transient is measured but
 // not counted, and nothing is simulated twice.
 
@@ -48,8 +49,7 @@ type series struct {
 	stopping  algorithms.Stopping
 	minWarmUp int       // seconds, a multiple of 5: the restart
 	maxRows   int       // the longest window, seconds, a multiple of 5
-	thr       []float64 // pages completed in each second from the start of the load
-	thrPages  int64     // pages since the start of the load at the last tick
+	fifths    []float64 // pages completed in each fifth of a second from the start of the load
 	snaps     []snapshot
 	start     *snapshot // where the window began, once it ended
 	transient float64   // MSER-5's end of the transient, seconds
@@ -169,6 +169,19 @@ func (c *chain) record(now float64) {
 	s.prevT = now
 }
 
+// pageDone counts an adaptive trial's page by the fifth of a second it
+// ended in (MSER-5's series).
+func (s *series) pageDone(now float64) {
+	if !s.adaptive {
+		return
+	}
+	i := int(now * 5)
+	for len(s.fifths) <= i {
+		s.fifths = append(s.fifths, 0)
+	}
+	s.fifths[i] += 5 // pages per second
+}
+
 // pageWithin counts a page of the window against each SLA threshold.
 func (s *series) pageWithin(rt float64) {
 	for i, sla := range s.slas {
@@ -189,12 +202,6 @@ func (c *chain) tick(now float64) bool {
 		}
 		return false
 	}
-	pages := c.pages // since the start of the load
-	if c.measuring {
-		pages += c.stats.WarmUpPages
-	}
-	s.thr = append(s.thr, float64(pages-s.thrPages))
-	s.thrPages = pages
 	if !c.measuring {
 		return false
 	}
@@ -204,7 +211,11 @@ func (c *chain) tick(now float64) bool {
 		return false
 	}
 	s.snaps = append(s.snaps, snapshot{at: t, tot: c.capture(now), rec: c.responseTimes})
-	d, trusted := algorithms.MSER5(s.thr)
+	for len(s.fifths) < 5*t {
+		s.fifths = append(s.fifths, 0)
+	}
+	d, trusted := algorithms.MSER5(s.fifths[:5*t])
+	d = (d/5 + 4) / 5 * 5 // seconds, up to the next snapshot
 	from := max(s.minWarmUp, d, t-s.maxRows)
 	// Snapshots before the earliest start the window can still have are
 	// not needed again.
