@@ -153,3 +153,23 @@ func TestCompareIndistinguishable(t *testing.T) {
 		assert.Equal(t, e.MaxGoodput[0] == bare.Entries[bare.Best[0]].MaxGoodput[0], e.Indistinguishable[0])
 	}
 }
+
+// The paper's small-step scan with intervals: a step's rise within the
+// noise does not end it at once, so it reaches the same peak as with bare
+// means on the analytic fake (2% half-widths, 100-user steps; waiting
+// for one flat step only ends it about 1,000 users early).
+func TestScanWaitsForTwoFlatSteps(t *testing.T) {
+	d := deployment(t, "1/2/1/2")
+	opts := shortOptions()
+	opts.Mode = algorithms.ModePaper
+	bare, err := algorithms.Recommend(context.Background(), rubbosFake(), d, allocation(t, "400-150-60"), opts)
+	require.NoError(t, err)
+	aopts := adaptiveOptions(0.01)
+	aopts.Mode = algorithms.ModePaper
+	noisy, err := algorithms.Recommend(context.Background(), &intervalExperimenter{x: rubbosFake(), spread: 2}, d, allocation(t, "400-150-60"), aopts)
+	require.NoError(t, err)
+	lastBare := bare.MinJobs.Points[len(bare.MinJobs.Points)-1].Workload
+	lastNoisy := noisy.MinJobs.Points[len(noisy.MinJobs.Points)-1].Workload
+	assert.InDelta(t, lastBare, lastNoisy, float64(2*opts.SmallStep), "the scan ends near where it does without noise")
+	assert.Equal(t, bare.Allocation, noisy.Allocation)
+}

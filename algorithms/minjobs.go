@@ -108,14 +108,14 @@ func InferMinConcurrentJobs(ctx context.Context, x Experimenter, d Deployment, c
 	if readPeak {
 		patience, growth = 3, 1.005
 	}
-	capped, err := sc.untilFlat(ctx, start, patience, growth)
+	grown, capped, err := sc.untilFlat(ctx, start, patience, growth)
 	if err != nil {
 		return sc.finish(err)
 	}
 	if readPeak {
 		return sc.finish(sc.readAt(peakIndex(sc.res.Points), "throughput-peak"))
 	}
-	peak := sc.next - 2*opts.SmallStep // the last point whose throughput still grew
+	peak := grown // the last point whose throughput still grew
 	if capped {
 		peak = sc.next - opts.SmallStep // the scan's last point, still growing
 	}
@@ -159,29 +159,39 @@ func (sc *minJobsScan) point(ctx context.Context, workload int) error {
 }
 
 // untilFlat scans from start until throughput has not grown by the factor
-// growth for patience steps; capped says the workload bound stopped it first.
-func (sc *minJobsScan) untilFlat(ctx context.Context, start, patience int, growth float64) (capped bool, err error) {
-	// Grown means the interval lies above best x growth (Interval.Versus):
-	// a rise within the noise is no rise.
+// growth for patience steps; grown is the last workload at which it grew,
+// capped says the workload bound stopped the scan first.
+//
+// Grown means the interval lies above the last grown point's x growth
+// (Interval.Versus): a rise within the noise is no rise. With intervals, a
+// small step's rise on the linear part of the curve (1.7% for 100 users at
+// 6,000) can be within the noise of one step yet not of two, so the scan
+// waits at least two steps before it calls throughput flat.
+func (sc *minJobsScan) untilFlat(ctx context.Context, start, patience int, growth float64) (grown int, capped bool, err error) {
 	best, flat := Interval{Mean: -1}, 0
 	for sc.next = start; flat < patience && sc.next <= sc.opts.MaxWorkload; {
-		if err := sc.point(ctx, sc.next); err != nil {
-			return false, err
+		w := sc.next
+		if err := sc.point(ctx, w); err != nil {
+			return 0, false, err
 		}
-		if tp := sc.obs[len(sc.obs)-1].ThroughputInterval(); tp.Versus(best.Scaled(growth)) == Above {
-			best, flat = tp, 0
+		o := sc.obs[len(sc.obs)-1]
+		if o.HasIntervals() {
+			patience = max(patience, 2)
+		}
+		if tp := o.ThroughputInterval(); tp.Versus(best.Scaled(growth)) == Above {
+			best, flat, grown = tp, 0, w
 		} else {
 			flat++
 		}
 	}
 	if len(sc.res.Points) == 0 {
-		return false, fmt.Errorf("infer-min-jobs: the scan would start at %d users, above the maximum workload of %d users", start, sc.opts.MaxWorkload)
+		return 0, false, fmt.Errorf("infer-min-jobs: the scan would start at %d users, above the maximum workload of %d users", start, sc.opts.MaxWorkload)
 	}
 	if capped = flat < patience; capped {
 		sc.res.Warnings = append(sc.res.Warnings, fmt.Sprintf(
 			"the scan reached the maximum workload of %d users with throughput still growing: minJobs may be read below saturation", sc.opts.MaxWorkload))
 	}
-	return capped, nil
+	return grown, capped, nil
 }
 
 // knee runs intervention analysis on the scan; in efficient mode, with no
