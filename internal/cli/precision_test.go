@@ -82,3 +82,29 @@ func TestJSONCarriesIntervals(t *testing.T) {
 		assert.Positive(t, p["criticalUtilizationHalfWidth"])
 	}
 }
+
+// validate says which allocations cannot be told from the grid's best.
+func TestValidateSaysWhatIsWithinTheNoise(t *testing.T) {
+	stdout, stderr, code := run(t, "", "validate", "-t", "1/2/1/2", "--recommended", "400-21-21", "--users", "5000,5500",
+		"--grid-threads", "21,150", "--grid-connections", "1,21", "--runtime", "1m", "--output", "json", "--no-journal", "--quiet")
+	require.Equal(t, 0, code, stderr)
+	var doc struct {
+		Best struct {
+			Indistinguishable bool    `json:"indistinguishable"`
+			HalfWidth         float64 `json:"maxGoodputHalfWidth"`
+		} `json:"best"`
+		Grid []struct {
+			Allocation        string  `json:"allocation"`
+			Ratio             float64 `json:"ratio"`
+			Indistinguishable bool    `json:"indistinguishable"`
+		} `json:"grid"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+	assert.True(t, doc.Best.Indistinguishable, "the best is as good as itself")
+	assert.Positive(t, doc.Best.HalfWidth)
+	for _, g := range doc.Grid {
+		if g.Allocation == "400-21-1" {
+			assert.False(t, g.Indistinguishable, "one connection is clearly worse (ratio %.3f)", g.Ratio)
+		}
+	}
+}
