@@ -46,6 +46,10 @@ type Config struct {
 	SpeedTiming algorithms.Timing
 	// Coverage says how the intervals' coverage is measured (no seeds: not).
 	Coverage CoverageConfig
+	// Precisions are tried for the default campaign as users run it (the
+	// simulator's default trials, 12 min at most), beside --fixed: the
+	// measurement behind the default precision (none: not).
+	Precisions []float64
 	// Reference is a fixed-length evaluation to compare the ratios with.
 	Reference *Report
 	// Log receives one line per finished piece of work (nil: silent).
@@ -73,7 +77,51 @@ func DefaultConfig() Config {
 		SpeedUsers:  []int{1000, 10000, 100000},
 		SpeedTiming: sim.DefaultTiming(),
 		Coverage:    DefaultCoverage(),
+		Precisions:  []float64{0.01, 0.02, 0.05},
 	}
+}
+
+// PrecisionRun is the default campaign on one topology and seed at one
+// precision (0: --fixed), with the simulator's default trials.
+type PrecisionRun struct {
+	Topology   string  `json:"topology"`
+	Seed       uint64  `json:"seed"`
+	Precision  float64 `json:"precision"`
+	Allocation string  `json:"allocation"`
+	Critical   string  `json:"critical"`
+	MinJobs    float64 `json:"minJobs"`
+	// Experiments, CPU and simulated seconds of the campaign.
+	Experiments      int     `json:"experiments"`
+	CPUSeconds       float64 `json:"cpuSeconds"`
+	SimulatedSeconds float64 `json:"simulatedSeconds"`
+}
+
+// measurePrecisions runs the default campaign at each precision and fixed.
+func measurePrecisions(ctx context.Context, cfg Config, logf func(string, ...any)) ([]PrecisionRun, error) {
+	var out []PrecisionRun
+	for _, topo := range cfg.Topologies {
+		d, err := parse(topo)
+		if err != nil {
+			return nil, err
+		}
+		for _, seed := range cfg.Seeds {
+			for _, p := range append([]float64{0}, cfg.Precisions...) {
+				t := sim.DefaultTiming()
+				if p > 0 {
+					t = AdaptiveTiming()
+					t.Precision = p
+				}
+				_, c, err := runCampaign(ctx, cfg, d, seed, algorithms.ModeEfficient, algorithms.DefaultOptions().MinJobsAt, t)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, PrecisionRun{Topology: topo, Seed: seed, Precision: p, Allocation: c.Allocation, Critical: c.Critical,
+					MinJobs: c.MinJobs, Experiments: c.Experiments, CPUSeconds: c.CPUSeconds, SimulatedSeconds: c.SimulatedSeconds})
+			}
+			logf("precisions: %s seed %d done", topo, seed)
+		}
+	}
+	return out, nil
 }
 
 // experimenter is the sim runner with a seed, as --runner sim builds it.
@@ -192,14 +240,15 @@ type TopologyResult struct {
 
 // Report is the whole evaluation.
 type Report struct {
-	Machine   Machine          `json:"machine"`
-	Config    ReportConfig     `json:"config"`
-	Speed     Speed            `json:"speed"`
-	Results   []TopologyResult `json:"results"`
-	Coverage  *Coverage        `json:"coverage,omitempty"`
-	Reference *Reference       `json:"reference,omitempty"`
-	WallTotal float64          `json:"wallSeconds"`
-	CPUTotal  float64          `json:"cpuSeconds,omitempty"`
+	Machine    Machine          `json:"machine"`
+	Config     ReportConfig     `json:"config"`
+	Speed      Speed            `json:"speed"`
+	Results    []TopologyResult `json:"results"`
+	Coverage   *Coverage        `json:"coverage,omitempty"`
+	Reference  *Reference       `json:"reference,omitempty"`
+	Precisions []PrecisionRun   `json:"precisions,omitempty"`
+	WallTotal  float64          `json:"wallSeconds"`
+	CPUTotal   float64          `json:"cpuSeconds,omitempty"`
 	// Load is the machine's load average (1, 5, 15 min) at the start and
 	// the end of the run: the machine is shared.
 	Load [2][3]float64 `json:"load,omitempty"`
@@ -242,6 +291,11 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 				return rep, fmt.Errorf("evaluate %s seed %d: %w", topo, seed, err)
 			}
 			rep.Results = append(rep.Results, r)
+		}
+	}
+	if len(cfg.Precisions) > 0 && cfg.Timing.Adaptive() {
+		if rep.Precisions, err = measurePrecisions(ctx, cfg, logf); err != nil {
+			return rep, fmt.Errorf("evaluate precisions: %w", err)
 		}
 	}
 	if cfg.Coverage.Seeds > 0 {

@@ -28,6 +28,7 @@ func TestSlowRunAndWrite(t *testing.T) {
 	cfg.Coverage.Topology, cfg.Coverage.Workloads, cfg.Coverage.Seeds = "1/2/1/2", []int{2000}, 4
 	cfg.Coverage.LongSeeds, cfg.Coverage.LongRuntime, cfg.Coverage.CRNSeeds = 1, time.Minute, 3
 	cfg.Coverage.Timing.Runtime = 30 * time.Second
+	cfg.Precisions = []float64{0.05}
 	cfg.SpeedTiming = algorithms.Timing{RampUp: 5 * time.Second, Runtime: 10 * time.Second}
 	cfg.SpeedUsers = []int{1000}
 	rep, err := Run(context.Background(), cfg)
@@ -61,8 +62,9 @@ func TestSlowRunAndWrite(t *testing.T) {
 	assert.Len(t, rep.Coverage.Workloads, 1)
 	assert.Positive(t, rep.Coverage.Overall)
 	assert.Len(t, rep.Coverage.CRN, 1)
+	assert.Len(t, rep.Precisions, 4, "fixed and 5%, two seeds")
 	for _, section := range []string{"## 1. Simulator speed", "## 2. Experiments needed", "### Adaptive against fixed-length trials", "## 3. Quality",
-		"Seed-to-seed spread", "## 5. Coverage of the intervals", "Common random numbers", "## 6. Wall time"} {
+		"Seed-to-seed spread", "## 5. Coverage of the intervals", "Common random numbers", "### Choosing the default precision", "## 6. Wall time"} {
 		assert.Contains(t, string(md), section)
 	}
 	var back Report

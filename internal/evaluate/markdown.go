@@ -157,6 +157,7 @@ func Markdown(w io.Writer, rep Report) error {
 		p("\n")
 	}
 	coverageSection(p, rep.Coverage)
+	precisionSection(p, rep)
 	p("\n## 6. Wall time of a recommend campaign\n\n")
 	p("| topology | seed | efficient [s] | CPU [s] | experiments | paper [s] | CPU [s] | experiments |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Results {
@@ -253,6 +254,75 @@ func adaptiveSection(p func(string, ...any), rep Report) {
 		}
 		p("\nThe largest difference of any ratio: %.2f points.\n\n", ref.MaxDiff)
 	}
+}
+
+// precisionSection shows the default campaign at each precision tried,
+// beside fixed trials: what the default precision is chosen on.
+func precisionSection(p func(string, ...any), rep Report) {
+	if len(rep.Precisions) == 0 {
+		return
+	}
+	var ps []float64
+	seen := map[float64]bool{}
+	for _, r := range rep.Precisions {
+		if !seen[r.Precision] {
+			seen[r.Precision] = true
+			ps = append(ps, r.Precision)
+		}
+	}
+	name := func(x float64) string {
+		if x == 0 {
+			return "fixed"
+		}
+		return report.Percent(100*x, 0, false)
+	}
+	p("\n### Choosing the default precision\n\n")
+	p("The default recommend campaign as a user runs it (the simulator's default trials: fixed, 60 s + 12 min; adaptive,\n")
+	p("at least 10 s warm-up and at most 12 min measured) at each precision: its answer and the CPU it took (seconds,\n")
+	p("the process's, the campaign running alone). Differences of one or two connections are minJobs' own noise: the\n")
+	p("fixed runs of two seeds differ as much.\n\n")
+	p("| topology | seed |")
+	for _, x := range ps {
+		p(" %s |", name(x))
+	}
+	p("\n|---|---|%s\n", strings.Repeat("---|", len(ps)))
+	type key struct {
+		topo string
+		seed uint64
+	}
+	rows := map[key]map[float64]PrecisionRun{}
+	var order []key
+	for _, r := range rep.Precisions {
+		k := key{r.Topology, r.Seed}
+		if rows[k] == nil {
+			rows[k] = map[float64]PrecisionRun{}
+			order = append(order, k)
+		}
+		rows[k][r.Precision] = r
+	}
+	same := map[float64]int{}
+	cpu := map[float64]float64{}
+	for _, k := range order {
+		p("| %s | %d |", k.topo, k.seed)
+		for _, x := range ps {
+			r := rows[k][x]
+			p(" %s (%.2f s) |", r.Allocation, r.CPUSeconds)
+			if r.Allocation == rows[k][0].Allocation {
+				same[x]++
+			}
+			cpu[x] += r.CPUSeconds
+		}
+		p("\n")
+	}
+	p("| same as fixed | |")
+	for _, x := range ps {
+		p(" %d of %d |", same[x], len(order))
+	}
+	p("\n| CPU in all | |")
+	for _, x := range ps {
+		p(" %.1f s |", cpu[x])
+	}
+	p("\n\n")
 }
 
 // coverageSection reports how often the intervals hold the long-run mean.
