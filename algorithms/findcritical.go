@@ -87,7 +87,8 @@ func FindCriticalResource(ctx context.Context, x Experimenter, d Deployment, s0 
 			return res, err
 		}
 		if v == Indistinguishable && o.HasIntervals() {
-			res.Warnings = append(res.Warnings, indistinguishableNote("the busiest hardware", workload, busiestInterval(o), opts.HardwareThreshold))
+			res.Warnings = append(res.Warnings, indistinguishableNote("the busiest hardware", workload, busiestInterval(o), opts.HardwareThreshold,
+				"decided by the mean"))
 		}
 		last, lastUsers = o, workload
 		// The pseudo-code assigns TP; the loop tests TPcurr: they are one value.

@@ -150,6 +150,21 @@ func MSER5(x []float64) (truncate int, ok bool) {
 	return bestD * b, bestD <= m/2
 }
 
+// WarmUp is where a trial's transient ends: the later of MSER5's answers
+// on its throughput and on the sum of its pages' response times per
+// interval, which by Little's law is the number of users inside the system
+// (waiting or served). Near saturation throughput reaches its plateau
+// within seconds, capped by the bottleneck, while the queue in front of it
+// is still settling: on the simulator's 1/1/1/1 at 2,750 users MSER on
+// throughput alone ended the warm-up at 10 s, and the windows that began
+// there held 10-25% more jobs in the app tier than those from 60 s on. Both
+// series are per interval, of equal length; trusted only if both answers are.
+func WarmUp(throughput, inside []float64) (truncate int, ok bool) {
+	d1, ok1 := MSER5(throughput)
+	d2, ok2 := MSER5(inside)
+	return max(d1, d2), ok1 && ok2
+}
+
 // Stopping is the rule of an adaptive trial: batch means (Schmeiser 1982;
 // Law and Kelton ch. 9) over the measured window's equal-length intervals
 // give each figure's confidence interval, and the trial ends when every

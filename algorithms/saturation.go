@@ -116,10 +116,10 @@ func busiestInterval(o Observation) Interval {
 	return u
 }
 
-// indistinguishableNote is the warning for a decision that stayed within
-// the noise after every refinement: it was made on the mean.
-func indistinguishableNote(what string, users int, iv Interval, threshold float64) string {
-	return fmt.Sprintf("at %d users %s (%s) could not be told from %.2f at the finest precision tried: decided by the mean", users, what, iv, threshold)
+// indistinguishableNote is the warning for a saturation test that stayed
+// within the noise after every refinement; decided says how it was decided.
+func indistinguishableNote(what string, users int, iv Interval, threshold float64, decided string) string {
+	return fmt.Sprintf("at %d users %s (%s) could not be told from %.2f at the finest precision tried: %s", users, what, iv, threshold, decided)
 }
 
 // throttledCritical answers when throughput stopped growing at workload

@@ -664,7 +664,7 @@ func (c *chain) pageDone(u int32) {
 		c.series.pageWithin(rt)
 	}
 	c.pages++
-	c.series.pageDone(c.now)
+	c.series.pageDone(c.now, c.now-k.pageStart)
 	c.mix.step(&k.nav, &k.rng)
 	z := c.mix.think(&k.rng)
 	c.prepare(u)

@@ -49,7 +49,8 @@ type series struct {
 	stopping  algorithms.Stopping
 	minWarmUp int       // seconds, a multiple of 5: the restart
 	maxRows   int       // the longest window, seconds, a multiple of 5
-	fifths    []float64 // pages completed in each fifth of a second from the start of the load
+	fifths    []float64 // pages completed in each fifth of a second from the start of the load, per second
+	inside    []float64 // their response times' sum per second: the users inside the system (Little's law)
 	snaps     []snapshot
 	start     *snapshot // where the window began, once it ended
 	transient float64   // MSER-5's end of the transient, seconds
@@ -169,17 +170,19 @@ func (c *chain) record(now float64) {
 	s.prevT = now
 }
 
-// pageDone counts an adaptive trial's page by the fifth of a second it
-// ended in (MSER-5's series).
-func (s *series) pageDone(now float64) {
+// pageDone counts an adaptive trial's page, of response time rt, by the
+// fifth of a second it ended in (MSER-5's series).
+func (s *series) pageDone(now, rt float64) {
 	if !s.adaptive {
 		return
 	}
 	i := int(now * 5)
 	for len(s.fifths) <= i {
 		s.fifths = append(s.fifths, 0)
+		s.inside = append(s.inside, 0)
 	}
 	s.fifths[i] += 5 // pages per second
+	s.inside[i] += 5 * rt
 }
 
 // pageWithin counts a page of the window against each SLA threshold.
@@ -213,8 +216,14 @@ func (c *chain) tick(now float64) bool {
 	s.snaps = append(s.snaps, snapshot{at: t, tot: c.capture(now), rec: c.responseTimes})
 	for len(s.fifths) < 5*t {
 		s.fifths = append(s.fifths, 0)
+		s.inside = append(s.inside, 0)
 	}
-	d, trusted := algorithms.MSER5(s.fifths[:5*t])
+	d, trusted := algorithms.WarmUp(s.fifths[:5*t], s.inside[:5*t])
+	if !trusted {
+		// Not yet shown to be over: past the longest window, the window
+		// starts no later than half-way, as MSER's own rule would have it.
+		d = min(d, 5*t/2)
+	}
 	d = (d/5 + 4) / 5 * 5 // seconds, up to the next snapshot
 	from := max(s.minWarmUp, d, t-s.maxRows)
 	// Snapshots before the earliest start the window can still have are
