@@ -122,11 +122,28 @@ type Compared struct {
 	// MaxGoodput is the curve's highest point and AtUsers its workload.
 	MaxGoodput []float64
 	AtUsers    []int
+	// HalfWidth is the half-width of each point of Goodput's 95% interval
+	// (0 where the runner gave bare means), MaxHalfWidth MaxGoodput's.
+	HalfWidth    [][]float64
+	MaxHalfWidth []float64
 	// Ratio is MaxGoodput over the best allocation's.
 	Ratio []float64
+	// Indistinguishable says the allocation's maximum goodput cannot be
+	// told from the best's at the intervals' confidence (the best itself
+	// included): any of them could be the grid's best.
+	Indistinguishable []bool
 }
 
+// MaxInterval is the maximum goodput at SLA index s with its interval.
+func (c Compared) MaxInterval(s int) Interval { return Interval{c.MaxGoodput[s], c.MaxHalfWidth[s]} }
+
 // Comparison is every allocation's goodput over the workloads.
+//
+// The best is the highest maximum goodput; an allocation whose maximum's
+// interval overlaps the best's by more than their difference's half-width
+// is Indistinguishable from it. The maximum of noisy curves is biased up
+// (the more so the noisier), which is why an interval, not the ratio
+// alone, says whether an allocation lost.
 type Comparison struct {
 	Options CompareOptions
 	Entries []Compared
@@ -147,10 +164,12 @@ func Compare(ctx context.Context, xs []Experimenter, d Deployment, grid []GridEn
 	nw := len(o.Workloads)
 	var exps []Experiment
 	for i, g := range grid {
-		cmp.Entries[i] = Compared{GridEntry: g, Goodput: make([][]float64, len(o.SLAs)),
-			MaxGoodput: make([]float64, len(o.SLAs)), AtUsers: make([]int, len(o.SLAs)), Ratio: make([]float64, len(o.SLAs))}
+		cmp.Entries[i] = Compared{GridEntry: g, Goodput: make([][]float64, len(o.SLAs)), HalfWidth: make([][]float64, len(o.SLAs)),
+			MaxGoodput: make([]float64, len(o.SLAs)), MaxHalfWidth: make([]float64, len(o.SLAs)), AtUsers: make([]int, len(o.SLAs)),
+			Ratio: make([]float64, len(o.SLAs)), Indistinguishable: make([]bool, len(o.SLAs))}
 		for s := range o.SLAs {
 			cmp.Entries[i].Goodput[s] = make([]float64, nw)
+			cmp.Entries[i].HalfWidth[s] = make([]float64, nw)
 		}
 		for _, u := range o.Workloads {
 			exps = append(exps, Experiment{Deployment: d, Allocation: g.Allocation, Workload: Workload{Users: u}, Timing: o.Timing})
@@ -165,7 +184,18 @@ func Compare(ctx context.Context, xs []Experimenter, d Deployment, grid []GridEn
 		for j, ob := range obs {
 			e := &cmp.Entries[j/nw]
 			for s, sla := range o.SLAs {
-				e.Goodput[s][j%nw] += ob.Goodput(sla) / float64(len(xs))
+				// The mean over experimenters of independent estimates:
+				// its half-width is the root of the summed squares over n.
+				g := ob.GoodputInterval(sla)
+				e.Goodput[s][j%nw] += g.Mean / float64(len(xs))
+				e.HalfWidth[s][j%nw] += g.HalfWidth * g.HalfWidth
+			}
+		}
+	}
+	for i := range cmp.Entries {
+		for s := range o.SLAs {
+			for k, h2 := range cmp.Entries[i].HalfWidth[s] {
+				cmp.Entries[i].HalfWidth[s][k] = math.Sqrt(h2) / float64(len(xs))
 			}
 		}
 	}
@@ -175,7 +205,7 @@ func Compare(ctx context.Context, xs []Experimenter, d Deployment, grid []GridEn
 			e := &cmp.Entries[i]
 			for k, g := range e.Goodput[s] {
 				if g > e.MaxGoodput[s] {
-					e.MaxGoodput[s], e.AtUsers[s] = g, o.Workloads[k]
+					e.MaxGoodput[s], e.AtUsers[s], e.MaxHalfWidth[s] = g, o.Workloads[k], e.HalfWidth[s][k]
 				}
 			}
 			if e.MaxGoodput[s] > cmp.Entries[best].MaxGoodput[s] {
@@ -184,9 +214,11 @@ func Compare(ctx context.Context, xs []Experimenter, d Deployment, grid []GridEn
 		}
 		cmp.Best[s] = best
 		for i := range cmp.Entries {
+			e := &cmp.Entries[i]
 			if top := cmp.Entries[best].MaxGoodput[s]; top > 0 {
-				cmp.Entries[i].Ratio[s] = cmp.Entries[i].MaxGoodput[s] / top
+				e.Ratio[s] = e.MaxGoodput[s] / top
 			}
+			e.Indistinguishable[s] = e.MaxInterval(s).Versus(cmp.Entries[best].MaxInterval(s)) != Below
 		}
 	}
 	return cmp, nil

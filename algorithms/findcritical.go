@@ -63,28 +63,36 @@ func FindCriticalResource(ctx context.Context, x Experimenter, d Deployment, s0 
 	r := &procedure{x: x, d: d, opts: opts, name: "find-critical"}
 	res := Critical{}
 	s := s0.Clone()
-	workload, tpCurr, tpMax := opts.Step, 0.0, -1.0
+	workload := opts.Step
+	// Throughput has grown when its interval lies above the last one's
+	// (Interval.Versus): a rise within the noise is no rise.
+	tpCurr, tpMax := Interval{}, Interval{Mean: -1}
 	doublings := 0
 	warmed, jumpedTo := false, -1
 	var last Observation
 	lastUsers := 0
 	var lastSoft []Saturation
-	var lastSoftThroughput float64
-	for tpCurr > tpMax {
+	var lastSoftThroughput Interval
+	hwTest := func(o Observation) Verdict { return hardwareVerdict(o, opts.HardwareThreshold) }
+	for tpCurr.Versus(tpMax) == Above {
 		tpMax = tpCurr
 		if workload > opts.MaxWorkload {
 			// Throughput grew up to here: the bound, not saturation, ends the scan.
 			res.Trials, res.Experiments, res.Reserve = r.trials, len(r.trials), s
-			return res, &WorkloadBoundError{MaxWorkload: opts.MaxWorkload, Users: lastUsers, Throughput: tpMax}
+			return res, &WorkloadBoundError{MaxWorkload: opts.MaxWorkload, Users: lastUsers, Throughput: tpMax.Mean}
 		}
-		o, hw, soft, err := r.run(ctx, s, workload)
+		o, hw, soft, v, err := r.decided(ctx, s, workload, hwTest)
 		if err != nil {
 			res.Trials, res.Experiments = r.trials, len(r.trials)
 			return res, err
 		}
+		if v == Indistinguishable && o.HasIntervals() {
+			res.Warnings = append(res.Warnings, indistinguishableNote("the busiest hardware", workload, busiestInterval(o), opts.HardwareThreshold,
+				"decided by the mean"))
+		}
 		last, lastUsers = o, workload
 		// The pseudo-code assigns TP; the loop tests TPcurr: they are one value.
-		tpCurr = o.Throughput
+		tpCurr = o.ThroughputInterval()
 		res.MaxThroughput = math.Max(res.MaxThroughput, o.Throughput)
 		switch {
 		case len(hw) > 0:
@@ -92,7 +100,7 @@ func FindCriticalResource(ctx context.Context, x Experimenter, d Deployment, s0 
 				// The prediction may overshoot: walk back to the first
 				// saturating step, the answer the plain scan gives.
 				for w := workload - opts.Step; w > opts.Step; w -= opts.Step {
-					o2, hw2, _, err := r.run(ctx, s, w)
+					o2, hw2, _, _, err := r.decided(ctx, s, w, hwTest)
 					if err != nil {
 						res.Trials, res.Experiments = r.trials, len(r.trials)
 						return res, err
@@ -116,7 +124,7 @@ func FindCriticalResource(ctx context.Context, x Experimenter, d Deployment, s0 
 			return res, nil
 		case len(soft) > 0:
 			if opts.Mode == ModeEfficient && len(lastSoft) > 0 && soft[0].String() == lastSoft[0].String() &&
-				o.Throughput < lastSoftThroughput*1.005 {
+				o.ThroughputInterval().Versus(lastSoftThroughput.Scaled(1.005)) != Above {
 				// Doubling the pool did not raise throughput at the same
 				// workload: the full pool is a symptom, the bottleneck is
 				// elsewhere (an unmonitored resource, or several at once).
@@ -124,10 +132,10 @@ func FindCriticalResource(ctx context.Context, x Experimenter, d Deployment, s0 
 				if c, ok := throttledCritical(res, o, workload, opts); ok {
 					return c, nil
 				}
-				return res, fmt.Errorf("find-critical: %s stayed saturated after doubling the allocation and throughput did not grow (%.1f -> %.1f pages/s at %d users), with no hardware resource at or above %.2f (busiest: %s): %w",
-					soft[0], lastSoftThroughput, o.Throughput, workload, opts.HardwareThreshold, busiestHardware(o), ErrNoCriticalResource)
+				return res, fmt.Errorf("find-critical: %s stayed saturated after doubling the allocation and throughput did not grow (%s -> %s pages/s at %d users), with no hardware resource at or above %.2f (busiest: %s): %w",
+					soft[0], lastSoftThroughput, o.ThroughputInterval(), workload, opts.HardwareThreshold, busiestHardware(o), ErrNoCriticalResource)
 			}
-			lastSoft, lastSoftThroughput = soft, o.Throughput
+			lastSoft, lastSoftThroughput = soft, o.ThroughputInterval()
 			if doublings >= opts.MaxDoublings {
 				res.Trials, res.Experiments = r.trials, len(r.trials)
 				return res, fmt.Errorf("find-critical: %s still saturated after doubling the allocation %d times", soft[0], doublings)
@@ -135,7 +143,7 @@ func FindCriticalResource(ctx context.Context, x Experimenter, d Deployment, s0 
 			doublings++
 			s = s.Scaled(2)
 			res.Warnings = append(res.Warnings, fmt.Sprintf("%s saturated at %d users: doubled the allocation", soft[0], workload))
-			tpCurr, tpMax = 0, -1
+			tpCurr, tpMax = Interval{}, Interval{Mean: -1}
 			if opts.Mode == ModePaper {
 				workload = opts.Step
 			}
@@ -163,7 +171,7 @@ func FindCriticalResource(ctx context.Context, x Experimenter, d Deployment, s0 
 	if c, ok := throttledCritical(res, last, lastUsers, opts); ok {
 		return c, nil
 	}
-	return res, fmt.Errorf("find-critical: throughput stopped growing at %d users (%.1f pages/s, after %.1f) with no hardware resource at or above %.2f (busiest: %s): %w",
+	return res, fmt.Errorf("find-critical: throughput stopped growing at %d users (%s pages/s, after %s) with no hardware resource at or above %.2f (busiest: %s): %w",
 		lastUsers, tpCurr, tpMax, opts.HardwareThreshold, busiestHardware(last), ErrNoCriticalResource)
 }
 

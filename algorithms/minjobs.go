@@ -16,6 +16,21 @@ type ScanPoint struct {
 	CriticalThroughput   float64 `json:"criticalThroughput"`
 	CriticalResponseTime float64 `json:"criticalResponseTime"`
 	CriticalUtilization  float64 `json:"criticalUtilization"`
+	// RuntimeSeconds is the trial's measured time (an adaptive trial's is
+	// its own); the half-widths are Throughput's and CriticalUtilization's
+	// 95% intervals, where the runner measured them.
+	RuntimeSeconds               float64 `json:"runtimeSeconds,omitempty"`
+	ThroughputHalfWidth          float64 `json:"throughputHalfWidth,omitempty"`
+	CriticalUtilizationHalfWidth float64 `json:"criticalUtilizationHalfWidth,omitempty"`
+}
+
+// scanPoint is the scan's record of workload w's observation o.
+func scanPoint(w int, o Observation, c Critical) ScanPoint {
+	tp, rt, _ := o.TierTotals(c.Tier)
+	u := tierInterval(o, c)
+	return ScanPoint{Workload: w, Throughput: o.Throughput, CriticalThroughput: tp, CriticalResponseTime: rt,
+		CriticalUtilization: u.Mean, RuntimeSeconds: o.RuntimeSeconds, ThroughputHalfWidth: o.ThroughputHalfWidth,
+		CriticalUtilizationHalfWidth: u.HalfWidth}
 }
 
 // TierMeasurement is a tier's throughput (requests/s, all servers) and mean
@@ -93,14 +108,14 @@ func InferMinConcurrentJobs(ctx context.Context, x Experimenter, d Deployment, c
 	if readPeak {
 		patience, growth = 3, 1.005
 	}
-	capped, err := sc.untilFlat(ctx, start, patience, growth)
+	grown, capped, err := sc.untilFlat(ctx, start, patience, growth)
 	if err != nil {
 		return sc.finish(err)
 	}
 	if readPeak {
 		return sc.finish(sc.readAt(peakIndex(sc.res.Points), "throughput-peak"))
 	}
-	peak := sc.next - 2*opts.SmallStep // the last point whose throughput still grew
+	peak := grown // the last point whose throughput still grew
 	if capped {
 		peak = sc.next - opts.SmallStep // the scan's last point, still growing
 	}
@@ -136,37 +151,47 @@ func (sc *minJobsScan) point(ctx context.Context, workload int) error {
 		}
 	}
 	sc.obs = append(sc.obs, o)
-	tp, rt, _ := o.TierTotals(sc.c.Tier)
-	res.Points = append(res.Points, ScanPoint{
-		Workload: workload, Throughput: o.Throughput, SLOSatisfaction: o.SLOSatisfaction(res.KneeThreshold),
-		CriticalThroughput: tp, CriticalResponseTime: rt, CriticalUtilization: tierUtilization(o, sc.c),
-	})
+	p := scanPoint(workload, o, sc.c)
+	p.SLOSatisfaction = o.SLOSatisfaction(res.KneeThreshold)
+	res.Points = append(res.Points, p)
 	sc.next = workload + sc.opts.SmallStep
 	return nil
 }
 
 // untilFlat scans from start until throughput has not grown by the factor
-// growth for patience steps; capped says the workload bound stopped it first.
-func (sc *minJobsScan) untilFlat(ctx context.Context, start, patience int, growth float64) (capped bool, err error) {
-	best, flat := -1.0, 0
+// growth for patience steps; grown is the last workload at which it grew,
+// capped says the workload bound stopped the scan first.
+//
+// Grown means the interval lies above the last grown point's x growth
+// (Interval.Versus): a rise within the noise is no rise. With intervals, a
+// small step's rise on the linear part of the curve (1.7% for 100 users at
+// 6,000) can be within the noise of one step yet not of two, so the scan
+// waits at least two steps before it calls throughput flat.
+func (sc *minJobsScan) untilFlat(ctx context.Context, start, patience int, growth float64) (grown int, capped bool, err error) {
+	best, flat := Interval{Mean: -1}, 0
 	for sc.next = start; flat < patience && sc.next <= sc.opts.MaxWorkload; {
-		if err := sc.point(ctx, sc.next); err != nil {
-			return false, err
+		w := sc.next
+		if err := sc.point(ctx, w); err != nil {
+			return 0, false, err
 		}
-		if tp := sc.res.Points[len(sc.res.Points)-1].Throughput; tp > best*growth {
-			best, flat = tp, 0
+		o := sc.obs[len(sc.obs)-1]
+		if o.HasIntervals() {
+			patience = max(patience, 2)
+		}
+		if tp := o.ThroughputInterval(); tp.Versus(best.Scaled(growth)) == Above {
+			best, flat, grown = tp, 0, w
 		} else {
 			flat++
 		}
 	}
 	if len(sc.res.Points) == 0 {
-		return false, fmt.Errorf("infer-min-jobs: the scan would start at %d users, above the maximum workload of %d users", start, sc.opts.MaxWorkload)
+		return 0, false, fmt.Errorf("infer-min-jobs: the scan would start at %d users, above the maximum workload of %d users", start, sc.opts.MaxWorkload)
 	}
 	if capped = flat < patience; capped {
 		sc.res.Warnings = append(sc.res.Warnings, fmt.Sprintf(
 			"the scan reached the maximum workload of %d users with throughput still growing: minJobs may be read below saturation", sc.opts.MaxWorkload))
 	}
-	return capped, nil
+	return grown, capped, nil
 }
 
 // knee runs intervention analysis on the scan; in efficient mode, with no
@@ -266,22 +291,45 @@ func bisectSaturation(ctx context.Context, r *procedure, d Deployment, c Critica
 		w int
 		o Observation
 	}
-	var pts []point
+	// The reserve's trials of find-critical, the last (most precise, if
+	// a saturation test refined it) of each workload.
+	byUsers := map[int]Observation{}
 	for _, t := range c.Trials {
 		if t.Experiment.Allocation.Key() == c.Reserve.Key() {
-			pts = append(pts, point{t.Experiment.Workload.Users, t.Observation})
+			byUsers[t.Experiment.Workload.Users] = t.Observation
 		}
+	}
+	var pts []point
+	for w, o := range byUsers {
+		pts = append(pts, point{w, o})
 	}
 	var drift string
 	finish := func(err error) (MinJobs, string, error) {
 		res.Trials, res.Experiments = r.trials, len(r.trials)
 		return res, drift, err
 	}
+	// A probe whose interval contains the threshold is measured again more
+	// precisely (procedure.decided); one that stays within the noise is at
+	// the threshold, so saturated ("at or past"), with a warning. Deciding
+	// such a probe by its mean would be a coin toss: on 1/2/1 two runs whose
+	// intervals at 5,437 users both held 0.95 (0.9515±0.008, 0.9474±0.0068)
+	// read minJobs at 5,437 and at 5,500 users, 32 and 43 jobs.
+	test := func(o Observation) Verdict {
+		iv := tierInterval(o, c)
+		if iv.HalfWidth == 0 && iv.Mean == opts.HardwareThreshold {
+			return Above
+		}
+		return iv.VersusValue(opts.HardwareThreshold)
+	}
 	probe := func(w int) (point, error) {
-		o, _, _, err := r.run(ctx, c.Reserve, w)
+		o, _, _, v, err := r.decided(ctx, c.Reserve, w, test)
+		if err == nil && v == Indistinguishable && o.HasIntervals() {
+			res.Warnings = append(res.Warnings, indistinguishableNote(c.Server+" "+c.Resource, w, tierInterval(o, c), opts.HardwareThreshold,
+				"taken as at the threshold"))
+		}
 		return point{w, o}, err
 	}
-	saturated := func(p point) bool { return tierUtilization(p.o, c) >= opts.HardwareThreshold }
+	saturated := func(p point) bool { return test(p.o) != Below }
 	sort.Slice(pts, func(i, j int) bool { return pts[i].w < pts[j].w })
 	var lo, hi *point
 	for i := range pts {
@@ -342,19 +390,13 @@ func bisectSaturation(ctx context.Context, r *procedure, d Deployment, c Critica
 			loP = p
 		}
 	}
-	scanPoint := func(p point) ScanPoint {
-		tp, rt, _ := p.o.TierTotals(c.Tier)
-		return ScanPoint{Workload: p.w, Throughput: p.o.Throughput, CriticalThroughput: tp, CriticalResponseTime: rt,
-			CriticalUtilization: tierUtilization(p.o, c)}
-	}
 	if res.KneeThreshold == 0 {
 		res.KneeThreshold = opts.KneeFactor * loP.o.ResponseTimes.Mean()
 	}
-	a, b := scanPoint(loP), scanPoint(hiP)
+	a, b := scanPoint(loP.w, loP.o, c), scanPoint(hiP.w, hiP.o, c)
 	a.SLOSatisfaction, b.SLOSatisfaction = loP.o.SLOSatisfaction(res.KneeThreshold), hiP.o.SLOSatisfaction(res.KneeThreshold)
 	res.Points = []ScanPoint{a, b}
-	_, jobs, _ := readAtSaturation(res.Points, opts.HardwareThreshold)
-	res.Reading, res.MinJobs, res.WLmin = string(ReadAtSaturation), jobs, hiP.w
+	res.Reading, res.MinJobs, res.WLmin = string(ReadAtSaturation), LittlesLaw(b.CriticalThroughput, b.CriticalResponseTime), hiP.w
 	for _, t := range d.Tiers {
 		if tp, rt, n := hiP.o.TierTotals(t.Name); n > 0 && tp > 0 {
 			res.Measurements = append(res.Measurements, TierMeasurement{Tier: t.Name, Throughput: tp, ResponseTime: rt})

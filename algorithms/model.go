@@ -142,10 +142,38 @@ type Workload struct {
 }
 
 // Timing is a trial's schedule. Measurements are taken during Runtime only.
+//
+// With Precision above 0 the trial is adaptive: RampUp is the least
+// warm-up (the end of the transient is found in the data, MSER5), Runtime
+// the longest window, and the window ends as soon as the 95% confidence
+// interval of every figure (throughput, goodput at each of SLAs, each
+// server's CPU, each pool's busy units) is within Precision of its mean
+// (Stopping). Precision 0 is a fixed trial of RampUp and Runtime.
 type Timing struct {
 	RampUp   time.Duration
 	Runtime  time.Duration
 	RampDown time.Duration
+	// Precision is the relative half-width an adaptive trial runs to.
+	Precision float64
+	// SLAs are the response-time thresholds (seconds) at which goodput is
+	// measured with an interval, ascending.
+	SLAs []float64
+}
+
+// Adaptive says the trial ends at a precision rather than after Runtime.
+func (t Timing) Adaptive() bool { return t.Precision > 0 }
+
+// CheckAdaptive checks the precision and the SLA thresholds.
+func (t Timing) CheckAdaptive() error {
+	if !(t.Precision >= 0 && t.Precision < 1) {
+		return fmt.Errorf("timing: precision %g: want a relative half-width in [0,1) (0: a fixed trial)", t.Precision)
+	}
+	for i, s := range t.SLAs {
+		if !(s > 0) || math.IsInf(s, 0) || (i > 0 && !(s > t.SLAs[i-1])) {
+			return fmt.Errorf("timing: SLA thresholds %v: want ascending numbers of seconds > 0", t.SLAs)
+		}
+	}
+	return nil
 }
 
 // PaperTiming is the paper's trial: 8 min ramp-up, 12 min runtime, 30 s ramp-down.
@@ -155,14 +183,16 @@ var PaperTiming = Timing{RampUp: 8 * time.Minute, Runtime: 12 * time.Minute, Ram
 func (t Timing) Total() time.Duration { return t.RampUp + t.Runtime + t.RampDown }
 
 type timingJSON struct {
-	RampUp   float64 `json:"rampUpSeconds"`
-	Runtime  float64 `json:"runtimeSeconds"`
-	RampDown float64 `json:"rampDownSeconds"`
+	RampUp    float64   `json:"rampUpSeconds"`
+	Runtime   float64   `json:"runtimeSeconds"`
+	RampDown  float64   `json:"rampDownSeconds"`
+	Precision float64   `json:"precision,omitempty"`
+	SLAs      []float64 `json:"slas,omitempty"`
 }
 
 // MarshalJSON writes seconds, which scripts read more easily than nanoseconds.
 func (t Timing) MarshalJSON() ([]byte, error) {
-	return json.Marshal(timingJSON{t.RampUp.Seconds(), t.Runtime.Seconds(), t.RampDown.Seconds()})
+	return json.Marshal(timingJSON{t.RampUp.Seconds(), t.Runtime.Seconds(), t.RampDown.Seconds(), t.Precision, t.SLAs})
 }
 
 // UnmarshalJSON reads the form MarshalJSON writes.
@@ -179,11 +209,13 @@ func (t *Timing) UnmarshalJSON(b []byte) error {
 			most, j.RampUp, j.Runtime, j.RampDown)
 	}
 	*t = Timing{
-		RampUp:   time.Duration(j.RampUp * float64(time.Second)),
-		Runtime:  time.Duration(j.Runtime * float64(time.Second)),
-		RampDown: time.Duration(j.RampDown * float64(time.Second)),
+		RampUp:    time.Duration(j.RampUp * float64(time.Second)),
+		Runtime:   time.Duration(j.Runtime * float64(time.Second)),
+		RampDown:  time.Duration(j.RampDown * float64(time.Second)),
+		Precision: j.Precision,
+		SLAs:      j.SLAs,
 	}
-	return nil
+	return t.CheckAdaptive()
 }
 
 // Experiment is one trial: hardware, soft-resource allocation, load and schedule.

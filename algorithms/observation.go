@@ -37,6 +37,47 @@ type Observation struct {
 	// Errors counts pages that failed (refused, timed out, 5xx) and are not
 	// in ResponseTimes.
 	Errors int64 `json:"errors"`
+
+	// ThroughputHalfWidth, Goodput and Window are there when the runner
+	// measured the window as a series of intervals (an adaptive trial, or
+	// any trial of the simulator): the half-widths of the figures' 95%
+	// confidence intervals, goodput at the SLA thresholds the experiment
+	// named, and how the window was chosen. Servers and pools carry their
+	// own half-widths. Absent, every figure is a bare mean.
+	ThroughputHalfWidth float64           `json:"throughputHalfWidth,omitempty"`
+	GoodputIntervals    []GoodputInterval `json:"goodput,omitempty"`
+	Window              *MeasuredWindow   `json:"window,omitempty"`
+}
+
+// GoodputInterval is goodput at one SLA threshold with its interval.
+type GoodputInterval struct {
+	SLA       float64 `json:"sla"`     // seconds
+	Goodput   float64 `json:"goodput"` // pages per second within SLA
+	HalfWidth float64 `json:"halfWidth"`
+}
+
+// MeasuredWindow says how a trial's measured window was chosen and how precise
+// its figures came out.
+type MeasuredWindow struct {
+	// WarmUpSeconds is the time from the start of the load to the window.
+	// TransientSeconds is where MSER-5 put the end of the transient on the
+	// throughput series (an adaptive trial's window begins at the first
+	// check at which that answer could be trusted, and never before the
+	// minimum ramp-up); 0 for a fixed trial.
+	WarmUpSeconds    float64 `json:"warmUpSeconds"`
+	TransientSeconds float64 `json:"transientSeconds,omitempty"`
+	// IntervalSeconds is the length of the window's intervals; Batches the
+	// fewest batch means of any figure's interval.
+	IntervalSeconds float64 `json:"intervalSeconds"`
+	Batches         int     `json:"batches"`
+	// Precision is the relative half-width the trial ran to (0: a fixed
+	// trial); Precise says every figure reached it before the maximum
+	// runtime, and Limit names the figure furthest from it, with its
+	// half-width over what the precision allows (Excess).
+	Precision float64 `json:"precision,omitempty"`
+	Precise   bool    `json:"precise"`
+	Limit     string  `json:"limit,omitempty"`
+	Excess    float64 `json:"excess,omitempty"`
 }
 
 // ServerObservation is one server's share of an observation.
@@ -65,6 +106,9 @@ type ServerObservation struct {
 	// limit), the share of the quota's enforcement periods in which it ran
 	// out of quota, in [0,1]; 0 when it has no quota or it was not measured.
 	Throttled float64 `json:"throttled,omitempty"`
+	// CPUHalfWidth is the half-width of CPU's 95% interval (see
+	// Observation.Window).
+	CPUHalfWidth float64 `json:"cpuHalfWidth,omitempty"`
 }
 
 // CPUSaturation is how close the server's CPU is to saturation: its
@@ -83,6 +127,8 @@ type PoolObservation struct {
 	// FullShare is the share of the runtime in which every unit was busy, in
 	// [0,1]; negative when the runner could not measure it.
 	FullShare float64 `json:"fullShare"`
+	// BusyHalfWidth is the half-width of Busy's 95% interval.
+	BusyHalfWidth float64 `json:"busyHalfWidth,omitempty"`
 }
 
 // Utilization is the mean share of the pool's units that were busy.
@@ -179,6 +225,38 @@ func (o Observation) Problems() []string {
 			bad(n.name, "an integer >= 0", n.v)
 		}
 	}
+	halfWidth := func(field string, v float64) {
+		if !(v >= 0) || math.IsInf(v, 0) {
+			bad(field, "a half-width >= 0", v)
+		}
+	}
+	halfWidth("throughputHalfWidth", o.ThroughputHalfWidth)
+	for i, g := range o.GoodputIntervals {
+		f := fmt.Sprintf("goodput[%d]", i)
+		if !(g.SLA > 0) || math.IsInf(g.SLA, 0) {
+			bad(f+".sla", "a threshold in seconds > 0", g.SLA)
+		}
+		if !(g.Goodput >= 0) || math.IsInf(g.Goodput, 0) {
+			bad(f+".goodput", "a number >= 0", g.Goodput)
+		}
+		halfWidth(f+".halfWidth", g.HalfWidth)
+	}
+	if w := o.Window; w != nil {
+		for _, v := range []struct {
+			name string
+			v    float64
+		}{{"warmUpSeconds", w.WarmUpSeconds}, {"transientSeconds", w.TransientSeconds}, {"intervalSeconds", w.IntervalSeconds}, {"excess", w.Excess}} {
+			if !(v.v >= 0) || math.IsInf(v.v, 0) {
+				bad("window."+v.name, "a number >= 0", v.v)
+			}
+		}
+		if w.Batches < 0 {
+			bad("window.batches", "an integer >= 0", w.Batches)
+		}
+		if !(w.Precision >= 0 && w.Precision < 1) {
+			bad("window.precision", "a share in [0,1)", w.Precision)
+		}
+	}
 	if len(o.Servers) == 0 {
 		bad("servers", "at least one server", "none")
 	}
@@ -204,6 +282,7 @@ func (o Observation) Problems() []string {
 		if !(s.ResponseTime >= 0) || math.IsInf(s.ResponseTime, 0) {
 			bad(f+".responseTime", "a number of seconds >= 0", s.ResponseTime)
 		}
+		halfWidth(f+".cpuHalfWidth", s.CPUHalfWidth)
 		for _, r := range slices.Sorted(maps.Keys(s.Resources)) {
 			if u := s.Resources[r]; !(u >= 0 && u <= 1) {
 				bad(fmt.Sprintf("%s.resources.%s", f, r), "a number in [0,1]", u)
@@ -223,6 +302,7 @@ func (o Observation) Problems() []string {
 			if !(p.FullShare <= 1) || math.IsNaN(p.FullShare) {
 				bad(pf+".fullShare", "a number in [0,1], or negative for unknown", p.FullShare)
 			}
+			halfWidth(pf+".busyHalfWidth", p.BusyHalfWidth)
 		}
 	}
 	return out
@@ -388,4 +468,14 @@ func (r *Recorder) Histogram() Histogram {
 		}
 	}
 	return h
+}
+
+// Since is what r recorded after the moment earlier was copied from it:
+// the histogram of a window that began then.
+func (r *Recorder) Since(earlier *Recorder) Recorder {
+	out := Recorder{sum: r.sum - earlier.sum}
+	for i := range r.counts {
+		out.counts[i] = r.counts[i] - earlier.counts[i]
+	}
+	return out
 }

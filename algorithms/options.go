@@ -74,7 +74,13 @@ type Options struct {
 	// Then minJobs is read where throughput stops growing instead (the
 	// peak of a small-step scan), with a warning. A negative value turns
 	// the check off.
-	DemandDrift  float64
+	DemandDrift float64
+	// Refinements bounds how often a trial whose interval cannot decide a
+	// saturation test (it contains the threshold) is measured again at half
+	// the precision (default 1; negative: never). Each is a new trial with
+	// four times the window: on the default 1/4/1/4 campaign a second one
+	// cost as much as the rest of the campaign (docs/evaluation.md).
+	Refinements  int
 	Intervention InterventionOptions
 	// OnStart and OnTrial, when set, are called before and after every
 	// experiment (progress display).
@@ -98,6 +104,7 @@ func DefaultOptions() Options {
 		KneeFactor:        5,
 		MinJobsAt:         ReadAtSaturation,
 		DemandDrift:       0.15,
+		Refinements:       1,
 		Intervention:      DefaultInterventionOptions(),
 	}
 }
@@ -142,6 +149,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.DemandDrift == 0 {
 		o.DemandDrift = d.DemandDrift
+	}
+	if o.Refinements == 0 {
+		o.Refinements = d.Refinements
 	}
 	return o
 }

@@ -3,7 +3,6 @@ package algorithms
 import (
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -58,22 +57,69 @@ func Saturations(d Deployment, o Observation, opts Options) (hardware, soft []Sa
 
 // tierUtilization is the utilisation of the critical resource on the
 // critical tier's busiest server: the measure FindCriticalResource tests.
-func tierUtilization(o Observation, c Critical) float64 {
-	var u float64
+func tierUtilization(o Observation, c Critical) float64 { return tierInterval(o, c).Mean }
+
+// tierInterval is tierUtilization with its interval (CPU usage has one;
+// throttling and other resources are bare means).
+func tierInterval(o Observation, c Critical) Interval {
+	var u Interval
 	for _, s := range o.Servers {
 		if s.Tier != c.Tier {
 			continue
 		}
+		var v Interval
 		switch {
 		case c.Resource != "cpu" && c.Resource != "":
-			u = math.Max(u, s.Resources[c.Resource])
-		case c.Throttled:
-			u = math.Max(u, s.CPUSaturation())
+			v = Interval{Mean: s.Resources[c.Resource]}
+		case c.Throttled && s.Throttled > s.CPU:
+			v = Interval{Mean: s.Throttled}
 		default:
-			u = math.Max(u, s.CPU)
+			v = s.CPUInterval()
+		}
+		if v.Mean > u.Mean {
+			u = v
 		}
 	}
 	return u
+}
+
+// hardwareVerdict says whether o's busiest hardware is at or past the
+// threshold: Above when some resource's interval lies at or above it,
+// Below when every one lies below, Indistinguishable when the highest
+// interval contains it. A bare mean at the threshold counts as at it.
+func hardwareVerdict(o Observation, threshold float64) Verdict {
+	v := Below
+	for _, s := range o.Servers {
+		vals := []Interval{s.CPUInterval(), {Mean: s.Throttled}}
+		for _, u := range s.Resources {
+			vals = append(vals, Interval{Mean: u})
+		}
+		for _, u := range vals {
+			w := u.VersusValue(threshold)
+			if u.HalfWidth == 0 && u.Mean == threshold {
+				w = Above
+			}
+			v = max(v, w)
+		}
+	}
+	return v
+}
+
+// busiestInterval is the highest CPU utilisation of o with its interval.
+func busiestInterval(o Observation) Interval {
+	var u Interval
+	for _, s := range o.Servers {
+		if s.CPU > u.Mean {
+			u = s.CPUInterval()
+		}
+	}
+	return u
+}
+
+// indistinguishableNote is the warning for a saturation test that stayed
+// within the noise after every refinement; decided says how it was decided.
+func indistinguishableNote(what string, users int, iv Interval, threshold float64, decided string) string {
+	return fmt.Sprintf("at %d users %s (%s) could not be told from %.2f at the finest precision tried: %s", users, what, iv, threshold, decided)
 }
 
 // throttledCritical answers when throughput stopped growing at workload

@@ -14,14 +14,15 @@ func Sweep(ctx context.Context, x Experimenter, d Deployment, a Allocation, opts
 		return nil, err
 	}
 	p := &procedure{x: x, d: d, opts: opts, name: "sweep"}
-	tpCurr, tpMax := 0.0, -1.0
-	for w := opts.Step; tpCurr > tpMax && w <= opts.MaxWorkload; w += opts.Step {
+	// Grown means the interval lies above the last one's (FindCriticalResource).
+	tpCurr, tpMax := Interval{}, Interval{Mean: -1}
+	for w := opts.Step; tpCurr.Versus(tpMax) == Above && w <= opts.MaxWorkload; w += opts.Step {
 		tpMax = tpCurr
 		o, _, _, err := p.run(ctx, a, w)
 		if err != nil {
 			return p.trials, err
 		}
-		tpCurr = o.Throughput
+		tpCurr = o.ThroughputInterval()
 	}
 	return p.trials, nil
 }

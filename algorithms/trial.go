@@ -26,7 +26,42 @@ type procedure struct {
 
 // run measures allocation a at users and says what was saturated.
 func (r *procedure) run(ctx context.Context, a Allocation, users int) (Observation, []Saturation, []Saturation, error) {
-	e := Experiment{Deployment: r.d, Allocation: a.Clone(), Workload: Workload{Users: users}, Timing: r.opts.Timing}
+	return r.runTimed(ctx, a, users, r.opts.Timing)
+}
+
+// decided measures allocation a at users like run, and while decide finds
+// the observation Indistinguishable (an interval that contains the
+// threshold it tests) measures it again at half the precision, at most
+// Options.Refinements times: an adaptive trial runs as long as the answer
+// needs. A trial the runner did not run to the precision (honoured) is
+// never refined. The verdict is the last observation's.
+func (r *procedure) decided(ctx context.Context, a Allocation, users int, decide func(Observation) Verdict) (Observation, []Saturation, []Saturation, Verdict, error) {
+	t := r.opts.Timing
+	o, hw, soft, err := r.runTimed(ctx, a, users, t)
+	if err != nil {
+		return o, hw, soft, Indistinguishable, err
+	}
+	v := decide(o)
+	for i := 0; v == Indistinguishable && honoured(o, t) && i < r.opts.Refinements; i++ {
+		t.Precision /= 2
+		if o, hw, soft, err = r.runTimed(ctx, a, users, t); err != nil {
+			return o, hw, soft, Indistinguishable, err
+		}
+		v = decide(o)
+	}
+	return o, hw, soft, v, nil
+}
+
+// honoured says o was measured to t's precision: an adaptive trial whose
+// runner ran it so. A fixed trial, a program that ignores the precision, or
+// a replayed recording of another precision cannot be refined.
+func honoured(o Observation, t Timing) bool {
+	return t.Adaptive() && o.HasIntervals() && o.Window.Precision == t.Precision
+}
+
+// runTimed is run with timing t.
+func (r *procedure) runTimed(ctx context.Context, a Allocation, users int, timing Timing) (Observation, []Saturation, []Saturation, error) {
+	e := Experiment{Deployment: r.d, Allocation: a.Clone(), Workload: Workload{Users: users}, Timing: timing}
 	if r.opts.OnStart != nil {
 		r.opts.OnStart(r.name, e)
 	}

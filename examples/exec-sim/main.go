@@ -93,7 +93,7 @@ func run(stdin io.Reader, stdout, stderr io.Writer) error {
 
 	// The experiment as a deployment file (tiers and pool sizes) plus flags
 	// (users, timing, seed): simulate then runs exactly this experiment.
-	cmd := exec.Command(bin, "simulate", "--deployment", deployment,
+	args := []string{"simulate", "--deployment", deployment,
 		"--users", strconv.Itoa(e.Workload.Users),
 		"--ramp-up", e.Timing.RampUp.String(),
 		"--runtime", e.Timing.Runtime.String(),
@@ -101,7 +101,22 @@ func run(stdin io.Reader, stdout, stderr io.Writer) error {
 		"--seed", seed, "--parallel", "1", "--output", "observation",
 		// The softalloc that runs this program journals the experiment;
 		// a second journal here would only litter the working directory.
-		"--no-journal")
+		"--no-journal"}
+	// An adaptive trial (docs/exec-protocol.md): the simulator runs it to
+	// the precision itself and reports the intervals.
+	if e.Timing.Precision > 0 {
+		args = append(args, "--precision", strconv.FormatFloat(e.Timing.Precision, 'g', -1, 64))
+		if len(e.Timing.SLAs) > 0 {
+			var slas []string
+			for _, s := range e.Timing.SLAs {
+				slas = append(slas, strconv.FormatFloat(s, 'g', -1, 64))
+			}
+			args = append(args, "--sla", strings.Join(slas, ","))
+		}
+	} else {
+		args = append(args, "--fixed")
+	}
+	cmd := exec.Command(bin, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, stderr
 	fmt.Fprintf(stderr, "simulating %s: %d users, seed %s\n", e.Topology, e.Workload.Users, seed)

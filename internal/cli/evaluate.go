@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/softalloc/softalloc/internal/evaluate"
 	"github.com/softalloc/softalloc/internal/runner"
+	"github.com/softalloc/softalloc/internal/safefile"
 )
 
 // evaluateOptions are evaluate's.
@@ -23,6 +25,10 @@ type evaluateOptions struct {
 	parallel   int
 	model      string
 	progress   progressFlags
+	precision  precisionValue
+	fixed      bool
+	reference  string
+	coverage   int
 }
 
 // newCmdEvaluate is `softalloc evaluate`: the figures we compete on.
@@ -42,9 +48,15 @@ func newCmdEvaluate(f *factory, runF func(*evaluateOptions) error) *cobra.Comman
      SLA thresholds of 0.2, 0.5 and 2 s, beside 400-150-60, Tomcat's defaults
      and the HikariCP rule of thumb, on several seeds;
   4. the wall time of whole recommend campaigns.
+Trials are adaptive (--precision; --runtime is the longest window) and the
+default campaign also runs with fixed-length trials beside them (--ramp-up
+and --runtime); --reference compares every ratio with a fixed-length
+evaluation (softalloc evaluate --fixed); the coverage of the intervals is
+measured over --coverage-seeds seeds at three workloads.
 It writes evaluation.md, evaluation.json and SVG plots to --out.`,
-		Example: `  softalloc evaluate --out docs
-  softalloc evaluate --topologies 1/2/1/2,1/4/1/4 --seeds 1 --runtime 3m --out /tmp/eval`,
+		Example: `  softalloc evaluate --out docs --runtime 2m --reference docs/evaluation-fixed.json
+  softalloc evaluate --fixed --out /tmp/fixed --runtime 2m
+  softalloc evaluate --topologies 1/2/1/2,1/4/1/4 --seeds 1 --runtime 3m --coverage-seeds 0 --out /tmp/eval`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -58,8 +70,13 @@ It writes evaluation.md, evaluation.json and SVG plots to --out.`,
 	fs.StringVar(&o.out, "out", "docs", "directory for evaluation.md, evaluation.json and the plots")
 	fs.StringVar(&o.topologies, "topologies", "", "comma-separated topologies (default "+strings.Join(def.Topologies, ",")+")")
 	fs.StringVar(&o.seeds, "seeds", "", "comma-separated simulator seeds (default 1,2)")
-	fs.DurationVar(&o.runtime, "runtime", def.Timing.Runtime, "measured runtime of campaign and grid trials")
-	fs.DurationVar(&o.rampUp, "ramp-up", def.Timing.RampUp, "warm-up of campaign and grid trials")
+	fs.DurationVar(&o.runtime, "runtime", def.Timing.Runtime, "measured runtime of fixed trials, the longest window of adaptive ones")
+	fs.DurationVar(&o.rampUp, "ramp-up", def.FixedTiming.RampUp, "warm-up of fixed-length trials (adaptive ones find theirs in the data)")
+	o.precision = precisionValue(def.Timing.Precision)
+	fs.Var(&o.precision, "precision", "precision of the adaptive trials (see recommend --help)")
+	fs.BoolVar(&o.fixed, "fixed", false, "every trial fixed-length, as before trials were adaptive (a reference for --reference)")
+	fs.StringVar(&o.reference, "reference", "", "a fixed-length evaluation.json to compare every quality ratio with")
+	fs.IntVar(&o.coverage, "coverage-seeds", def.Coverage.Seeds, "seeds per workload of the coverage measurement (0: none)")
 	registerParallel(fs, &o.parallel, "grid trials at once")
 	fs.StringVar(&o.model, "model", "", "simulator parameter file (default: the embedded RUBBoS testbed)")
 	o.progress.register(fs)
@@ -93,16 +110,42 @@ func runEvaluate(o *evaluateOptions) error {
 		cfg.Seeds = seeds
 	}
 	if cmd.Flags().Changed("runtime") {
-		cfg.Timing.Runtime = o.runtime
+		cfg.Timing.Runtime, cfg.FixedTiming.Runtime = o.runtime, o.runtime
 	}
 	if cmd.Flags().Changed("ramp-up") {
-		cfg.Timing.RampUp = o.rampUp
+		cfg.FixedTiming.RampUp = o.rampUp
 	}
-	if cfg.Timing.RampUp < 0 {
-		return usagef("--ramp-up: want a duration >= 0, got %v", cfg.Timing.RampUp)
+	if cfg.FixedTiming.RampUp < 0 {
+		return usagef("--ramp-up: want a duration >= 0, got %v", cfg.FixedTiming.RampUp)
 	}
 	if err := checkSimRuntime(cfg.Timing.Runtime); err != nil {
 		return err
+	}
+	switch {
+	case o.fixed && cmd.Flags().Changed("precision") && o.precision > 0:
+		return usagef("--fixed and --precision %v: give one (--fixed is --precision 0)", o.precision)
+	case o.fixed || o.precision == 0:
+		cfg.Timing, cfg.Coverage.Seeds = cfg.FixedTiming, 0
+	default:
+		cfg.Timing.Precision = float64(o.precision)
+		cfg.Coverage.Timing.Precision = float64(o.precision)
+	}
+	if o.coverage < 0 {
+		return usagef("--coverage-seeds: want a number of seeds >= 0, got %d", o.coverage)
+	}
+	if !o.fixed && cmd.Flags().Changed("coverage-seeds") {
+		cfg.Coverage.Seeds = o.coverage
+	}
+	if o.reference != "" {
+		b, err := safefile.Read(o.reference, 16<<20)
+		if err != nil {
+			return configError(fmt.Errorf("--reference: %w", err))
+		}
+		var ref evaluate.Report
+		if err := json.Unmarshal(b, &ref); err != nil || len(ref.Results) == 0 {
+			return usagef("--reference %q: not an evaluation.json with results (%v)", o.reference, err)
+		}
+		cfg.Reference = &ref
 	}
 	if o.model != "" {
 		// Read once now: a bad file is refused before any measurement.

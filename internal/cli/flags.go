@@ -123,6 +123,9 @@ type runnerFlags struct {
 	rampUp   time.Duration
 	runtime  time.Duration
 	rampDown time.Duration
+	// precision is --precision; fixed is --fixed (precision 0).
+	precision precisionValue
+	fixed     bool
 	// The exec runner's.
 	command string
 	retries int
@@ -137,6 +140,9 @@ func (f *runnerFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.rampUp, "ramp-up", 0, "trial ramp-up (default: the runner's; the paper used 8m)")
 	fs.DurationVar(&f.runtime, "runtime", 0, "trial runtime, the measured window (default: the runner's; the paper used 12m)")
 	fs.DurationVar(&f.rampDown, "ramp-down", 0, "trial ramp-down (default: the runner's; the paper used 30s)")
+	f.precision = precisionValue(algorithms.DefaultPrecision)
+	fs.Var(&f.precision, "precision", "adaptive trials: each ends when the 95% confidence interval of every figure is within this share of its mean (2% or 0.02); --ramp-up is then the least warm-up and --runtime the longest window (0: fixed trials)")
+	fs.BoolVar(&f.fixed, "fixed", false, "fixed trials of --ramp-up and --runtime, as the paper ran them (the same as --precision 0)")
 	fs.StringVar(&f.command, "runner-cmd", "", "program the exec runner starts per experiment (split on spaces into argv; no shell)")
 	fs.IntVar(&f.retries, "runner-retries", 2, "exec runner: retries of a failing trial, with backoff")
 	fs.DurationVar(&f.timeout, "runner-timeout", 0, "exec runner: per-experiment timeout (default: the trial's length plus a margin)")
@@ -172,6 +178,19 @@ func (f *runnerFlags) build(cmd *cobra.Command, fac *factory, df *deploymentFlag
 		t.RampDown = f.rampDown
 	}
 	switch {
+	case f.fixed && fl.Changed("precision") && f.precision > 0:
+		return r, t, usagef("--fixed and --precision %v: give one (--fixed is --precision 0)", f.precision)
+	case f.fixed:
+		t.Precision = 0
+	case fl.Changed("precision"):
+		t.Precision = float64(f.precision)
+	}
+	if t.Precision > 0 && !fl.Changed("ramp-up") && r.AdaptiveRampUp > 0 {
+		// An adaptive trial finds the end of its transient in the data:
+		// its ramp-up is only the least warm-up.
+		t.RampUp = r.AdaptiveRampUp
+	}
+	switch {
 	case t.Runtime <= 0:
 		return r, t, usagef("--runtime: want a duration > 0, got %v", t.Runtime)
 	case t.RampUp < 0:
@@ -197,6 +216,35 @@ func (f *runnerFlags) build(cmd *cobra.Command, fac *factory, df *deploymentFlag
 		}
 	}
 	return r, t, nil
+}
+
+// precisionValue is --precision: a share, written 2% or 0.02.
+type precisionValue float64
+
+func (p *precisionValue) String() string { return strconv.FormatFloat(float64(*p), 'g', -1, 64) }
+func (p *precisionValue) Type() string   { return "precision" }
+
+func (p *precisionValue) Set(s string) error {
+	v, err := parseShare(s)
+	if err != nil || !(v >= 0 && v <= maxPrecision) {
+		return fmt.Errorf("want a share in [0, %g] such as 2%% or 0.02 (0: fixed trials), got %q", maxPrecision, s)
+	}
+	*p = precisionValue(v)
+	return nil
+}
+
+// maxPrecision bounds --precision: a half-width of half the mean says
+// almost nothing, and 20 batches reach it at once.
+const maxPrecision = 0.5
+
+// parseShare reads "2%" or "0.02".
+func parseShare(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	if rest, ok := strings.CutSuffix(s, "%"); ok {
+		v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+		return v / 100, err
+	}
+	return strconv.ParseFloat(s, 64)
 }
 
 // maxTrialPhase bounds a trial's ramp-up, runtime and ramp-down: past it a
@@ -335,6 +383,11 @@ func (f *algorithmFlags) options(t algorithms.Timing) (algorithms.Options, error
 		o.DemandDrift = -1 // 0 on the command line: no check
 	}
 	o.Timing = t
+	if t.Adaptive() {
+		// Goodput at the SLA is one of the figures an adaptive trial
+		// measures to its precision.
+		o.Timing.SLAs = []float64{o.SLA}
+	}
 	switch {
 	case o.Mode != algorithms.ModeEfficient && o.Mode != algorithms.ModePaper:
 		return o, usagef("--mode %q: want efficient or paper", f.mode)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -123,6 +124,9 @@ func runSimulate(o *simulateOptions) error {
 	if err != nil {
 		return err
 	}
+	if timing.Adaptive() {
+		timing.SLAs = slaSeconds(slas)
+	}
 	for i, a := range allocs {
 		alloc := ""
 		if len(given) > 0 {
@@ -172,6 +176,17 @@ func runSimulate(o *simulateOptions) error {
 }
 
 func defaultParallel() int { return max(1, runtime.GOMAXPROCS(0)) }
+
+// slaSeconds are the distinct thresholds, ascending: the goodput figures of
+// an adaptive trial.
+func slaSeconds(slas []report.SLA) []float64 {
+	var out []float64
+	for _, s := range slas {
+		out = append(out, s.Seconds)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
 
 func parseSLAs(s string) ([]report.SLA, error) {
 	var out []report.SLA

@@ -165,7 +165,8 @@ func runValidate(o *validateOptions) error {
 	results := make([]report.ValidateAllocation, len(cmp.Entries))
 	for i, e := range cmp.Entries {
 		results[i] = report.ValidateAllocation{Allocation: formatAllocation(e.Allocation), Role: e.Role, Goodput: e.Goodput[0],
-			MaxGoodput: e.MaxGoodput[0], AtUsers: e.AtUsers[0], Ratio: e.Ratio[0]}
+			MaxGoodput: e.MaxGoodput[0], AtUsers: e.AtUsers[0], Ratio: e.Ratio[0], MaxHalfWidth: e.MaxHalfWidth[0],
+			Indistinguishable: e.Indistinguishable[0]}
 	}
 	doc.Best = results[cmp.Best[0]]
 	doc.Grid = results

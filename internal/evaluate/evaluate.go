@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"gonum.org/v1/gonum/stat"
@@ -27,10 +28,14 @@ type Config struct {
 	// Topologies for the experiment and quality sections.
 	Topologies []string
 	Seeds      []uint64
-	// Timing of every campaign and grid trial (the speed section always
-	// uses the simulator's default trial).
+	// Timing of every campaign and grid trial: adaptive (a precision above
+	// 0: its least ramp-up and longest window) or fixed. The speed section
+	// always uses the simulator's default fixed trial.
 	Timing algorithms.Timing
-	SLAs   []float64
+	// FixedTiming is the fixed-length trial the default campaign is run
+	// with too, beside the adaptive one (unused when Timing is fixed).
+	FixedTiming algorithms.Timing
+	SLAs        []float64
 	// Parallel trials of a grid at once.
 	Parallel int
 	// ModelPath is the simulator's parameter file ("": the embedded RUBBoS testbed).
@@ -39,8 +44,25 @@ type Config struct {
 	// SpeedTiming the speed section's trial (the simulator's default trial).
 	SpeedUsers  []int
 	SpeedTiming algorithms.Timing
+	// Coverage says how the intervals' coverage is measured (no seeds: not).
+	Coverage CoverageConfig
+	// Precisions are tried for the default campaign as users run it (the
+	// simulator's default trials, 12 min at most), beside --fixed: the
+	// measurement behind the default precision (none: not).
+	Precisions []float64
+	// Reference is a fixed-length evaluation to compare the ratios with.
+	Reference *Report
 	// Log receives one line per finished piece of work (nil: silent).
 	Log func(format string, a ...any)
+}
+
+// AdaptiveTiming is the simulator's default adaptive trial, as --runner
+// sim runs it: the least ramp-up, the 12-minute longest window, the
+// default precision.
+func AdaptiveTiming() algorithms.Timing {
+	t := sim.DefaultTiming()
+	t.RampUp, t.Precision = sim.AdaptiveRampUp, algorithms.DefaultPrecision
+	return t
 }
 
 // DefaultConfig measures six topologies on two seeds.
@@ -48,12 +70,58 @@ func DefaultConfig() Config {
 	return Config{
 		Topologies:  []string{"1/1/1/1", "1/2/1/2", "1/4/1/4", "1/2/1", "2/4/1/4", "1/6/2/6"},
 		Seeds:       []uint64{1, 2},
-		Timing:      sim.DefaultTiming(),
+		Timing:      AdaptiveTiming(),
+		FixedTiming: sim.DefaultTiming(),
 		SLAs:        []float64{0.2, 0.5, 2},
 		Parallel:    runtime.GOMAXPROCS(0),
 		SpeedUsers:  []int{1000, 10000, 100000},
 		SpeedTiming: sim.DefaultTiming(),
+		Coverage:    DefaultCoverage(),
+		Precisions:  []float64{0.01, 0.02, 0.05},
 	}
+}
+
+// PrecisionRun is the default campaign on one topology and seed at one
+// precision (0: --fixed), with the simulator's default trials.
+type PrecisionRun struct {
+	Topology   string  `json:"topology"`
+	Seed       uint64  `json:"seed"`
+	Precision  float64 `json:"precision"`
+	Allocation string  `json:"allocation"`
+	Critical   string  `json:"critical"`
+	MinJobs    float64 `json:"minJobs"`
+	// Experiments, CPU and simulated seconds of the campaign.
+	Experiments      int     `json:"experiments"`
+	CPUSeconds       float64 `json:"cpuSeconds"`
+	SimulatedSeconds float64 `json:"simulatedSeconds"`
+}
+
+// measurePrecisions runs the default campaign at each precision and fixed.
+func measurePrecisions(ctx context.Context, cfg Config, logf func(string, ...any)) ([]PrecisionRun, error) {
+	var out []PrecisionRun
+	for _, topo := range cfg.Topologies {
+		d, err := parse(topo)
+		if err != nil {
+			return nil, err
+		}
+		for _, seed := range cfg.Seeds {
+			for _, p := range append([]float64{0}, cfg.Precisions...) {
+				t := sim.DefaultTiming()
+				if p > 0 {
+					t = AdaptiveTiming()
+					t.Precision = p
+				}
+				_, c, err := runCampaign(ctx, cfg, d, seed, algorithms.ModeEfficient, algorithms.DefaultOptions().MinJobsAt, t)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, PrecisionRun{Topology: topo, Seed: seed, Precision: p, Allocation: c.Allocation, Critical: c.Critical,
+					MinJobs: c.MinJobs, Experiments: c.Experiments, CPUSeconds: c.CPUSeconds, SimulatedSeconds: c.SimulatedSeconds})
+			}
+			logf("precisions: %s seed %d done", topo, seed)
+		}
+	}
+	return out, nil
 }
 
 // experimenter is the sim runner with a seed, as --runner sim builds it.
@@ -99,6 +167,8 @@ type SpeedTrial struct {
 	EventsPerSecond float64 `json:"eventsPerSecond"`
 	EventsPerPage   float64 `json:"eventsPerPage"`
 	NsPerEvent      float64 `json:"nsPerEvent"`
+	// SimulatedPerWall is simulated seconds per wall second.
+	SimulatedPerWall float64 `json:"simulatedPerWall"`
 }
 
 // Speed is the simulator-speed section.
@@ -125,7 +195,15 @@ type Campaign struct {
 	Reading     string  `json:"reading"`
 	Experiments int     `json:"experiments"`
 	WallSeconds float64 `json:"wallSeconds"`
-	Error       string  `json:"error,omitempty"`
+	// CPUSeconds is the process's CPU time over the campaign (it runs
+	// alone); SimulatedSeconds the simulated time of its trials, warm-ups
+	// included; Precision its trials' (0: fixed).
+	CPUSeconds       float64 `json:"cpuSeconds"`
+	SimulatedSeconds float64 `json:"simulatedSeconds"`
+	Precision        float64 `json:"precision,omitempty"`
+	// Imprecise counts its trials that ended at the longest window.
+	Imprecise int    `json:"imprecise,omitempty"`
+	Error     string `json:"error,omitempty"`
 }
 
 // Quality is one allocation's maximum goodput over the grid's best, per SLA.
@@ -133,6 +211,9 @@ type Quality struct {
 	Role       string             `json:"role"`
 	Allocation string             `json:"allocation"`
 	Ratio      map[string]float64 `json:"ratio"` // keyed by SLA threshold as written
+	// Indistinguishable lists the thresholds at which the allocation
+	// cannot be told from the grid's best (algorithms.Compared).
+	Indistinguishable []string `json:"indistinguishable,omitempty"`
 }
 
 // TopologyResult is everything measured on one topology with one seed.
@@ -140,6 +221,9 @@ type TopologyResult struct {
 	Topology  string     `json:"topology"`
 	Seed      uint64     `json:"seed"`
 	Campaigns []Campaign `json:"campaigns"`
+	// Fixed is the default campaign with fixed-length trials, beside the
+	// adaptive Campaigns[0] (nil when every trial is fixed).
+	Fixed *Campaign `json:"fixed,omitempty"`
 	// GridAllocations x GridWorkloads is the exhaustive grid's cost.
 	GridAllocations int       `json:"gridAllocations"`
 	GridWorkloads   []int     `json:"gridWorkloads"`
@@ -148,15 +232,26 @@ type TopologyResult struct {
 	// RandomBudget is the efficient mode's experiment count, spent on
 	// random (allocation, workload) picks from the grid.
 	RandomBudget int `json:"randomBudget"`
+	// GridSimulatedSeconds and GridImprecise: the grid's simulated time and
+	// its trials that ended at the longest window.
+	GridSimulatedSeconds float64 `json:"gridSimulatedSeconds"`
+	GridImprecise        int     `json:"gridImprecise,omitempty"`
 }
 
 // Report is the whole evaluation.
 type Report struct {
-	Machine   Machine          `json:"machine"`
-	Config    ReportConfig     `json:"config"`
-	Speed     Speed            `json:"speed"`
-	Results   []TopologyResult `json:"results"`
-	WallTotal float64          `json:"wallSeconds"`
+	Machine    Machine          `json:"machine"`
+	Config     ReportConfig     `json:"config"`
+	Speed      Speed            `json:"speed"`
+	Results    []TopologyResult `json:"results"`
+	Coverage   *Coverage        `json:"coverage,omitempty"`
+	Reference  *Reference       `json:"reference,omitempty"`
+	Precisions []PrecisionRun   `json:"precisions,omitempty"`
+	WallTotal  float64          `json:"wallSeconds"`
+	CPUTotal   float64          `json:"cpuSeconds,omitempty"`
+	// Load is the machine's load average (1, 5, 15 min) at the start and
+	// the end of the run: the machine is shared.
+	Load [2][3]float64 `json:"load,omitempty"`
 }
 
 // ReportConfig records the settings of the run.
@@ -165,6 +260,8 @@ type ReportConfig struct {
 	Seeds          []uint64  `json:"seeds"`
 	RuntimeSeconds float64   `json:"runtimeSeconds"`
 	WarmUpSeconds  float64   `json:"warmUpSeconds"`
+	Precision      float64   `json:"precision,omitempty"`
+	FixedWarmUp    float64   `json:"fixedWarmUpSeconds,omitempty"`
 	SLAs           []float64 `json:"slas"`
 }
 
@@ -175,8 +272,14 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
+	cpu0 := cpuSeconds()
 	rep := Report{Machine: describeMachine(), Config: ReportConfig{Topologies: cfg.Topologies, Seeds: cfg.Seeds,
-		RuntimeSeconds: cfg.Timing.Runtime.Seconds(), WarmUpSeconds: cfg.Timing.RampUp.Seconds(), SLAs: cfg.SLAs}}
+		RuntimeSeconds: cfg.Timing.Runtime.Seconds(), WarmUpSeconds: cfg.Timing.RampUp.Seconds(), Precision: cfg.Timing.Precision,
+		SLAs: cfg.SLAs}}
+	if cfg.Timing.Adaptive() {
+		rep.Config.FixedWarmUp = cfg.FixedTiming.RampUp.Seconds()
+	}
+	rep.Load[0] = loadAverage()
 	var err error
 	if rep.Speed, err = measureSpeed(ctx, cfg, logf); err != nil {
 		return rep, err
@@ -190,8 +293,51 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			rep.Results = append(rep.Results, r)
 		}
 	}
+	if len(cfg.Precisions) > 0 && cfg.Timing.Adaptive() {
+		if rep.Precisions, err = measurePrecisions(ctx, cfg, logf); err != nil {
+			return rep, fmt.Errorf("evaluate precisions: %w", err)
+		}
+	}
+	if cfg.Coverage.Seeds > 0 {
+		cov, err := measureCoverage(ctx, cfg, logf)
+		if err != nil {
+			return rep, fmt.Errorf("evaluate coverage: %w", err)
+		}
+		rep.Coverage = &cov
+	}
 	rep.WallTotal = time.Since(start).Seconds()
+	rep.CPUTotal = cpuSeconds() - cpu0
+	rep.Load[1] = loadAverage()
+	if cfg.Reference != nil {
+		ref := compareReference(*cfg.Reference, rep)
+		rep.Reference = &ref
+	}
 	return rep, nil
+}
+
+// counting counts what an experimenter ran: simulated seconds (warm-up
+// and window), and trials that ended at the longest window.
+type counting struct {
+	x         algorithms.Experimenter
+	mu        sync.Mutex
+	simulated float64
+	imprecise int
+}
+
+func (c *counting) RunExperiment(ctx context.Context, e algorithms.Experiment) (algorithms.Observation, error) {
+	o, err := c.x.RunExperiment(ctx, e)
+	if err == nil {
+		c.mu.Lock()
+		c.simulated += o.RuntimeSeconds
+		if o.Window != nil {
+			c.simulated += o.Window.WarmUpSeconds
+			if e.Timing.Adaptive() && !o.Window.Precise {
+				c.imprecise++
+			}
+		}
+		c.mu.Unlock()
+	}
+	return o, err
 }
 
 func parse(topo string) (algorithms.Deployment, error) { return topology.ParseTopology(topo) }
@@ -230,7 +376,7 @@ func measureSpeed(ctx context.Context, cfg Config, logf func(string, ...any)) (S
 		wall := time.Since(t0).Seconds()
 		tr := SpeedTrial{Label: j.label, Topology: j.topo, Users: j.users, WallSeconds: wall, Events: st.Events,
 			Pages: st.Pages + st.WarmUpPages, EventsPerSecond: float64(st.Events) / wall, EventsPerPage: st.EventsPerPage(),
-			NsPerEvent: wall * 1e9 / float64(st.Events)}
+			NsPerEvent: wall * 1e9 / float64(st.Events), SimulatedPerWall: st.SimulatedSeconds / wall}
 		sp.Trials = append(sp.Trials, tr)
 		logf("speed: %s %s at %d users: %.2f s, %d events, %.1f events/page", j.label, j.topo, j.users, wall, st.Events, tr.EventsPerPage)
 	}
@@ -250,18 +396,30 @@ func measureSpeed(ctx context.Context, cfg Config, logf func(string, ...any)) (S
 	return sp, nil
 }
 
-// runCampaign runs one recommend campaign on the simulator.
-func runCampaign(ctx context.Context, cfg Config, d algorithms.Deployment, seed uint64, mode algorithms.Mode, reading algorithms.MinJobsReading) (algorithms.Recommendation, Campaign, error) {
+// campaignTiming is t as the CLI gives it to a campaign: an adaptive
+// trial measures goodput at the SLA to its precision.
+func campaignTiming(t algorithms.Timing) algorithms.Timing {
+	if t.Adaptive() {
+		t.SLAs = []float64{algorithms.DefaultOptions().SLA}
+	}
+	return t
+}
+
+// runCampaign runs one recommend campaign on the simulator with trials of
+// timing t (campaignTiming).
+func runCampaign(ctx context.Context, cfg Config, d algorithms.Deployment, seed uint64, mode algorithms.Mode, reading algorithms.MinJobsReading, t algorithms.Timing) (algorithms.Recommendation, Campaign, error) {
 	opts := algorithms.DefaultOptions()
-	opts.Mode, opts.Timing, opts.MinJobsAt = mode, cfg.Timing, reading
+	opts.Mode, opts.Timing, opts.MinJobsAt = mode, campaignTiming(t), reading
 	start, _ := topology.ParseAllocation("400-150-60")
-	t0 := time.Now()
-	x, err := cfg.experimenter(seed)
+	t0, cpu0 := time.Now(), cpuSeconds()
+	sx, err := cfg.experimenter(seed)
 	if err != nil {
 		return algorithms.Recommendation{}, Campaign{}, err
 	}
+	x := &counting{x: sx}
 	rec, err := algorithms.Recommend(ctx, x, d, start, opts)
 	c := Campaign{Mode: string(mode) + " (" + string(reading) + ")", Seed: seed, Experiments: rec.Experiments, WallSeconds: time.Since(t0).Seconds(),
+		CPUSeconds: cpuSeconds() - cpu0, SimulatedSeconds: x.simulated, Precision: t.Precision, Imprecise: x.imprecise,
 		Critical: rec.Critical.Tier + "/" + rec.Critical.Resource, Saturation: rec.Critical.SaturationWorkload,
 		Predicted: rec.Critical.PredictedSaturation, MinJobs: rec.MinJobs.MinJobs, Reading: rec.MinJobs.Reading}
 	if err != nil {
@@ -289,16 +447,25 @@ func evaluateTopology(ctx context.Context, cfg Config, topo string, seed uint64,
 	if defReading == algorithms.ReadAtKnee {
 		other = algorithms.ReadAtSaturation
 	}
-	recE, cE, err := runCampaign(ctx, cfg, d, seed, algorithms.ModeEfficient, defReading)
+	recE, cE, err := runCampaign(ctx, cfg, d, seed, algorithms.ModeEfficient, defReading, cfg.Timing)
 	if err != nil {
 		return res, err
 	}
 	logf("%s seed %d: efficient recommend %s in %d experiments (%.1f s)", topo, seed, cE.Allocation, cE.Experiments, cE.WallSeconds)
-	recO, cO, err := runCampaign(ctx, cfg, d, seed, algorithms.ModeEfficient, other)
+	var recF algorithms.Recommendation
+	if cfg.Timing.Adaptive() {
+		var cF Campaign
+		if recF, cF, err = runCampaign(ctx, cfg, d, seed, algorithms.ModeEfficient, defReading, cfg.FixedTiming); err != nil {
+			return res, err
+		}
+		res.Fixed = &cF
+		logf("%s seed %d: efficient recommend with fixed trials %s in %d experiments (%.1f s)", topo, seed, cF.Allocation, cF.Experiments, cF.WallSeconds)
+	}
+	recO, cO, err := runCampaign(ctx, cfg, d, seed, algorithms.ModeEfficient, other, cfg.Timing)
 	if err != nil {
 		return res, err
 	}
-	recP, cP, err := runCampaign(ctx, cfg, d, seed, algorithms.ModePaper, algorithms.ReadAtKnee)
+	recP, cP, err := runCampaign(ctx, cfg, d, seed, algorithms.ModePaper, algorithms.ReadAtKnee, cfg.Timing)
 	if err != nil {
 		return res, err
 	}
@@ -314,17 +481,26 @@ func evaluateTopology(ctx context.Context, cfg Config, topo string, seed uint64,
 	if cP.Error == "" {
 		grid = append(grid, algorithms.GridEntry{Allocation: recP.Allocation, Role: "recommended-paper"})
 	}
+	if res.Fixed != nil && res.Fixed.Error == "" {
+		grid = append(grid, algorithms.GridEntry{Allocation: recF.Allocation, Role: roleFixed})
+	}
 	res.GridWorkloads = algorithms.GridWorkloads(recE.Critical.SaturationWorkload)
 	res.GridAllocations = len(grid)
-	x, err := cfg.experimenter(seed)
+	sx, err := cfg.experimenter(seed)
 	if err != nil {
 		return res, err
+	}
+	x := &counting{x: sx}
+	gt := cfg.Timing
+	if gt.Adaptive() {
+		gt.SLAs = cfg.SLAs
 	}
 	cmp, err := algorithms.Compare(ctx, []algorithms.Experimenter{x}, d, grid,
-		algorithms.CompareOptions{Workloads: res.GridWorkloads, SLAs: cfg.SLAs, Timing: cfg.Timing, Parallel: cfg.Parallel})
+		algorithms.CompareOptions{Workloads: res.GridWorkloads, SLAs: cfg.SLAs, Timing: gt, Parallel: cfg.Parallel})
 	if err != nil {
 		return res, err
 	}
+	res.GridSimulatedSeconds, res.GridImprecise = x.simulated, x.imprecise
 	nw := len(res.GridWorkloads)
 	key := func(t float64) string { return fmt.Sprintf("%g", t) }
 	ratio := func(i int) map[string]float64 {
@@ -336,16 +512,28 @@ func evaluateTopology(ctx context.Context, cfg Config, topo string, seed uint64,
 		}
 		return r
 	}
+	same := func(i int) []string {
+		var out []string
+		for s, t := range cfg.SLAs {
+			if cmp.Entries[i].Indistinguishable[s] && cmp.Best[s] != i {
+				out = append(out, key(t))
+			}
+		}
+		return out
+	}
 	top := len(cfg.SLAs) - 1
 	slaTop := key(cfg.SLAs[top])
-	res.GridBest = Quality{Role: "grid best at " + slaTop + " s", Allocation: format(grid[cmp.Best[top]].Allocation), Ratio: ratio(cmp.Best[top])}
+	res.GridBest = Quality{Role: "grid best at " + slaTop + " s", Allocation: format(grid[cmp.Best[top]].Allocation), Ratio: ratio(cmp.Best[top]),
+		Indistinguishable: same(cmp.Best[top])}
 	// An allocation can fill several roles (the two readings may agree).
-	for _, role := range []string{algorithms.RoleRecommended, "recommended-" + string(other), "recommended-paper",
+	for _, role := range []string{algorithms.RoleRecommended, roleFixed, "recommended-" + string(other), "recommended-paper",
 		algorithms.RolePractitioners, algorithms.RoleTomcatDefaults, algorithms.RoleHikari} {
 		var a algorithms.Allocation
 		switch role {
 		case algorithms.RoleRecommended:
 			a = recE.Allocation
+		case roleFixed:
+			a = recF.Allocation
 		case "recommended-" + string(other):
 			a = recO.Allocation
 		case "recommended-paper":
@@ -359,7 +547,7 @@ func evaluateTopology(ctx context.Context, cfg Config, topo string, seed uint64,
 		}
 		for i, g := range grid {
 			if a != nil && g.Allocation.Key() == a.Key() {
-				res.Compared = append(res.Compared, Quality{Role: role, Allocation: format(g.Allocation), Ratio: ratio(i)})
+				res.Compared = append(res.Compared, Quality{Role: role, Allocation: format(g.Allocation), Ratio: ratio(i), Indistinguishable: same(i)})
 				break
 			}
 		}
@@ -384,6 +572,9 @@ func evaluateTopology(ctx context.Context, cfg Config, topo string, seed uint64,
 	logf("%s seed %d: grid of %d allocations x %d workloads; recommended at %s s: %.3f", topo, seed, len(grid), nw, slaTop, ratio(0)[slaTop])
 	return res, nil
 }
+
+// roleFixed is the default campaign's answer with fixed-length trials.
+const roleFixed = "recommended-fixed"
 
 func format(a algorithms.Allocation) string {
 	if s, err := topology.FormatAllocation(a); err == nil {

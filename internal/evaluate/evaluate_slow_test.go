@@ -23,7 +23,12 @@ import (
 func TestSlowRunAndWrite(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Topologies, cfg.Seeds = []string{"1/2/1/2"}, []uint64{1, 2}
-	cfg.Timing = algorithms.Timing{RampUp: 10 * time.Second, Runtime: 20 * time.Second}
+	cfg.Timing = algorithms.Timing{RampUp: 10 * time.Second, Runtime: 30 * time.Second, Precision: 0.05}
+	cfg.FixedTiming = algorithms.Timing{RampUp: 10 * time.Second, Runtime: 20 * time.Second}
+	cfg.Coverage.Topology, cfg.Coverage.Workloads, cfg.Coverage.Seeds = "1/2/1/2", []int{2000}, 4
+	cfg.Coverage.LongSeeds, cfg.Coverage.LongRuntime, cfg.Coverage.CRNSeeds = 1, time.Minute, 3
+	cfg.Coverage.Timing.Runtime = 30 * time.Second
+	cfg.Precisions = []float64{0.05}
 	cfg.SpeedTiming = algorithms.Timing{RampUp: 5 * time.Second, Runtime: 10 * time.Second}
 	cfg.SpeedUsers = []int{1000}
 	rep, err := Run(context.Background(), cfg)
@@ -36,6 +41,12 @@ func TestSlowRunAndWrite(t *testing.T) {
 		assert.Empty(t, e.Error)
 		assert.Equal(t, "app/cpu", e.Critical)
 		assert.Less(t, e.Experiments, p.Experiments, "the efficient mode needs fewer experiments")
+		require.NotNil(t, r.Fixed, "the default campaign with fixed trials beside")
+		assert.Equal(t, "app/cpu", r.Fixed.Critical)
+		assert.Zero(t, r.Fixed.Precision)
+		assert.Equal(t, 0.05, e.Precision)
+		assert.Positive(t, e.SimulatedSeconds)
+		assert.Positive(t, r.GridSimulatedSeconds)
 		assert.InDelta(t, 1, r.GridBest.Ratio["2"], 1e-12)
 		for _, q := range r.Compared {
 			for _, v := range q.Ratio {
@@ -47,7 +58,13 @@ func TestSlowRunAndWrite(t *testing.T) {
 	require.NoError(t, Write(dir, rep))
 	md, err := os.ReadFile(filepath.Join(dir, "evaluation.md"))
 	require.NoError(t, err)
-	for _, section := range []string{"## 1. Simulator speed", "## 2. Experiments needed", "## 3. Quality", "Seed-to-seed spread", "## 4. Wall time"} {
+	require.NotNil(t, rep.Coverage)
+	assert.Len(t, rep.Coverage.Workloads, 1)
+	assert.Positive(t, rep.Coverage.Overall)
+	assert.Len(t, rep.Coverage.CRN, 1)
+	assert.Len(t, rep.Precisions, 4, "fixed and 5%, two seeds")
+	for _, section := range []string{"## 1. Simulator speed", "## 2. Experiments needed", "### Adaptive against fixed-length trials", "## 3. Quality",
+		"Seed-to-seed spread", "## 5. Coverage of the intervals", "Common random numbers", "### Choosing the default precision", "## 6. Wall time"} {
 		assert.Contains(t, string(md), section)
 	}
 	var back Report

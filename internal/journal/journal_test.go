@@ -238,6 +238,18 @@ func TestKeyIsStable(t *testing.T) {
 		Timing: algorithms.Timing{RampUp: time.Minute, Runtime: 12 * time.Minute, RampDown: 1500 * time.Millisecond}}
 	id := journal.Identity{Runner: "sim", Settings: map[string]string{"seed": "1", "model": "default@abc"}}
 	assert.Equal(t, "7ec5dd8be06ca4aabd00ef69", journal.Key(id, e), "the key of b67725b's journals")
+	// SLA thresholds change nothing in a fixed trial: the key stays.
+	e.Timing.SLAs = []float64{2}
+	assert.Equal(t, "7ec5dd8be06ca4aabd00ef69", journal.Key(id, e))
+	// An adaptive trial's precision and thresholds decide when it ends:
+	// both are in its key.
+	e.Timing.Precision = 0.02
+	adaptive := journal.Key(id, e)
+	assert.NotEqual(t, "7ec5dd8be06ca4aabd00ef69", adaptive)
+	e.Timing.Precision = 0.01
+	assert.NotEqual(t, adaptive, journal.Key(id, e))
+	e.Timing.Precision, e.Timing.SLAs = 0.02, []float64{0.5, 2}
+	assert.NotEqual(t, adaptive, journal.Key(id, e))
 }
 
 // A record edited by hand is refused with the line and the field, as the

@@ -24,6 +24,13 @@ type SimulateRow struct {
 	Drops        int64            `json:"drops"`
 	Retries      int64            `json:"retries"`
 	Servers      []SimulateServer `json:"servers"`
+	// RuntimeSeconds is the measured time; the half-widths, where the
+	// runner measured them, are of throughput's and each goodput's 95%
+	// interval; Window says how the window was chosen.
+	RuntimeSeconds      float64                    `json:"runtimeSeconds"`
+	ThroughputHalfWidth float64                    `json:"throughputHalfWidth,omitempty"`
+	GoodputHalfWidth    map[string]float64         `json:"goodputHalfWidth,omitempty"`
+	Window              *algorithms.MeasuredWindow `json:"window,omitempty"`
 }
 
 // SimulateServer is one server of a row.
@@ -35,13 +42,15 @@ type SimulateServer struct {
 	Throughput   float64        `json:"throughput"`
 	ResponseTime float64        `json:"responseTime"`
 	Pools        []SimulatePool `json:"pools"`
+	CPUHalfWidth float64        `json:"cpuHalfWidth,omitempty"`
 }
 
 // SimulatePool is one pool of a server.
 type SimulatePool struct {
-	Name string  `json:"name"`
-	Size int     `json:"size"`
-	Busy float64 `json:"busy"`
+	Name          string  `json:"name"`
+	Size          int     `json:"size"`
+	Busy          float64 `json:"busy"`
+	BusyHalfWidth float64 `json:"busyHalfWidth,omitempty"`
 }
 
 // SLA is a goodput threshold as the user wrote it, and in seconds.
@@ -55,17 +64,23 @@ func NewSimulateRow(allocation string, e algorithms.Experiment, o algorithms.Obs
 	row := SimulateRow{
 		Allocation: allocation, Users: e.Workload.Users, Throughput: o.Throughput,
 		Goodput: map[string]float64{}, Badput: map[string]float64{}, ResponseTime: o.ResponseTimes.Mean(),
-		Drops: o.Drops, Retries: o.Retries,
+		Drops: o.Drops, Retries: o.Retries, RuntimeSeconds: o.RuntimeSeconds, ThroughputHalfWidth: o.ThroughputHalfWidth, Window: o.Window,
 	}
 	for _, t := range slas {
 		row.Goodput[t.Text] = o.Goodput(t.Seconds)
 		row.Badput[t.Text] = o.Badput(t.Seconds)
+		if g := o.GoodputInterval(t.Seconds); g.HalfWidth > 0 {
+			if row.GoodputHalfWidth == nil {
+				row.GoodputHalfWidth = map[string]float64{}
+			}
+			row.GoodputHalfWidth[t.Text] = g.HalfWidth
+		}
 	}
 	for _, sv := range o.Servers {
 		ss := SimulateServer{Name: sv.Name, Tier: sv.Tier, CPU: sv.CPU, GCShare: sv.GCShare, Throughput: sv.Throughput,
-			ResponseTime: sv.ResponseTime, Pools: []SimulatePool{}}
+			ResponseTime: sv.ResponseTime, Pools: []SimulatePool{}, CPUHalfWidth: sv.CPUHalfWidth}
 		for _, p := range sv.Pools {
-			ss.Pools = append(ss.Pools, SimulatePool{Name: p.Name, Size: p.Size, Busy: p.Busy})
+			ss.Pools = append(ss.Pools, SimulatePool{Name: p.Name, Size: p.Size, Busy: p.Busy, BusyHalfWidth: p.BusyHalfWidth})
 		}
 		row.Servers = append(row.Servers, ss)
 	}

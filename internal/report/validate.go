@@ -20,6 +20,10 @@ type ValidateAllocation struct {
 	Goodput    []float64 `json:"goodput"`
 	// Ratio is MaxGoodput over the grid's best.
 	Ratio float64 `json:"ratio"`
+	// MaxHalfWidth is MaxGoodput's 95% half-width where the trials measured
+	// one; Indistinguishable says it cannot be told from the grid's best.
+	MaxHalfWidth      float64 `json:"maxGoodputHalfWidth,omitempty"`
+	Indistinguishable bool    `json:"indistinguishable"`
 }
 
 // ValidateJSON is `softalloc validate --output json`.
@@ -47,7 +51,15 @@ func WriteValidateTable(w io.Writer, doc ValidateJSON) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\tALLOCATION\tMAX GOODPUT (PAGES/S)\tAT USERS\tVS BEST\tEXPERIMENTS")
 	row := func(label string, v ValidateAllocation, exps string) {
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%d\t%.3f\t%s\n", label, v.Allocation, v.MaxGoodput, v.AtUsers, v.Ratio, exps)
+		good := fmt.Sprintf("%.1f", v.MaxGoodput)
+		if v.MaxHalfWidth > 0 {
+			good += fmt.Sprintf(" ± %.1f", v.MaxHalfWidth)
+		}
+		ratio := fmt.Sprintf("%.3f", v.Ratio)
+		if v.Indistinguishable && v.Ratio < 1 {
+			ratio += " (within the noise)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", label, v.Allocation, good, v.AtUsers, ratio, exps)
 	}
 	recExps := "given"
 	if doc.RecommendExperiments > 0 {
@@ -68,6 +80,15 @@ func WriteValidateTable(w io.Writer, doc ValidateJSON) error {
 		fmt.Fprintf(w, " %s (%.3f)", top[i].Allocation, top[i].Ratio)
 	}
 	fmt.Fprintln(w)
+	same := 0
+	for _, v := range doc.Grid {
+		if v.Indistinguishable {
+			same++
+		}
+	}
+	if same > 1 {
+		fmt.Fprintf(w, "%d allocations cannot be told from the grid's best at 95%% confidence\n", same)
+	}
 	return nil
 }
 

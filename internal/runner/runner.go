@@ -47,8 +47,12 @@ type Config struct {
 type Runner struct {
 	algorithms.Experimenter
 	Name string
-	// DefaultTiming is the trial schedule used when the user names none.
-	DefaultTiming algorithms.Timing
+	// DefaultTiming is the trial schedule used when the user names none:
+	// adaptive (a precision above 0) on every runner that can end a trial
+	// early. AdaptiveRampUp, when set, is its least warm-up in place of
+	// DefaultTiming.RampUp while trials are adaptive.
+	DefaultTiming  algorithms.Timing
+	AdaptiveRampUp time.Duration
 	// Settings identify the runner's configuration (journal keys, metrics labels).
 	Settings map[string]string
 	// Warnings are things the user should know (a torn campaign line).
@@ -145,13 +149,16 @@ func newSim(cfg Config) (Runner, error) {
 		return Runner{}, fmt.Errorf("runner sim: %w", err)
 	}
 	sum := sha256.Sum256(params)
+	t := sim.DefaultTiming()
+	t.Precision = algorithms.DefaultPrecision
 	return Runner{
-		Experimenter:  &sim.Runner{Model: m, Seed: cfg.Seed},
-		Name:          "sim",
-		DefaultTiming: sim.DefaultTiming(),
-		Settings:      map[string]string{"seed": fmt.Sprint(cfg.Seed), "model": model + "@" + hex.EncodeToString(sum[:6])},
-		Parallel:      true,
-		Seeded:        true,
+		Experimenter:   &sim.Runner{Model: m, Seed: cfg.Seed},
+		Name:           "sim",
+		DefaultTiming:  t,
+		AdaptiveRampUp: sim.AdaptiveRampUp,
+		Settings:       map[string]string{"seed": fmt.Sprint(cfg.Seed), "model": model + "@" + hex.EncodeToString(sum[:6])},
+		Parallel:       true,
+		Seeded:         true,
 	}, nil
 }
 
@@ -163,10 +170,14 @@ func newReplay(cfg Config) (Runner, error) {
 	if err != nil {
 		return Runner{}, err
 	}
+	// Adaptive by default, as the campaigns it replays were recorded: a
+	// recording at the asked precision answers first (Runner).
+	t := algorithms.PaperTiming
+	t.Precision = algorithms.DefaultPrecision
 	return Runner{
 		Experimenter:  r,
 		Name:          "replay",
-		DefaultTiming: algorithms.PaperTiming,
+		DefaultTiming: t,
 		Settings:      map[string]string{"campaign": cfg.Campaign},
 		Warnings:      r.Warnings,
 		Parallel:      true,

@@ -5,15 +5,16 @@ import (
 	"testing"
 )
 
-// benchTrial runs one default trial (the model's warm-up, 12 min measured,
-// pools, admission, GC and FIN wait on) per iteration and reports the
-// simulator's speed.
+// benchTrial runs one default fixed trial (the model's warm-up, 12 min
+// measured, pools, admission, GC and FIN wait on) per iteration and reports
+// the simulator's speed, in events and in simulated seconds per wall second.
 func benchTrial(b *testing.B, topo, alloc string, users int) {
 	m := DefaultModel()
 	e := experiment(b, topo, alloc, users, 0, 0)
 	e.Timing = DefaultTiming()
 	ctx := context.Background()
 	var events, lazy, pages int64
+	var simulated float64
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -24,11 +25,13 @@ func benchTrial(b *testing.B, topo, alloc string, users int) {
 		events += st.Events
 		lazy += st.LazyEvents
 		pages += st.Pages + st.WarmUpPages
+		simulated += st.SimulatedSeconds
 	}
 	sec := b.Elapsed().Seconds()
 	b.ReportMetric(float64(events)/sec, "events/s")
 	b.ReportMetric(float64(events)/float64(pages), "events/page")
 	b.ReportMetric(float64(lazy)/float64(pages), "lazy-events/page")
+	b.ReportMetric(simulated/sec, "simulated-s/s")
 }
 
 // BenchmarkTrial1414 is the speed target: 1/4/1/4 at 7,000 users,

@@ -205,6 +205,7 @@ type chain struct {
 	prefetchedBucket int64 // the wheel bucket whose users were loaded
 	prefetchSink     uint8 // what the loads read, kept so they are not optimised away
 
+	series *series                                   // the trial as one-second intervals (series.go)
 	stats  Stats                                     // events and warm-up pages, for collectStats
 	onPage func(u int32, state uint8, think float64) // test hook: a page ends
 }
@@ -333,8 +334,16 @@ func newChain(m *Model, e algorithms.Experiment, seed uint64) (*chain, error) {
 	}
 	c.setCand(candThink, c.thinkFront())
 	c.push(1, 0, evTick)
-	c.push(c.windowStart, 0, evWindowStart)
-	c.push(c.windowEnd, 0, evWindowEnd)
+	c.series = newSeries(c, sh.timing)
+	if c.series.adaptive {
+		// An adaptive trial measures from its minimum ramp-up, and its
+		// window ends at a tick (series.go).
+		c.windowStart = float64(c.series.minWarmUp)
+		c.push(c.windowStart, 0, evWindowStart)
+	} else {
+		c.push(c.windowStart, 0, evWindowStart)
+		c.push(c.windowEnd, 0, evWindowEnd)
+	}
 	return c, nil
 }
 
@@ -370,10 +379,17 @@ func (c *chain) run(ctx context.Context) error {
 				if c.measuring {
 					c.sample()
 				}
+				if c.tick(bt) {
+					c.windowEnd = bt
+					c.finish()
+					return nil
+				}
 				c.push(bt+1, 0, evTick)
 			case evWindowStart:
 				c.restart()
+				c.startWindow(bt)
 			case evWindowEnd:
+				c.record(bt)
 				c.finish()
 				return nil
 			}
@@ -643,9 +659,12 @@ func (c *chain) releaseWorker(w *webServer) {
 func (c *chain) pageDone(u int32) {
 	k := &c.usersCold[u]
 	if c.measuring {
-		c.responseTimes.Add(c.now - k.pageStart)
+		rt := c.now - k.pageStart
+		c.responseTimes.Add(rt)
+		c.series.pageWithin(rt)
 	}
 	c.pages++
+	c.series.pageDone(c.now, c.now-k.pageStart)
 	c.mix.step(&k.nav, &k.rng)
 	z := c.mix.think(&k.rng)
 	c.prepare(u)
@@ -777,6 +796,7 @@ func (c *chain) restart() {
 	}
 	c.stats.WarmUpPages = c.pages
 	c.responseTimes.Reset()
+	clear(c.series.within)
 	c.pages, c.drops, c.retries, c.webDrops, c.appDrops, c.queriesSent, c.servletPages = 0, 0, 0, 0, 0, 0, 0
 	c.measuring = true
 }

@@ -14,9 +14,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/softalloc/softalloc/algorithms"
-	"github.com/softalloc/softalloc/internal/sim/engine"
 )
 
 // Stats are diagnostics of one trial, beside its observation.
@@ -75,7 +75,8 @@ func Simulate(ctx context.Context, m *Model, e algorithms.Experiment, seed uint6
 	if err := c.run(ctx); err != nil {
 		return algorithms.Observation{}, c.stats, err
 	}
-	return c.observation(), c.collectStats(), nil
+	o, st := c.result()
+	return o, st, nil
 }
 
 // shape is what checkExperiment reads from a valid experiment for newChain.
@@ -83,6 +84,7 @@ type shape struct {
 	tiers      [4]algorithms.Tier // by role: web, app, cluster, db
 	hasCluster bool
 	start, end float64 // the measured window, simulated seconds
+	timing     algorithms.Timing
 	webThreads int32
 	appThreads int32
 	appConns   int32
@@ -100,12 +102,17 @@ func checkExperiment(m *Model, e algorithms.Experiment) (shape, error) {
 		return sh, fmt.Errorf("workload.users: want an integer in [1,%d], got %d", math.MaxInt32, users)
 	}
 	t := e.Timing
-	if t == (algorithms.Timing{}) {
-		t = DefaultTiming()
+	if t.RampUp == 0 && t.Runtime == 0 && t.RampDown == 0 {
+		d := DefaultTiming()
+		t.RampUp, t.Runtime = d.RampUp, d.Runtime
 	}
 	if t.Runtime <= 0 || t.RampUp < 0 {
 		return sh, fmt.Errorf("timing: want rampUp >= 0 and runtime > 0, got %v and %v", t.RampUp, t.Runtime)
 	}
+	if err := t.CheckAdaptive(); err != nil {
+		return sh, err
+	}
+	sh.timing = t
 	sh.start = t.RampUp.Seconds()
 	sh.end = sh.start + t.Runtime.Seconds()
 
@@ -192,6 +199,32 @@ func (r Runner) CheckExperiment(e algorithms.Experiment) error {
 	return err
 }
 
+// result is the trial's observation, with its intervals, and its stats.
+func (c *chain) result() (algorithms.Observation, Stats) {
+	end := c.capture(c.now)
+	tot, h := end, c.responseTimes.Histogram()
+	var before totals
+	if from := c.series.windowSnapshot(); from != nil {
+		// An adaptive trial's window began at a snapshot, not at the restart.
+		rec := c.responseTimes.Since(&from.rec)
+		tot, h = end.minus(from.tot), rec.Histogram()
+		before = from.tot
+	}
+	o := c.observation(tot, c.windowEnd-c.windowStart, h)
+	c.intervals(&o, tot)
+	st := c.collectStats()
+	st.Pages, st.WarmUpPages = tot.pages, st.WarmUpPages+before.pages
+	st.GCPauses = 0
+	for _, n := range tot.pauses {
+		st.GCPauses += n
+	}
+	st.WebDrops, st.AppDrops, st.QueriesPerServletPage = tot.webDrops, tot.appDrops, 0
+	if tot.servletPages > 0 {
+		st.QueriesPerServletPage = float64(tot.queriesSent) / float64(tot.servletPages)
+	}
+	return o, st
+}
+
 func (c *chain) collectStats() Stats {
 	s := c.stats
 	s.Pages = c.pages
@@ -204,9 +237,6 @@ func (c *chain) collectStats() Stats {
 		s.QueriesPerServletPage = float64(c.queriesSent) / float64(c.servletPages)
 	}
 	s.WebDrops, s.AppDrops = c.webDrops, c.appDrops
-	for i := range c.stations {
-		s.GCPauses += c.stations[i].Pauses()
-	}
 	if len(c.web) > 0 && c.web[0].finWait != nil {
 		s.FINWait = c.web[0].finWait.Mean()
 	}
@@ -219,16 +249,103 @@ func (c *chain) collectStats() Stats {
 	return s
 }
 
-// observation turns the window's integrals into what SysStat, the server
-// logs and the pool monitors gave the paper.
-func (c *chain) observation() algorithms.Observation {
-	T := c.windowEnd - c.windowStart
+// totals are a trial's integrals and counts since the last restart, at one
+// time: the window's when taken at its end; an adaptive trial's window,
+// which begins where the data put the end of the transient, is the
+// difference of two.
+type totals struct {
+	pages, drops, retries                 int64
+	webDrops, appDrops                    int64
+	queriesSent, servletPages             int64
+	within                                []int64   // pages within each SLA of the series
+	busy, paused                          []float64 // per station
+	pauses                                []int64
+	workers, workersFull, fin             []float64 // per web server
+	responses                             []int64
+	threads, threadsFull, conns, connFull []float64 // per app server
+	servlets                              []int64
+	queries, samples, fullSamples         []int64 // per query server, cluster then db
+	residence                             []float64
+}
+
+// capture takes the totals at now, reading without closing any integral.
+func (c *chain) capture(now float64) totals {
+	t := totals{pages: c.pages, drops: c.drops, retries: c.retries, webDrops: c.webDrops, appDrops: c.appDrops,
+		queriesSent: c.queriesSent, servletPages: c.servletPages, within: slices.Clone(c.series.within)}
+	for i := range c.stations {
+		st := &c.stations[i]
+		t.busy = append(t.busy, st.BusyAt(now))
+		t.paused = append(t.paused, st.PausedAt(now))
+		t.pauses = append(t.pauses, st.Pauses())
+	}
+	for i := range c.web {
+		w := &c.web[i]
+		c.finCatchUp(w) // see cumulative
+		t.workers = append(t.workers, w.workers.AreaAt(now))
+		t.workersFull = append(t.workersFull, w.workers.FullTimeAt(now))
+		fin := 0.0
+		if w.finWait != nil {
+			fin = w.finWait.AreaAt(now)
+		}
+		t.fin = append(t.fin, fin)
+		t.responses = append(t.responses, w.responses)
+	}
+	for i := range c.app {
+		a := &c.app[i]
+		t.threads = append(t.threads, a.threads.AreaAt(now))
+		t.threadsFull = append(t.threadsFull, a.threads.FullTimeAt(now))
+		t.conns = append(t.conns, a.connections.AreaAt(now))
+		t.connFull = append(t.connFull, a.connections.FullTimeAt(now))
+		t.servlets = append(t.servlets, a.servlets)
+	}
+	for _, q := range [][]queryServer{c.cluster, c.db} {
+		for i := range q {
+			k := &q[i]
+			t.queries = append(t.queries, k.queries)
+			t.residence = append(t.residence, k.residenceSum)
+			t.samples = append(t.samples, k.samples)
+			t.fullSamples = append(t.fullSamples, k.fullSamples)
+		}
+	}
+	return t
+}
+
+// minus is t - a: the totals of the time between a and t.
+func (t totals) minus(a totals) totals {
+	sub := func(x, y []float64) []float64 {
+		out := make([]float64, len(x))
+		for i := range x {
+			out[i] = x[i] - y[i]
+		}
+		return out
+	}
+	subi := func(x, y []int64) []int64 {
+		out := make([]int64, len(x))
+		for i := range x {
+			out[i] = x[i] - y[i]
+		}
+		return out
+	}
+	return totals{pages: t.pages - a.pages, drops: t.drops - a.drops, retries: t.retries - a.retries,
+		webDrops: t.webDrops - a.webDrops, appDrops: t.appDrops - a.appDrops,
+		queriesSent: t.queriesSent - a.queriesSent, servletPages: t.servletPages - a.servletPages,
+		within: subi(t.within, a.within), busy: sub(t.busy, a.busy), paused: sub(t.paused, a.paused), pauses: subi(t.pauses, a.pauses),
+		workers: sub(t.workers, a.workers), workersFull: sub(t.workersFull, a.workersFull), fin: sub(t.fin, a.fin), responses: subi(t.responses, a.responses),
+		threads: sub(t.threads, a.threads), threadsFull: sub(t.threadsFull, a.threadsFull), conns: sub(t.conns, a.conns),
+		connFull: sub(t.connFull, a.connFull), servlets: subi(t.servlets, a.servlets),
+		queries: subi(t.queries, a.queries), residence: sub(t.residence, a.residence),
+		samples: subi(t.samples, a.samples), fullSamples: subi(t.fullSamples, a.fullSamples)}
+}
+
+// observation turns a window's totals (T seconds long, response times h)
+// into what SysStat, the server logs and the pool monitors gave the paper.
+func (c *chain) observation(t totals, T float64, h algorithms.Histogram) algorithms.Observation {
 	o := algorithms.Observation{
 		RuntimeSeconds: T,
-		Throughput:     float64(c.pages) / T,
-		ResponseTimes:  c.responseTimes.Histogram(),
-		Drops:          c.drops,
-		Retries:        c.retries,
+		Throughput:     float64(t.pages) / T,
+		ResponseTimes:  h,
+		Drops:          t.drops,
+		Retries:        t.retries,
 	}
 	// A server's response time is its time-integral of requests inside
 	// divided by its completions (Little's law), which is the mean residence
@@ -240,11 +357,10 @@ func (c *chain) observation() algorithms.Observation {
 		return area / float64(n)
 	}
 	cpu := func(s int) float64 {
-		st := &c.stations[s]
-		return min(1, st.Busy()/(float64(st.Cores())*T))
+		return min(1, t.busy[s]/(float64(c.stations[s].Cores())*T))
 	}
-	pool := func(name string, size int32, l *engine.Level) algorithms.PoolObservation {
-		return algorithms.PoolObservation{Name: name, Size: int(size), Busy: l.Area() / T, FullShare: l.FullTime() / T}
+	pool := func(name string, size int32, area, full float64) algorithms.PoolObservation {
+		return algorithms.PoolObservation{Name: name, Size: int(size), Busy: area / T, FullShare: full / T}
 	}
 	server := func(r int, i int, s int, pools []algorithms.PoolObservation, n int64, area float64, gc bool) algorithms.ServerObservation {
 		so := algorithms.ServerObservation{
@@ -256,42 +372,44 @@ func (c *chain) observation() algorithms.Observation {
 			ResponseTime: rt(area, n),
 		}
 		if gc {
-			so.GCShare = c.stations[s].Paused() / T
+			so.GCShare = t.paused[s] / T
 		}
 		return so
 	}
 	for i := range c.web {
 		w := &c.web[i]
 		// Little's law on the workers that serve (held minus FIN waits).
-		active := w.workers.Area()
+		active := t.workers[i]
 		if w.finWait != nil {
-			active -= w.finWait.Area()
+			active -= t.fin[i]
 		}
 		o.Servers = append(o.Servers, server(0, i, w.station,
-			[]algorithms.PoolObservation{pool(algorithms.PoolThreads, w.workers.Size(), &w.workers)}, w.responses, active, false))
+			[]algorithms.PoolObservation{pool(algorithms.PoolThreads, w.workers.Size(), t.workers[i], t.workersFull[i])}, t.responses[i], active, false))
 	}
 	for i := range c.app {
 		a := &c.app[i]
 		o.Servers = append(o.Servers, server(1, i, a.station, []algorithms.PoolObservation{
-			pool(algorithms.PoolThreads, a.threads.Size(), &a.threads),
-			pool(algorithms.PoolConnections, a.connections.Size(), &a.connections),
-		}, a.servlets, a.threads.Area(), true))
+			pool(algorithms.PoolThreads, a.threads.Size(), t.threads[i], t.threadsFull[i]),
+			pool(algorithms.PoolConnections, a.connections.Size(), t.conns[i], t.connFull[i]),
+		}, t.servlets[i], t.threads[i], true))
 	}
+	j := 0
 	query := func(r int, q []queryServer, gc bool) {
 		for i := range q {
 			k := &q[i]
 			// The answered queries' residences include the time before the
 			// window of those that entered before it: a full pool can sum
 			// to a little more than its size, which it cannot hold.
-			busy := k.residenceSum / T
+			busy := t.residence[j] / T
 			if k.threads > 0 {
 				busy = min(busy, float64(k.threads))
 			}
 			p := algorithms.PoolObservation{Name: algorithms.PoolThreads, Size: int(k.threads), Busy: busy, FullShare: -1}
-			if k.samples > 0 {
-				p.FullShare = float64(k.fullSamples) / float64(k.samples)
+			if t.samples[j] > 0 {
+				p.FullShare = float64(t.fullSamples[j]) / float64(t.samples[j])
 			}
-			o.Servers = append(o.Servers, server(r, i, k.station, []algorithms.PoolObservation{p}, k.queries, k.residenceSum, gc))
+			o.Servers = append(o.Servers, server(r, i, k.station, []algorithms.PoolObservation{p}, t.queries[j], t.residence[j], gc))
+			j++
 		}
 	}
 	query(2, c.cluster, true)

@@ -17,6 +17,12 @@ import (
 )
 
 // Version is the format version of the types below.
+//
+// Adaptive trials (issue 21) added optional fields only, each omitted when
+// empty: a timing's precision and SLA thresholds, an observation's
+// half-widths, goodput intervals and window. A record without them reads
+// as it always did (a fixed trial, bare means), and a record with them is
+// still version 1: no existing field changed its meaning.
 const Version = 1
 
 // Experiment is one trial: hardware, allocation, load and schedule.
@@ -54,22 +60,48 @@ type Workload struct {
 	Users int `json:"users"`
 }
 
-// Timing is the trial's schedule, in seconds.
+// Timing is the trial's schedule, in seconds. With a precision above 0 the
+// trial is adaptive: the ramp-up is its least warm-up, the runtime its
+// longest window (algorithms.Timing).
 type Timing struct {
-	RampUpSeconds   float64 `json:"rampUpSeconds"`
-	RuntimeSeconds  float64 `json:"runtimeSeconds"`
-	RampDownSeconds float64 `json:"rampDownSeconds"`
+	RampUpSeconds   float64   `json:"rampUpSeconds"`
+	RuntimeSeconds  float64   `json:"runtimeSeconds"`
+	RampDownSeconds float64   `json:"rampDownSeconds"`
+	Precision       float64   `json:"precision,omitempty"`
+	SLAs            []float64 `json:"slas,omitempty"`
 }
 
 // Observation is what one trial measured, over its runtime window.
 type Observation struct {
-	RuntimeSeconds float64   `json:"runtimeSeconds"`
-	Throughput     float64   `json:"throughput"`
-	ResponseTimes  Histogram `json:"responseTimes"`
-	Servers        []Server  `json:"servers"`
-	Drops          int64     `json:"drops"`
-	Retries        int64     `json:"retries"`
-	Errors         int64     `json:"errors"`
+	RuntimeSeconds      float64         `json:"runtimeSeconds"`
+	Throughput          float64         `json:"throughput"`
+	ResponseTimes       Histogram       `json:"responseTimes"`
+	Servers             []Server        `json:"servers"`
+	Drops               int64           `json:"drops"`
+	Retries             int64           `json:"retries"`
+	Errors              int64           `json:"errors"`
+	ThroughputHalfWidth float64         `json:"throughputHalfWidth,omitempty"`
+	Goodput             []Goodput       `json:"goodput,omitempty"`
+	Window              *MeasuredWindow `json:"window,omitempty"`
+}
+
+// Goodput is goodput at one SLA threshold with its 95% half-width.
+type Goodput struct {
+	SLA       float64 `json:"sla"`
+	Goodput   float64 `json:"goodput"`
+	HalfWidth float64 `json:"halfWidth"`
+}
+
+// MeasuredWindow says how the trial's window was chosen (algorithms.MeasuredWindow).
+type MeasuredWindow struct {
+	WarmUpSeconds    float64 `json:"warmUpSeconds"`
+	TransientSeconds float64 `json:"transientSeconds,omitempty"`
+	IntervalSeconds  float64 `json:"intervalSeconds"`
+	Batches          int     `json:"batches"`
+	Precision        float64 `json:"precision,omitempty"`
+	Precise          bool    `json:"precise"`
+	Limit            string  `json:"limit,omitempty"`
+	Excess           float64 `json:"excess,omitempty"`
 }
 
 // Histogram is a response-time distribution as sparse, ascending buckets.
@@ -95,14 +127,16 @@ type Server struct {
 	ResponseTime float64            `json:"responseTime"`
 	GCShare      float64            `json:"gcShare,omitempty"`
 	Throttled    float64            `json:"throttled,omitempty"`
+	CPUHalfWidth float64            `json:"cpuHalfWidth,omitempty"`
 }
 
 // Pool is one soft-resource pool of a server.
 type Pool struct {
-	Name      string  `json:"name"`
-	Size      int     `json:"size"`
-	Busy      float64 `json:"busy"`
-	FullShare float64 `json:"fullShare"`
+	Name          string  `json:"name"`
+	Size          int     `json:"size"`
+	Busy          float64 `json:"busy"`
+	FullShare     float64 `json:"fullShare"`
+	BusyHalfWidth float64 `json:"busyHalfWidth,omitempty"`
 }
 
 // Record is one finished experiment: a replay campaign's line, and the part
@@ -140,9 +174,16 @@ func FromDeployment(d algorithms.Deployment) Deployment {
 	return w
 }
 
-// FromTiming converts a schedule for writing.
+// FromTiming converts a schedule for writing. The SLA thresholds are
+// written for an adaptive trial only: they decide when it ends, while a
+// fixed trial measures the same whatever they are, so its journal key and
+// exec message stay what they were before trials were adaptive.
 func FromTiming(t algorithms.Timing) Timing {
-	return Timing{t.RampUp.Seconds(), t.Runtime.Seconds(), t.RampDown.Seconds()}
+	w := Timing{RampUpSeconds: t.RampUp.Seconds(), RuntimeSeconds: t.Runtime.Seconds(), RampDownSeconds: t.RampDown.Seconds()}
+	if t.Adaptive() {
+		w.Precision, w.SLAs = t.Precision, t.SLAs
+	}
+	return w
 }
 
 // Algorithms converts a read experiment. Validate it first.
@@ -183,7 +224,9 @@ func (t Timing) Algorithms() (algorithms.Timing, error) {
 			maxSeconds, t.RampUpSeconds, t.RuntimeSeconds, t.RampDownSeconds)
 	}
 	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
-	return algorithms.Timing{RampUp: sec(t.RampUpSeconds), Runtime: sec(t.RuntimeSeconds), RampDown: sec(t.RampDownSeconds)}, nil
+	x := algorithms.Timing{RampUp: sec(t.RampUpSeconds), Runtime: sec(t.RuntimeSeconds), RampDown: sec(t.RampDownSeconds),
+		Precision: t.Precision, SLAs: t.SLAs}
+	return x, x.CheckAdaptive()
 }
 
 // UnmarshalJSON refuses a schedule no trial can have while reading, so that
@@ -213,7 +256,14 @@ func (e Experiment) Validate() error {
 // FromObservation converts an observation for writing.
 func FromObservation(o algorithms.Observation) Observation {
 	w := Observation{RuntimeSeconds: o.RuntimeSeconds, Throughput: o.Throughput, Drops: o.Drops, Retries: o.Retries, Errors: o.Errors,
-		ResponseTimes: Histogram{Sum: o.ResponseTimes.Sum}}
+		ResponseTimes: Histogram{Sum: o.ResponseTimes.Sum}, ThroughputHalfWidth: o.ThroughputHalfWidth}
+	for _, g := range o.GoodputIntervals {
+		w.Goodput = append(w.Goodput, Goodput(g))
+	}
+	if o.Window != nil {
+		win := MeasuredWindow(*o.Window)
+		w.Window = &win
+	}
 	if o.ResponseTimes.Buckets != nil {
 		w.ResponseTimes.Buckets = make([]Bucket, len(o.ResponseTimes.Buckets))
 		for i, b := range o.ResponseTimes.Buckets {
@@ -224,11 +274,11 @@ func FromObservation(o algorithms.Observation) Observation {
 		w.Servers = make([]Server, len(o.Servers))
 		for i, s := range o.Servers {
 			ws := Server{Name: s.Name, Tier: s.Tier, CPU: s.CPU, Resources: s.Resources, Throughput: s.Throughput,
-				ResponseTime: s.ResponseTime, GCShare: s.GCShare, Throttled: s.Throttled}
+				ResponseTime: s.ResponseTime, GCShare: s.GCShare, Throttled: s.Throttled, CPUHalfWidth: s.CPUHalfWidth}
 			if s.Pools != nil {
 				ws.Pools = make([]Pool, len(s.Pools))
 				for j, p := range s.Pools {
-					ws.Pools[j] = Pool{Name: p.Name, Size: p.Size, Busy: p.Busy, FullShare: p.FullShare}
+					ws.Pools[j] = Pool(p)
 				}
 			}
 			w.Servers[i] = ws
@@ -242,7 +292,14 @@ func FromObservation(o algorithms.Observation) Observation {
 // program) passes this one check.
 func (o Observation) Algorithms() (algorithms.Observation, error) {
 	x := algorithms.Observation{RuntimeSeconds: o.RuntimeSeconds, Throughput: o.Throughput, Drops: o.Drops, Retries: o.Retries,
-		Errors: o.Errors, ResponseTimes: algorithms.Histogram{Sum: o.ResponseTimes.Sum}}
+		Errors: o.Errors, ResponseTimes: algorithms.Histogram{Sum: o.ResponseTimes.Sum}, ThroughputHalfWidth: o.ThroughputHalfWidth}
+	for _, g := range o.Goodput {
+		x.GoodputIntervals = append(x.GoodputIntervals, algorithms.GoodputInterval(g))
+	}
+	if o.Window != nil {
+		win := algorithms.MeasuredWindow(*o.Window)
+		x.Window = &win
+	}
 	if o.ResponseTimes.Buckets != nil {
 		x.ResponseTimes.Buckets = make([]algorithms.Bucket, len(o.ResponseTimes.Buckets))
 		for i, b := range o.ResponseTimes.Buckets {
@@ -253,11 +310,11 @@ func (o Observation) Algorithms() (algorithms.Observation, error) {
 		x.Servers = make([]algorithms.ServerObservation, len(o.Servers))
 		for i, s := range o.Servers {
 			xs := algorithms.ServerObservation{Name: s.Name, Tier: s.Tier, CPU: s.CPU, Resources: s.Resources, Throughput: s.Throughput,
-				ResponseTime: s.ResponseTime, GCShare: s.GCShare, Throttled: s.Throttled}
+				ResponseTime: s.ResponseTime, GCShare: s.GCShare, Throttled: s.Throttled, CPUHalfWidth: s.CPUHalfWidth}
 			if s.Pools != nil {
 				xs.Pools = make([]algorithms.PoolObservation, len(s.Pools))
 				for j, p := range s.Pools {
-					xs.Pools[j] = algorithms.PoolObservation{Name: p.Name, Size: p.Size, Busy: p.Busy, FullShare: p.FullShare}
+					xs.Pools[j] = algorithms.PoolObservation(p)
 				}
 			}
 			x.Servers[i] = xs

@@ -80,3 +80,34 @@ func TestReadingValidates(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "runtimeSeconds > 0")
 }
+
+// An adaptive trial's record carries its precision, SLA thresholds and
+// intervals, and reads back the same; a fixed trial's timing is written
+// without thresholds, as before trials were adaptive.
+func TestAdaptiveRecordRoundTrips(t *testing.T) {
+	e, o := sample()
+	e.Timing.Precision, e.Timing.SLAs = 0.02, []float64{0.5, 2}
+	o.ThroughputHalfWidth = 8.5
+	o.GoodputIntervals = []algorithms.GoodputInterval{{SLA: 0.5, Goodput: 800, HalfWidth: 9}, {SLA: 2, Goodput: 850, HalfWidth: 8.5}}
+	o.Servers[1].CPUHalfWidth = 0.004
+	o.Servers[1].Pools[0].BusyHalfWidth = 1.5
+	o.Window = &algorithms.MeasuredWindow{WarmUpSeconds: 25, TransientSeconds: 20, IntervalSeconds: 1, Batches: 24, Precision: 0.02,
+		Precise: true, Limit: "app-1 threads busy", Excess: 0.9}
+	b, err := json.Marshal(wire.FromRecord(e, o))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"timing":{"rampUpSeconds":480,"runtimeSeconds":720,"rampDownSeconds":1.5,"precision":0.02,"slas":[0.5,2]}`)
+	assert.Contains(t, string(b), `"window":{"warmUpSeconds":25,"transientSeconds":20,"intervalSeconds":1,"batches":24,"precision":0.02,"precise":true,"limit":"app-1 threads busy","excess":0.9}`)
+	var r wire.Record
+	require.NoError(t, json.Unmarshal(b, &r))
+	e2, o2, err := r.Algorithms()
+	require.NoError(t, err)
+	assert.Equal(t, e, e2)
+	assert.Equal(t, o, o2)
+
+	e.Timing.Precision = 0
+	assert.Equal(t, wire.Timing{RampUpSeconds: 480, RuntimeSeconds: 720, RampDownSeconds: 1.5}, wire.FromTiming(e.Timing))
+
+	var tm wire.Timing
+	err = json.Unmarshal([]byte(`{"rampUpSeconds":0,"runtimeSeconds":60,"rampDownSeconds":0,"precision":1.5}`), &tm)
+	require.ErrorContains(t, err, "precision 1.5: want a relative half-width in [0,1)")
+}

@@ -167,7 +167,7 @@ func TestParseObservation(t *testing.T) {
 	}{
 		{name: "unknown field", edit: func(t *testing.T, m map[string]any) map[string]any {
 			return set(t, m, "servers.0.cpuu", 0.5)
-		}, want: []string{"observation.servers[0].cpuu: unknown field; want one of name, tier, cpu, resources, pools, throughput, responseTime, gcShare, throttled"}},
+		}, want: []string{"observation.servers[0].cpuu: unknown field; want one of name, tier, cpu, resources, pools, throughput, responseTime, gcShare, throttled, cpuHalfWidth"}},
 		{name: "integer with a fraction", edit: func(t *testing.T, m map[string]any) map[string]any {
 			return set(t, m, "servers.1.pools.0.size", 150.5)
 		}, want: []string{"observation.servers[1].pools[0].size: want an integer >= 0, got 150.5"}},

@@ -64,6 +64,13 @@ type Config struct {
 	RampUp   duration.Seconds `yaml:"rampUp"`
 	Runtime  duration.Seconds `yaml:"runtime"`
 	RampDown duration.Seconds `yaml:"rampDown"`
+	// Precision is the default trials' precision (default: softalloc's, 2%;
+	// 0: fixed trials of rampUp and runtime); --precision and --fixed win.
+	Precision *float64 `yaml:"precision"`
+	// Interval is the length of the intervals an adaptive trial is
+	// measured in (default 1s): Prometheus's scrape interval, at which its
+	// range queries read every server's series (adaptive.go).
+	Interval duration.Seconds `yaml:"interval"`
 	// Seed makes the users' random choices repeatable (default 1).
 	Seed uint64 `yaml:"seed"`
 	// Label is free text naming the deployment's state (a CPU cap, a
@@ -156,6 +163,7 @@ const (
 	DefaultRampUp         = time.Minute
 	DefaultRuntime        = 5 * time.Minute
 	DefaultRampDown       = 10 * time.Second
+	DefaultInterval       = time.Second
 )
 
 // cliKeys are read by the CLI, not by this runner.
@@ -221,6 +229,9 @@ func (c *Config) check(passive bool) error {
 	if c.Workload == "" && !passive {
 		return fail("workload: missing; want a workload file (see testbed/workload.yaml)")
 	}
+	if c.Precision != nil && !(*c.Precision >= 0 && *c.Precision <= 0.5) {
+		return fail("precision: want a share in [0, 0.5] such as 0.02 (0: fixed trials), got %v", *c.Precision)
+	}
 	if c.MaxErrorShare != nil && !(*c.MaxErrorShare >= 0 && *c.MaxErrorShare <= 1) {
 		return fail("maxErrorShare: want a share in [0,1] of the pages that may fail, got %v", *c.MaxErrorShare)
 	}
@@ -262,6 +273,7 @@ func (c Config) withDefaults() Config {
 	def(&c.RampUp, DefaultRampUp)
 	def(&c.Runtime, DefaultRuntime)
 	def(&c.RampDown, DefaultRampDown)
+	def(&c.Interval, DefaultInterval)
 	if c.MaxUsers == 0 {
 		c.MaxUsers = DefaultMaxUsers
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/duration"
 )
 
@@ -26,7 +27,12 @@ func TestParseConfig(t *testing.T) {
 	assert.Equal(t, "/x/w.yaml", c.path(c.Workload))
 	d := c.withDefaults()
 	assert.Equal(t, duration.Of(DefaultRampDown), d.RampDown)
+	assert.Equal(t, duration.Of(DefaultInterval), d.Interval)
 	assert.True(t, *d.KeepAlive)
+	assert.Equal(t, algorithms.DefaultPrecision, (&Runner{cfg: d}).DefaultTiming().Precision, "adaptive by default")
+	c, err = ParseConfig(section(map[string]any{"precision": 0}), "d.yaml")
+	require.NoError(t, err)
+	assert.Zero(t, (&Runner{cfg: c.withDefaults()}).DefaultTiming().Precision, "a file may ask for fixed trials")
 
 	c, err = ParseConfig(section(map[string]any{"pages": map[string]any{"throughput": "sum(rate(pages_total[{window}]))", "users": "sessions"}}), "d.yaml")
 	require.NoError(t, err)
@@ -51,6 +57,8 @@ func TestParseConfig(t *testing.T) {
 		{"misspelt pages key", section(map[string]any{"pages": map[string]any{"throughtput": "x"}}), `runner section: unknown field "throughtput"`},
 		{"a page query with a server's placeholder", section(map[string]any{"pages": map[string]any{"users": `sessions{instance="{instance}"}`}}),
 			"runner section: pages.users: placeholder {instance} has no value; a page query has only {window}"},
+		{"bad precision", section(map[string]any{"precision": 0.7}), "precision: want a share in [0, 0.5] such as 0.02 (0: fixed trials), got 0.7"},
+		{"bad interval", section(map[string]any{"interval": -1}), "interval: want a duration >= 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseConfig(tc.sec, "d.yaml")

@@ -17,7 +17,7 @@ func (c *Config) checkDurations() error {
 	}{
 		{"hookTimeout", c.HookTimeout}, {"healthTimeout", c.HealthTimeout}, {"scrapeTimeout", c.ScrapeTimeout},
 		{"requestTimeout", c.RequestTimeout}, {"thinkTime", c.ThinkTime},
-		{"rampUp", c.RampUp}, {"runtime", c.Runtime}, {"rampDown", c.RampDown},
+		{"rampUp", c.RampUp}, {"runtime", c.Runtime}, {"rampDown", c.RampDown}, {"interval", c.Interval},
 	} {
 		if !d.v.IsTimeout() {
 			return fmt.Errorf("%s: want a duration >= 0 and under 292 years, got %g seconds", d.key, float64(d.v))

@@ -137,9 +137,15 @@ func NewPassive(section map[string]any, path string) (*Runner, error) {
 	return r, nil
 }
 
-// DefaultTiming is the section's schedule.
+// DefaultTiming is the section's schedule, adaptive: rampUp is the least
+// warm-up, runtime the longest window.
 func (r *Runner) DefaultTiming() algorithms.Timing {
-	return algorithms.Timing{RampUp: r.cfg.RampUp.Duration(), Runtime: r.cfg.Runtime.Duration(), RampDown: r.cfg.RampDown.Duration()}
+	t := algorithms.Timing{RampUp: r.cfg.RampUp.Duration(), Runtime: r.cfg.Runtime.Duration(), RampDown: r.cfg.RampDown.Duration(),
+		Precision: algorithms.DefaultPrecision}
+	if r.cfg.Precision != nil {
+		t.Precision = *r.cfg.Precision
+	}
+	return t
 }
 
 // Settings identify what determines the runner's observations, for the
@@ -154,6 +160,11 @@ func (r *Runner) Settings() map[string]string {
 		"queries":    hex.EncodeToString(sum[:6]),
 		"hook":       strings.Join(r.cfg.Hook, " "),
 		"seed":       strconv.FormatUint(r.cfg.Seed, 10),
+	}
+	if r.cfg.Interval.Duration() != DefaultInterval {
+		// The intervals an adaptive trial is measured in shape its
+		// intervals; the default keeps older journals' settings.
+		s["interval"] = r.cfg.Interval.Duration().String()
 	}
 	if r.cfg.Label != "" {
 		s["label"] = r.cfg.Label
@@ -240,6 +251,9 @@ func (r *Runner) attempt(ctx context.Context, e algorithms.Experiment) (algorith
 	keepAlive := *r.cfg.KeepAlive
 	tr := r.newTransport(e.Workload.Users, keepAlive)
 	defer tr.CloseIdleConnections()
+	if e.Timing.Adaptive() {
+		return r.adaptiveAttempt(ctx, e, tr)
+	}
 	load := Load{Workload: r.workload, Target: r.target, Users: e.Workload.Users, Timing: e.Timing,
 		ThinkTime: r.cfg.ThinkTime.Duration(), RequestTimeout: r.cfg.RequestTimeout.Duration(),
 		MaxRequests: r.cfg.MaxRequests, Seed: r.cfg.Seed, Transport: tr}
@@ -247,15 +261,8 @@ func (r *Runner) attempt(ctx context.Context, e algorithms.Experiment) (algorith
 	if err != nil {
 		return algorithms.Observation{}, err
 	}
-	if n := res.Errors.Total(); n > 0 {
-		causes := fmt.Sprintf("%d refused, %d timed out, %d 5xx, %d other",
-			res.Errors.Refused, res.Errors.TimedOut, res.Errors.ServerErrors, res.Errors.Other)
-		if share := float64(n) / float64(n+res.Pages); share > *r.cfg.MaxErrorShare {
-			// An outage, not a measurement: retried, and never journaled.
-			return algorithms.Observation{}, fmt.Errorf("%d of %d pages failed in the window (%.0f%%: %s), more than maxErrorShare %.0f%%: the trial measured an outage, not the deployment",
-				n, n+res.Pages, 100*share, causes, 100**r.cfg.MaxErrorShare)
-		}
-		r.logf("%d users: %d failed pages in the window (%s)", e.Workload.Users, n, causes)
+	if err := r.errorShare(e, res.Pages, res.Errors); err != nil {
+		return algorithms.Observation{}, err
 	}
 	if err := r.prom.waitScraped(ctx, res.WindowEnd, r.cfg.ScrapeTimeout.Duration()); err != nil {
 		return algorithms.Observation{}, err
@@ -384,20 +391,33 @@ func (r *Runner) waitHealthy(ctx context.Context) error {
 func (r *Runner) servers(ctx context.Context, e algorithms.Experiment, end time.Time) ([]algorithms.ServerObservation, error) {
 	window := fmt.Sprintf("%dms", e.Timing.Runtime.Milliseconds())
 	var out []algorithms.ServerObservation
+	err := r.eachServer(e, window, func(t algorithms.Tier, i int, q Queries, vars map[string]string, alloc algorithms.TierPools) error {
+		s, err := r.server(ctx, t, i, q, vars, alloc, end)
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.ServerName(i), err)
+		}
+		out = append(out, s)
+		return nil
+	})
+	return out, err
+}
+
+// eachServer calls f for every server of e's deployment in chain order
+// with its tier's queries and placeholder values ({window} is window).
+func (r *Runner) eachServer(e algorithms.Experiment, window string,
+	f func(t algorithms.Tier, i int, q Queries, vars map[string]string, alloc algorithms.TierPools) error) error {
 	for _, t := range e.Deployment.Tiers {
 		tc, q, err := r.tier(t)
 		if err != nil {
-			return nil, permanent{err}
+			return permanent{err}
 		}
 		for i := 0; i < t.Replicas; i++ {
-			s, err := r.server(ctx, t, i, q, serverVars(t, i, tc, window), e.Allocation[t.Name], end)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", t.ServerName(i), err)
+			if err := f(t, i, q, serverVars(t, i, tc, window), e.Allocation[t.Name]); err != nil {
+				return err
 			}
-			out = append(out, s)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // tier returns how tier t is observed and its queries, checked against the

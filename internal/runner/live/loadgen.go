@@ -39,6 +39,13 @@ type Load struct {
 	Seed uint64
 	// Transport carries the requests; it must dial only allowed addresses.
 	Transport http.RoundTripper
+	// Bins, when set, receives every page and failure of the whole trial by
+	// the interval it ended in (adaptive trials, adaptive.go).
+	Bins *Bins
+	// Until, when set, ends the window early: the load runs on for the
+	// ramp-down after the time it delivers, and stops at RampUp + Runtime +
+	// RampDown at the latest, as ever.
+	Until <-chan time.Time
 }
 
 // ErrorCounts are the pages that failed in the runtime window, by cause.
@@ -111,6 +118,7 @@ type shard struct {
 
 // Run runs the trial; it returns when the ramp-down ends or ctx is done.
 func (l *Load) Run(ctx context.Context) (LoadResult, error) {
+	parent := ctx
 	if l.Users < 1 {
 		return LoadResult{}, fmt.Errorf("load: want at least 1 user, got %d", l.Users)
 	}
@@ -125,6 +133,25 @@ func (l *Load) Run(ctx context.Context) (LoadResult, error) {
 	// The deadline is what stops every user, so a trial cannot outlive its schedule.
 	ctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
+	if l.Until != nil {
+		// An adaptive trial's window ends when its runner says so.
+		go func() {
+			select {
+			case t := <-l.Until:
+				tm := time.NewTimer(time.Until(t.Add(l.Timing.RampDown)))
+				defer tm.Stop()
+				select {
+				case <-tm.C:
+					cancel()
+				case <-ctx.Done():
+				}
+			case <-ctx.Done():
+			}
+		}()
+	}
+	if l.Bins != nil {
+		l.Bins.begin(start)
+	}
 	client := &http.Client{Transport: l.Transport,
 		// A redirect would leave the checked target; pages must answer directly.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -175,9 +202,10 @@ func (l *Load) Run(ctx context.Context) (LoadResult, error) {
 	if bound.Load() {
 		return res, fmt.Errorf("load: %w: %d requests sent (maxRequests)", ErrRequestBound, l.MaxRequests)
 	}
-	// The deadline is the normal end; only the caller's cancellation is an error.
+	// The deadline is the normal end (or the window's end with the ramp-down
+	// after it); only the caller's cancellation is an error.
 	if time.Now().Before(end) {
-		if err := context.Cause(ctx); err != nil {
+		if err := context.Cause(parent); err != nil {
 			return res, err
 		}
 	}
@@ -219,6 +247,9 @@ func (u *user) run(ctx context.Context) {
 		began := time.Now()
 		kind := u.page(ctx, s.state)
 		done := time.Now()
+		if kind != cut && u.l.Bins != nil {
+			u.l.Bins.add(done, done.Sub(began).Seconds(), kind)
+		}
 		if kind != cut && !done.Before(u.t0) && done.Before(u.t1) {
 			u.sh.mu.Lock()
 			switch kind {

@@ -69,6 +69,51 @@ func (p *prom) value(ctx context.Context, q string, t time.Time) (float64, error
 	return 0, errQuery{fmt.Errorf("query %s: a %s; want a scalar or an instant vector", q, v.Type())}
 }
 
+// series evaluates q at step from start to end and returns n values, one
+// per step: a step with no sample takes the value before (0 at the start).
+func (p *prom) series(ctx context.Context, q string, start, end time.Time, step time.Duration, n int) ([]float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, _, _, err := p.api.QueryRange(ctx, q, v1.Range{Start: start, End: end, Step: step})
+	if err != nil {
+		var ae *v1.Error
+		if errors.As(err, &ae) && ae.Type == v1.ErrBadData {
+			return nil, errQuery{fmt.Errorf("query %s: %w", q, err)}
+		}
+		return nil, fmt.Errorf("query %s: %w", q, err)
+	}
+	m, ok := v.(model.Matrix)
+	if !ok {
+		return nil, errQuery{fmt.Errorf("query %s: a %s over a range; want one series", q, v.Type())}
+	}
+	switch {
+	case len(m) == 0:
+		return nil, fmt.Errorf("query %s: %w", q, errNoData)
+	case len(m) > 1:
+		return nil, errQuery{fmt.Errorf("query %s: %d series; want one number per server: aggregate with sum() or narrow the selector", q, len(m))}
+	}
+	// Prometheus evaluates at start + i step, to the millisecond: each
+	// step takes the sample nearest to it within half a step, or else the
+	// value before it (0 at the start).
+	out := make([]float64, n)
+	last, k := 0.0, 0
+	vals := m[0].Values
+	for i := range out {
+		at := start.Add(time.Duration(i) * step)
+		for k < len(vals) && vals[k].Timestamp.Time().Before(at.Add(-step/2)) {
+			k++
+		}
+		if k < len(vals) && !vals[k].Timestamp.Time().After(at.Add(step/2)) {
+			if f := float64(vals[k].Value); !math.IsNaN(f) && !math.IsInf(f, 0) {
+				last = f
+			}
+			k++
+		}
+		out[i] = last
+	}
+	return out, nil
+}
+
 // waitScraped polls until every target's last scrape is at or after t, so
 // that the window's last seconds are in Prometheus before it is queried.
 func (p *prom) waitScraped(ctx context.Context, t time.Time, timeout time.Duration) error {

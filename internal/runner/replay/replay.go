@@ -29,11 +29,18 @@ import (
 
 // Runner answers from the records it loaded. Experiments are matched on
 // topology, allocation and workload; the trial timing is not compared, since
-// a recording is what it is.
+// a recording is what it is. Where the recording holds one experiment at
+// several precisions (a trial measured again to decide a saturation test),
+// the one of the asked precision answers, else the last recorded.
 type Runner struct {
 	path     string
 	records  map[string]algorithms.Observation
+	precise  map[string]algorithms.Observation // by Key and precision
 	Warnings []string
+}
+
+func precisionKey(e algorithms.Experiment) string {
+	return Key(e) + "|" + strconv.FormatFloat(e.Timing.Precision, 'g', -1, 64)
 }
 
 // Key identifies an experiment within a campaign.
@@ -61,7 +68,7 @@ func Load(path string) (*Runner, error) {
 
 // Read parses a campaign from r; name is used in messages.
 func Read(r io.Reader, name string) (*Runner, error) {
-	run := &Runner{path: name, records: map[string]algorithms.Observation{}}
+	run := &Runner{path: name, records: map[string]algorithms.Observation{}, precise: map[string]algorithms.Observation{}}
 	lines, tail, err := jsonl.Read(r, jsonl.MaxLine)
 	if err != nil {
 		return nil, fmt.Errorf("replay campaign %q: %w", name, err)
@@ -89,6 +96,7 @@ func Read(r io.Reader, name string) (*Runner, error) {
 		}
 		// A later record of the same experiment replaces an earlier one.
 		run.records[Key(e)] = o
+		run.precise[precisionKey(e)] = o
 	}
 	if len(run.records) == 0 {
 		return nil, fmt.Errorf("replay campaign %q: no experiments recorded", name)
@@ -103,6 +111,9 @@ var ErrNotRecorded = errors.New("experiment not in the recorded campaign")
 func (r *Runner) RunExperiment(ctx context.Context, e algorithms.Experiment) (algorithms.Observation, error) {
 	if err := ctx.Err(); err != nil {
 		return algorithms.Observation{}, err
+	}
+	if o, ok := r.precise[precisionKey(e)]; ok {
+		return o, nil
 	}
 	if o, ok := r.records[Key(e)]; ok {
 		return o, nil

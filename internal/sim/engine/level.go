@@ -41,5 +41,20 @@ func (l *Level) Restart(now float64) { l.last, l.area, l.fullT = now, 0, 0 }
 // last change.
 func (l *Level) Area() float64 { return l.area }
 
+// AreaAt is the integral of the count from Restart to now (>= the last
+// change), without closing the integral there: the closed integral would
+// be summed in other pieces, and its rounding would differ from a run
+// that never looked.
+func (l *Level) AreaAt(now float64) float64 { return l.area + float64(l.v)*(now-l.last) }
+
+// FullTimeAt is the time spent full from Restart to now (>= the last
+// change), without closing the integral (see AreaAt).
+func (l *Level) FullTimeAt(now float64) float64 {
+	if l.size > 0 && l.v >= l.size {
+		return l.fullT + (now - l.last)
+	}
+	return l.fullT
+}
+
 // FullTime is the time spent full since Restart, up to the last change.
 func (l *Level) FullTime() float64 { return l.fullT }

@@ -102,6 +102,29 @@ func (s *Station) Cores() int { return s.cores }
 // holds every core), up to the last Advance.
 func (s *Station) Busy() float64 { return s.busyArea }
 
+// BusyAt is the core-seconds busy from Restart to now (>= the last
+// Advance), without advancing: Advance would also move the completion
+// clock, in pieces whose rounding differs from a run that never looked.
+func (s *Station) BusyAt(now float64) float64 {
+	dt := now - s.last
+	switch {
+	case dt <= 0:
+		return s.busyArea
+	case s.paused:
+		return s.busyArea + float64(s.cores)*dt
+	}
+	return s.busyArea + float64(min(s.n, s.cores))*dt
+}
+
+// PausedAt is the seconds spent in collection pauses from Restart to now
+// (>= the last Advance), without advancing (see BusyAt).
+func (s *Station) PausedAt(now float64) float64 {
+	if dt := now - s.last; s.paused && dt > 0 {
+		return s.gcArea + dt
+	}
+	return s.gcArea
+}
+
 // Paused is the seconds spent in collection pauses since Restart, up to the
 // last Advance.
 func (s *Station) Paused() float64 { return s.gcArea }
@@ -382,6 +405,10 @@ func (d *DelayStation) Mean() float64 { return 1 / d.mu }
 // Area is the integral of the jobs inside over time since Restart, up to
 // the last change.
 func (d *DelayStation) Area() float64 { return d.area }
+
+// AreaAt is the integral of the jobs inside from Restart to now (>= the
+// last change), without advancing the departure clock.
+func (d *DelayStation) AreaAt(now float64) float64 { return d.area + float64(d.k)*(now-d.last) }
 
 // Advance moves the integral and the departure clock to now.
 func (d *DelayStation) Advance(now float64) {

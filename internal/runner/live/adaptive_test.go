@@ -1,0 +1,122 @@
+package live
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/softalloc/softalloc/algorithms"
+)
+
+// fakeRangePrometheus answers instant and range queries with a constant
+// per query (by substring), and says every target was just scraped.
+func fakeRangePrometheus(t *testing.T, answers map[string]float64) (*httptest.Server, func() []string) {
+	var mu sync.Mutex
+	var ranges []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		require.NoError(t, r.ParseForm())
+		q := r.Form.Get("query")
+		val, found := math.NaN(), false
+		if q == "min(timestamp(up))" {
+			val, found = float64(time.Now().Unix()+3600), true
+		}
+		for k, v := range answers {
+			if strings.Contains(q, k) {
+				val, found = v, true
+			}
+		}
+		if !strings.HasSuffix(r.URL.Path, "query_range") {
+			result := "[]"
+			if found {
+				result = fmt.Sprintf(`[{"metric":{},"value":[%d,"%g"]}]`, time.Now().Unix(), val)
+			}
+			fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":%s}}`, result)
+			return
+		}
+		mu.Lock()
+		ranges = append(ranges, q+" step="+r.Form.Get("step"))
+		mu.Unlock()
+		start, _ := strconv.ParseFloat(r.Form.Get("start"), 64)
+		end, _ := strconv.ParseFloat(r.Form.Get("end"), 64)
+		step, _ := strconv.ParseFloat(r.Form.Get("step"), 64)
+		var pts []string
+		for ts := start; ts <= end+1e-9; ts += step {
+			pts = append(pts, fmt.Sprintf(`[%.3f,"%g"]`, ts, val))
+		}
+		result := "[]"
+		if found {
+			result = `[{"metric":{},"values":[` + strings.Join(pts, ",") + `]}]`
+		}
+		fmt.Fprintf(w, `{"status":"success","data":{"resultType":"matrix","result":%s}}`, result)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), ranges...) }
+}
+
+// An adaptive live trial measures in the section's intervals, places its
+// window after the transient, reads every server's series with range
+// queries at the interval, and ends once every figure is precise.
+func TestAdaptiveLiveTrial(t *testing.T) {
+	dir := t.TempDir()
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer app.Close()
+	prom, ranges := fakeRangePrometheus(t, map[string]float64{"cpu_usage": 0.6, "busy_threads": 4})
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "w.yaml"), []byte(
+		"thinkTime: {mean: 10ms}\nstart: A\ninteractions:\n  - {name: A, path: /a, next: {A: 1}}\n"), 0o644))
+	sec := map[string]any{
+		"target": app.URL, "prometheus": prom.URL, "workload": "w.yaml", "interval": "50ms",
+		"tiers": map[string]any{
+			"app": map[string]any{"queries": map[string]any{"cpu": `cpu_usage[{window}]`,
+				"pools": map[string]any{"threads": map[string]any{"busy": "busy_threads"}}}},
+		},
+	}
+	r, err := New(sec, filepath.Join(dir, "deployment.yaml"))
+	require.NoError(t, err)
+	var log strings.Builder
+	r.Log = &log
+	e := algorithms.Experiment{
+		Deployment: algorithms.Deployment{Tiers: []algorithms.Tier{{Name: "app", Role: "app", Replicas: 1, Cores: 1, Pools: []string{"threads"}}}},
+		Workload:   algorithms.Workload{Users: 20},
+		Allocation: algorithms.Allocation{"app": {Threads: 20, Connections: 10}},
+		Timing: algorithms.Timing{RampUp: 200 * time.Millisecond, Runtime: 10 * time.Second, RampDown: 50 * time.Millisecond,
+			Precision: 0.1, SLAs: []float64{1}},
+	}
+	t0 := time.Now()
+	obs, err := r.RunExperiment(context.Background(), e)
+	require.NoError(t, err, log.String())
+	took := time.Since(t0)
+	t.Logf("took %v: window %+v, runtime %.2f s, throughput %.0f±%.1f", took, *obs.Window, obs.RuntimeSeconds, obs.Throughput, obs.ThroughputHalfWidth)
+	require.NoError(t, obs.Validate())
+	w := obs.Window
+	require.NotNil(t, w)
+	assert.True(t, w.Precise, "limit %s excess %.2f", w.Limit, w.Excess)
+	assert.Equal(t, 0.1, w.Precision)
+	assert.Equal(t, 0.05, w.IntervalSeconds)
+	assert.GreaterOrEqual(t, w.WarmUpSeconds, 0.2, "the least ramp-up")
+	assert.InDelta(t, 0, math.Mod(obs.RuntimeSeconds+1e-9, 0.05), 1e-6, "the window is whole intervals")
+	assert.GreaterOrEqual(t, obs.RuntimeSeconds, 1.0, "at least 20 intervals")
+	assert.Less(t, took, 8*time.Second, "ended before its longest window")
+	assert.Positive(t, obs.Throughput)
+	assert.Positive(t, obs.ThroughputHalfWidth)
+	assert.LessOrEqual(t, obs.ThroughputHalfWidth, 0.1*obs.Throughput)
+	require.Len(t, obs.GoodputIntervals, 1)
+	assert.InDelta(t, obs.Throughput, obs.GoodputIntervals[0].Goodput, 1e-9, "every page of a local server is within 1 s")
+	require.Len(t, obs.Servers, 1)
+	assert.InDelta(t, 0.6, obs.Servers[0].CPU, 1e-9)
+	assert.Zero(t, obs.Servers[0].CPUHalfWidth, "a constant series")
+	got := ranges()
+	require.NotEmpty(t, got)
+	assert.Contains(t, got, "cpu_usage[100ms] step=0.05", "range queries at the interval, over two of them")
+}
