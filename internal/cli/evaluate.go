@@ -56,7 +56,7 @@ measured over --coverage-seeds seeds at three workloads.
 It writes evaluation.md, evaluation.json and SVG plots to --out.`,
 		Example: `  softalloc evaluate --out docs --runtime 2m --reference docs/evaluation-fixed.json
   softalloc evaluate --fixed --out /tmp/fixed --runtime 2m
-  softalloc evaluate --topologies 1/2/1/2,1/4/1/4 --seeds 1 --runtime 3m --coverage-seeds 0 --out /tmp/eval`,
+  softalloc evaluate --topologies 1/4/1/4 --seeds 1 --runtime 3m --coverage-seeds 0 --out /tmp/eval`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {

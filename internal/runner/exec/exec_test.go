@@ -459,6 +459,17 @@ func observationJSONForShape(t *testing.T) any {
 	o := testObservation()
 	o.Errors = 1
 	o.Servers[1].Throttled = 0.5
+	// An adaptive trial's intervals (docs/exec-protocol.md, "Adaptive trials").
+	o.ThroughputHalfWidth = 1
+	o.GoodputIntervals = []algorithms.GoodputInterval{{SLA: 2, Goodput: 100, HalfWidth: 1}}
+	o.Window = &algorithms.MeasuredWindow{WarmUpSeconds: 30, TransientSeconds: 20, IntervalSeconds: 1, Batches: 20,
+		Precision: 0.02, Precise: false, Limit: "throughput", Excess: 1.5}
+	for i := range o.Servers {
+		o.Servers[i].CPUHalfWidth = 0.01
+		for j := range o.Servers[i].Pools {
+			o.Servers[i].Pools[j].BusyHalfWidth = 0.5
+		}
+	}
 	b := marshal(t, Response{ProtocolVersion: ProtocolVersion, Observation: wire.FromObservation(o)})
 	var v any
 	dec := json.NewDecoder(strings.NewReader(string(b)))
