@@ -246,7 +246,7 @@ func flagError(_ *cobra.Command, err error) error {
 	want := map[string]string{
 		"uint64": "a non-negative integer", "uint": "a non-negative integer", "int": "an integer", "int64": "an integer",
 		"float64": "a number", "duration": "a duration such as 30s or 2m", "bool": "true or false",
-		"seconds": "seconds such as 2, 0.5 or 500ms",
+		"seconds":   "seconds such as 2, 0.5 or 500ms",
 		"precision": fmt.Sprintf("a share in [0, %g] such as 2%% or 0.02 (0: fixed trials)", maxPrecision),
 	}[f.Value.Type()]
 	if want == "" {
