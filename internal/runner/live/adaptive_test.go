@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -52,8 +53,19 @@ func fakeRangePrometheus(t *testing.T, answers map[string]float64) (*httptest.Se
 		end, _ := strconv.ParseFloat(r.Form.Get("end"), 64)
 		step, _ := strconv.ParseFloat(r.Form.Get("step"), 64)
 		var pts []string
+		noisy := strings.Contains(q, "noisy")
 		for ts := start; ts <= end+1e-9; ts += step {
-			pts = append(pts, fmt.Sprintf(`[%.3f,"%g"]`, ts, val))
+			v := val
+			if noisy {
+				// Four times the value in about one interval in four, else
+				// 0: a few busy units that come and go.
+				h := fnv.New32a()
+				fmt.Fprintf(h, "%.3f", ts)
+				if v = 0; h.Sum32()%4 == 0 {
+					v = 4 * val
+				}
+			}
+			pts = append(pts, fmt.Sprintf(`[%.3f,"%g"]`, ts, v))
 		}
 		result := "[]"
 		if found {
@@ -119,4 +131,46 @@ func TestAdaptiveLiveTrial(t *testing.T) {
 	got := ranges()
 	require.NotEmpty(t, got)
 	assert.Contains(t, got, "cpu_usage[100ms] step=0.05", "range queries at the interval, over two of them")
+}
+
+// A pool the allocation does not size (the database's own threads) holds
+// no trial: its few busy units at low load never get within the precision
+// of their mean, and on the testbed they kept every trial at its longest
+// window.
+func TestAdaptiveLiveTrialIgnoresPoolsNotAllocated(t *testing.T) {
+	dir := t.TempDir()
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer app.Close()
+	prom, _ := fakeRangePrometheus(t, map[string]float64{"cpu_usage": 0.6, "busy_threads": 4, "noisy_db_threads": 0.3})
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "w.yaml"), []byte(
+		"thinkTime: {mean: 10ms}\nstart: A\ninteractions:\n  - {name: A, path: /a, next: {A: 1}}\n"), 0o644))
+	sec := map[string]any{
+		"target": app.URL, "prometheus": prom.URL, "workload": "w.yaml", "interval": "50ms",
+		"tiers": map[string]any{
+			"app": map[string]any{"queries": map[string]any{"cpu": `cpu_usage[{window}]`,
+				"pools": map[string]any{"threads": map[string]any{"busy": "busy_threads"}}}},
+			"db": map[string]any{"queries": map[string]any{"cpu": `cpu_usage[{window}]`,
+				"pools": map[string]any{"threads": map[string]any{"busy": "noisy_db_threads"}}}},
+		},
+	}
+	r, err := New(sec, filepath.Join(dir, "deployment.yaml"))
+	require.NoError(t, err)
+	e := algorithms.Experiment{
+		Deployment: algorithms.Deployment{Tiers: []algorithms.Tier{
+			{Name: "app", Role: "app", Replicas: 1, Cores: 1, Pools: []string{"threads"}},
+			{Name: "db", Role: "db", Replicas: 1, Cores: 1},
+		}},
+		Workload:   algorithms.Workload{Users: 20},
+		Allocation: algorithms.Allocation{"app": {Threads: 20}},
+		Timing: algorithms.Timing{RampUp: 200 * time.Millisecond, Runtime: 6 * time.Second, RampDown: 50 * time.Millisecond,
+			Precision: 0.1, SLAs: []float64{1}},
+	}
+	obs, err := r.RunExperiment(context.Background(), e)
+	require.NoError(t, err)
+	require.NotNil(t, obs.Window)
+	assert.True(t, obs.Window.Precise, "limit %s excess %.2f", obs.Window.Limit, obs.Window.Excess)
+	assert.Less(t, obs.RuntimeSeconds, 5.0, "ended before its longest window")
+	require.Len(t, obs.Servers, 2)
+	require.Len(t, obs.Servers[1].Pools, 1, "the pool is still observed")
+	assert.Zero(t, obs.Servers[1].Pools[0].BusyHalfWidth, "without an interval")
 }
