@@ -55,12 +55,10 @@ func Saturations(d Deployment, o Observation, opts Options) (hardware, soft []Sa
 	return hardware, soft
 }
 
-// tierUtilization is the utilisation of the critical resource on the
-// critical tier's busiest server: the measure FindCriticalResource tests.
-func tierUtilization(o Observation, c Critical) float64 { return tierInterval(o, c).Mean }
-
-// tierInterval is tierUtilization with its interval (CPU usage has one;
-// throttling and other resources are bare means).
+// tierInterval is the utilisation of the critical resource on the
+// critical tier's busiest server, the measure FindCriticalResource tests,
+// with its interval (CPU usage has one; throttling and other resources are
+// bare means).
 func tierInterval(o Observation, c Critical) Interval {
 	var u Interval
 	for _, s := range o.Servers {
