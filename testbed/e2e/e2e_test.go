@@ -249,7 +249,10 @@ func TestLiveTestbed(t *testing.T) {
 		setCaps(t, appCritical)
 		measured = findCritical(t, "--runner", "live", "-f", deployment, "--journal", journalA)
 		t.Logf("app-critical caps (%s): %+v", appCritical, measured)
-		liveCritical, liveJournal = measured, journalA // the Locust test compares with them
+		// The Locust test compares with them.
+		trials, err := os.ReadFile(journalA)
+		require.NoError(t, err)
+		liveCritical, liveTrials = measured, trials
 		assert.Equal(t, "app", measured.Tier)
 		assert.Equal(t, "cpu", measured.Resource)
 	})

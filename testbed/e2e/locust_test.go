@@ -16,12 +16,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// liveCritical and liveJournal are TestLiveTestbed's find-critical answer
-// under the app-critical caps and its journal, when it ran first in this
-// process: the Locust test compares with them rather than measure again.
+// liveCritical and liveTrials are TestLiveTestbed's find-critical answer
+// under the app-critical caps and its journal's lines, when it ran first in
+// this process: the Locust test compares with them rather than measure
+// again. The lines, not the file's path: the live test's directory is gone
+// once it ends.
 var (
 	liveCritical critical
-	liveJournal  string
+	liveTrials   []byte
 )
 
 // installLocust installs the pinned Locust into a virtual environment
@@ -75,10 +77,13 @@ func TestLocustTestbed(t *testing.T) {
 	got := findCritical(t, "--step", strconv.Itoa(locustStep), "--runner", "exec", "--runner-cmd", adapter+" "+settings, "-f", deployment,
 		"--ramp-up", "3s", "--runtime", "6s", "--ramp-down", "1s", "--runner-retries", "1", "--journal", journal)
 	t.Logf("locust find-critical (%.0f s): %+v", time.Since(began).Seconds(), got)
-	want, wantJournal := liveCritical, liveJournal
+	want, wantTrials := liveCritical, liveTrials
 	if want.SaturationWorkload == 0 {
-		wantJournal = filepath.Join(dir, "live.jsonl")
+		wantJournal := filepath.Join(dir, "live.jsonl")
 		want = findCritical(t, "--step", strconv.Itoa(locustStep), "--runner", "live", "-f", deployment, "--journal", wantJournal)
+		var err error
+		wantTrials, err = os.ReadFile(wantJournal)
+		require.NoError(t, err)
 	}
 	t.Logf("live find-critical: %+v", want)
 
@@ -98,8 +103,10 @@ func TestLocustTestbed(t *testing.T) {
 		// quarters of either saturation workload: 1 / (Z + R) by the
 		// response time law, the same for two generators of the same users.
 		limit := 3 * min(want.SaturationWorkload, got.SaturationWorkload) / 4
-		l, ln := perUser(t, journal, limit)
-		v, vn := perUser(t, wantJournal, limit)
+		trials, err := os.ReadFile(journal)
+		require.NoError(t, err)
+		l, ln := perUser(t, trials, limit)
+		v, vn := perUser(t, wantTrials, limit)
 		t.Logf("pages/s per user up to %d users: locust %.4f (%d trials), live %.4f (%d trials)", limit, l, ln, v, vn)
 		require.Positive(t, ln)
 		require.Positive(t, vn)
@@ -166,12 +173,10 @@ func TestLocustTestbed(t *testing.T) {
 	})
 }
 
-// perUser is the throughput per user pooled over the journal's trials of at
+// perUser is the throughput per user pooled over a journal's trials of at
 // most limit users: the sum of their throughputs over the sum of their users.
-func perUser(t *testing.T, journal string, limit int) (float64, int) {
+func perUser(t *testing.T, data []byte, limit int) (float64, int) {
 	t.Helper()
-	data, err := os.ReadFile(journal)
-	require.NoError(t, err)
 	var x float64
 	var n, trials int
 	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
