@@ -82,18 +82,10 @@ func fakeRangePrometheus(t *testing.T, answers map[string]float64) (*httptest.Se
 // queries at the interval, and ends once every figure is precise.
 func TestAdaptiveLiveTrial(t *testing.T) {
 	dir := t.TempDir()
-	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	defer app.Close()
 	prom, ranges := fakeRangePrometheus(t, map[string]float64{"cpu_usage": 0.6, "busy_threads": 4})
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "w.yaml"), []byte(
-		"thinkTime: {mean: 10ms}\nstart: A\ninteractions:\n  - {name: A, path: /a, next: {A: 1}}\n"), 0o644))
-	sec := map[string]any{
-		"target": app.URL, "prometheus": prom.URL, "workload": "w.yaml", "interval": "50ms",
-		"tiers": map[string]any{
-			"app": map[string]any{"queries": map[string]any{"cpu": `cpu_usage[{window}]`,
-				"pools": map[string]any{"threads": map[string]any{"busy": "busy_threads"}}}},
-		},
-	}
+	sec := adaptiveSection(t, dir, prom.URL, map[string]any{
+		"app": tierQueries("busy_threads"),
+	})
 	r, err := New(sec, filepath.Join(dir, "deployment.yaml"))
 	require.NoError(t, err)
 	var log strings.Builder
@@ -139,20 +131,11 @@ func TestAdaptiveLiveTrial(t *testing.T) {
 // window.
 func TestAdaptiveLiveTrialIgnoresPoolsNotAllocated(t *testing.T) {
 	dir := t.TempDir()
-	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	defer app.Close()
 	prom, _ := fakeRangePrometheus(t, map[string]float64{"cpu_usage": 0.6, "busy_threads": 4, "noisy_db_threads": 0.3})
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "w.yaml"), []byte(
-		"thinkTime: {mean: 10ms}\nstart: A\ninteractions:\n  - {name: A, path: /a, next: {A: 1}}\n"), 0o644))
-	sec := map[string]any{
-		"target": app.URL, "prometheus": prom.URL, "workload": "w.yaml", "interval": "50ms",
-		"tiers": map[string]any{
-			"app": map[string]any{"queries": map[string]any{"cpu": `cpu_usage[{window}]`,
-				"pools": map[string]any{"threads": map[string]any{"busy": "busy_threads"}}}},
-			"db": map[string]any{"queries": map[string]any{"cpu": `cpu_usage[{window}]`,
-				"pools": map[string]any{"threads": map[string]any{"busy": "noisy_db_threads"}}}},
-		},
-	}
+	sec := adaptiveSection(t, dir, prom.URL, map[string]any{
+		"app": tierQueries("busy_threads"),
+		"db":  tierQueries("noisy_db_threads"),
+	})
 	r, err := New(sec, filepath.Join(dir, "deployment.yaml"))
 	require.NoError(t, err)
 	e := algorithms.Experiment{
@@ -173,4 +156,22 @@ func TestAdaptiveLiveTrialIgnoresPoolsNotAllocated(t *testing.T) {
 	require.Len(t, obs.Servers, 2)
 	require.Len(t, obs.Servers[1].Pools, 1, "the pool is still observed")
 	assert.Zero(t, obs.Servers[1].Pools[0].BusyHalfWidth, "without an interval")
+}
+
+// adaptiveSection is a runner section loading a server that answers at
+// once, with a one-page workload of 10 ms think times, 50 ms intervals and
+// the given tiers' queries.
+func adaptiveSection(t *testing.T, dir, prometheus string, tiers map[string]any) map[string]any {
+	t.Helper()
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(app.Close)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "w.yaml"), []byte(
+		"thinkTime: {mean: 10ms}\nstart: A\ninteractions:\n  - {name: A, path: /a, next: {A: 1}}\n"), 0o644))
+	return map[string]any{"target": app.URL, "prometheus": prometheus, "workload": "w.yaml", "interval": "50ms", "tiers": tiers}
+}
+
+// tierQueries are a tier's cpu query and its threads' busy query.
+func tierQueries(busy string) map[string]any {
+	return map[string]any{"queries": map[string]any{"cpu": `cpu_usage[{window}]`,
+		"pools": map[string]any{"threads": map[string]any{"busy": busy}}}}
 }
