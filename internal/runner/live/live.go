@@ -27,6 +27,7 @@ import (
 	"net/url"
 	osexec "os/exec"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -566,18 +567,23 @@ var selectorName = regexp.MustCompile(`([A-Za-z_:][A-Za-z0-9_:]*)\s*[{\[]`)
 // nothing yet).
 func (r *Runner) absentMetrics(ctx context.Context, q string, t time.Time) []string {
 	var out []string
-	seen := map[string]bool{}
-	for _, m := range selectorName.FindAllStringSubmatch(q, -1) {
-		name := m[1]
-		if seen[name] {
-			continue
-		}
-		seen[name] = true
+	for _, name := range metricNames(q) {
 		if _, err := r.prom.value(ctx, "absent("+name+")", t); err == nil {
 			out = append(out, name)
 		}
 	}
 	return out
+}
+
+// metricNames are the metric names query q selects, each once, in order.
+func metricNames(q string) []string {
+	var names []string
+	for _, m := range selectorName.FindAllStringSubmatch(q, -1) {
+		if !slices.Contains(names, m[1]) {
+			names = append(names, m[1])
+		}
+	}
+	return names
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -290,13 +290,7 @@ func (rd *reader) read(ctx context.Context, who, field, query string, vars map[s
 // all over the range; it asks the series index, which reads no samples.
 func (rd *reader) absent(ctx context.Context, q string) ([]string, error) {
 	var out []string
-	seen := map[string]bool{}
-	for _, m := range selectorName.FindAllStringSubmatch(q, -1) {
-		name := m[1]
-		if seen[name] {
-			continue
-		}
-		seen[name] = true
+	for _, name := range metricNames(q) {
 		qctx, cancel := context.WithTimeout(ctx, time.Minute)
 		series, _, _, err := rd.r.prom.api.Series(qctx, []string{name}, rd.g.start, rd.g.end(rd.g.n-1), v1.WithLimit(1))
 		cancel()
