@@ -108,7 +108,7 @@ func (f *metricsFlags) emit(ctx context.Context, set *metrics.Set) error {
 	var errs []error
 	if f.file != "" {
 		if err := set.WriteFile(f.file); err != nil {
-			errs = append(errs, fmt.Errorf("--metrics-file %q: %w", f.file, plainPathError(err)))
+			errs = append(errs, fmt.Errorf("--metrics-file %q: %w", f.file, err))
 		}
 	}
 	if f.gateway != "" {

@@ -79,18 +79,3 @@ func orList(s []string) string {
 	}
 	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }
-
-// plainPathError drops the path from a file system error when it is not the
-// one the user gave: an atomic write names its temporary file
-// ("open x.prom1899588136"), which the user never asked for.
-func plainPathError(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	var le *os.LinkError
-	if errors.As(err, &le) {
-		return le.Err
-	}
-	return err
-}
