@@ -305,11 +305,7 @@ func (r *Runner) series(ctx context.Context, e algorithms.Experiment, bins *Bins
 		figs = append(figs, algorithms.Figure{Kind: algorithms.FigureCPU, Server: name, Capacity: 1})
 		series = append(series, cpu)
 		for _, pool := range sortedKeys(q.Pools) {
-			// A pool the allocation does not size (the database's own
-			// threads) is no soft resource under test, and its few busy
-			// units at low load would hold a trial to its longest window:
-			// on the testbed db-1's threads kept every trial at 51 s.
-			if q.Pools[pool].Busy == "" || alloc.Size(pool) == 0 {
+			if q.Pools[pool].Busy == "" {
 				continue
 			}
 			busy, err := read("pools."+pool+".busy", q.Pools[pool].Busy, false)
