@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/softalloc/softalloc/internal/syncbuf"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -365,7 +367,7 @@ func TestAWorkerThatDiesFailsTheExperiment(t *testing.T) {
 	cmd := osexec.Command(softalloc, "simulate", "-f", deployment, "--runner", "exec", "--runner-cmd", adapter+" "+settings,
 		"--runner-retries", "0", "--users", "20", "--ramp-up", "3s", "--runtime", "20s", "--ramp-down", "1s",
 		"--journal", journal, "--parallel", "1")
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	done := make(chan error, 1)
@@ -466,7 +468,7 @@ func TestSIGTERMStopsTheMasterAndTheWorkers(t *testing.T) {
 	cmd.Stdin = strings.NewReader(`{"protocolVersion":1,"experimentId":"local-u10-111111111111","attempt":1,"topology":"local",` +
 		`"tiers":[{"name":"web","role":"web","replicas":1,"cores":1,"pools":{"threads":10},"servers":["web-1"]}],` +
 		`"allocation":{"web":{"threads":10}},"workload":{"users":10},"timing":{"rampUpSeconds":2,"runtimeSeconds":60,"rampDownSeconds":1}}` + "\n")
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	run := filepath.Join(dir, "results", "local-u10-111111111111", "attempt-1")
@@ -540,22 +542,4 @@ func TestExperimentFromTheMessage(t *testing.T) {
 	req.Workload.Users = 0
 	_, err = experiment(req)
 	require.EqualError(t, err, "workload.users 0: want at least 1")
-}
-
-// syncBuffer is a process's output that a test reads while it runs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

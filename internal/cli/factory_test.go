@@ -7,9 +7,10 @@ import (
 	"math"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/softalloc/softalloc/internal/syncbuf"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -100,24 +101,6 @@ func TestDevNullIsNoTerminal(t *testing.T) {
 	assert.False(t, isTerminal(f))
 }
 
-// syncBuffer is a buffer the display and the test can share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // held runs the bottleneck, but holds each experiment until released.
 type held struct {
 	bottleneck
@@ -136,7 +119,7 @@ func TestPlainProgressForCILogs(t *testing.T) {
 	t.Cleanup(func() { heartbeat = old })
 	x := &held{release: make(chan struct{})}
 	var out bytes.Buffer
-	errb := &syncBuffer{}
+	errb := &syncbuf.Buffer{}
 	f := newFactory(Streams{In: strings.NewReader(""), Out: &out, Err: errb})
 	f.NewRunner = func(cfg runner.Config) (runner.Runner, error) {
 		return runner.Runner{Experimenter: x, Name: "fake", DefaultTiming: algorithms.PaperTiming}, nil
@@ -159,13 +142,13 @@ func TestPlainProgressForCILogs(t *testing.T) {
 
 	// --progress none and -q say nothing; a bad mode is a usage error.
 	for _, args := range [][]string{{"--progress", "none"}, {"-q"}} {
-		errb = &syncBuffer{}
+		errb = &syncbuf.Buffer{}
 		f.Streams.Err = errb
 		code := runWith(context.Background(), append([]string{"find-critical", "--topology", "1/2/1/2", "--no-journal", "-o", "json"}, args...), f)
 		require.Equal(t, ExitOK, code)
 		assert.Empty(t, errb.String(), args)
 	}
-	errb = &syncBuffer{}
+	errb = &syncbuf.Buffer{}
 	f.Streams.Err = errb
 	assert.Equal(t, ExitUsage, runWith(context.Background(), []string{"simulate", "-t", "1/2/1/2", "--users", "100", "--progress", "loud"}, f))
 	assert.Contains(t, errb.String(), `--progress "loud": want auto, plain or none`)

@@ -9,10 +9,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/softalloc/softalloc/internal/syncbuf"
 
 	"github.com/stretchr/testify/require"
 
@@ -114,31 +115,13 @@ func script(t *testing.T, dir, body string) string {
 }
 
 // testRunner runs command with short grace and backoff, logging to a buffer.
-func testRunner(t *testing.T, command ...string) (*Runner, *syncBuffer) {
+func testRunner(t *testing.T, command ...string) (*Runner, *syncbuf.Buffer) {
 	t.Helper()
 	r, err := New(command)
 	require.NoError(t, err)
-	log := &syncBuffer{}
+	log := &syncbuf.Buffer{}
 	r.Log, r.Grace, r.Backoff = log, 200*time.Millisecond, time.Millisecond
 	return r, log
-}
-
-// syncBuffer is a log that the test reads while the runner writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // readPID waits for a pid file (written atomically by mv) and returns the pid.
