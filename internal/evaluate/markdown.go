@@ -104,10 +104,7 @@ func Markdown(w io.Writer, rep Report) error {
 	p("threshold. `recommended` is the efficient mode's answer, `recommended-fixed` the same campaign's with fixed-length\n")
 	p("trials, `recommended-paper` the paper mode's. A `*` marks a maximum that cannot be told from the grid's best at 95%%\n")
 	p("confidence (algorithms.Compare): the maximum of noisy curves is biased up, so a ratio a little below 1 is not a loss.\n\n")
-	slas := make([]string, len(rep.Config.SLAs))
-	for i, t := range rep.Config.SLAs {
-		slas[i] = fmt.Sprintf("%g", t)
-	}
+	slas := slaLabels(rep.Config.SLAs)
 	p("| topology | seed | recommended | allocation |")
 	for _, s := range slas {
 		p(" %s s |", s)
@@ -187,10 +184,7 @@ func adaptiveSection(p func(string, ...any), rep Report) {
 	p("The default campaign (efficient mode, saturation reading) with adaptive trials and with fixed-length ones, on the same\n")
 	p("seed. CPU is the process's while the campaign ran alone; simulated is the trials' simulated time, warm-ups included.\n")
 	p("The ratios are both answers' maximum goodput over the best of the same grid (section 3).\n\n")
-	slas := make([]string, len(rep.Config.SLAs))
-	for i, t := range rep.Config.SLAs {
-		slas[i] = fmt.Sprintf("%g", t)
-	}
+	slas := slaLabels(rep.Config.SLAs)
 	p("| topology | seed | fixed | adaptive | same | critical (fixed / adaptive) | experiments | simulated [s] | CPU [s] | CPU ratio |")
 	for _, s := range slas {
 		p(" ratio at %s s (fixed / adaptive) |", s)
@@ -506,4 +500,13 @@ func experimentsPlot(path string, rep Report) error {
 	// Whole decades, so that every power of ten the data reaches is labelled.
 	p.Y.Min, p.Y.Max = 1, math.Pow(10, math.Ceil(math.Log10(most*1.5)))
 	return report.SaveFigure(path, p, report.PlotWidth, 4*vg.Inch)
+}
+
+// slaLabels are the SLA thresholds as the tables' headers write them.
+func slaLabels(slas []float64) []string {
+	out := make([]string, len(slas))
+	for i, t := range slas {
+		out[i] = fmt.Sprintf("%g", t)
+	}
+	return out
 }
