@@ -93,8 +93,7 @@ which saves what Prometheus gave for an offline run). - reads standard input.`,
 	}
 	o.cmd = cmd
 	fs := cmd.Flags()
-	fs.StringVarP(&o.deployment.topology, "topology", "t", "", "topology #W/#A/#C/#D or #W/#A/#D, e.g. 1/4/1/4")
-	fs.StringVarP(&o.deployment.file, "deployment", "f", "", "deployment file (YAML) naming any chain of tiers")
+	o.deployment.registerChain(fs)
 	fs.StringVar(&o.observations, "observations", "", "recorded observations, JSON Lines (journal records, observations or windows; - for stdin)")
 	fs.StringVar(&o.since, "since", "", "read Prometheus from this long ago until --end: 7d, 36h, 90m")
 	fs.StringVar(&o.start, "start", "", "read Prometheus from this time (RFC 3339, e.g. 2026-11-23T08:00:00Z, or Unix seconds)")

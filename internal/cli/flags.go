@@ -28,9 +28,15 @@ type deploymentFlags struct {
 const practitionersAllocation = "400-150-60"
 
 func (f *deploymentFlags) register(fs *pflag.FlagSet) {
+	f.registerChain(fs)
+	fs.StringArrayVar(&f.allocs, "alloc", nil, "initial allocation #W_T-#A_T-#A_C (default 400-150-60, or the deployment file's pools)")
+}
+
+// registerChain registers the deployment's flags without --alloc, for a
+// command whose --alloc means something else (advise's current pools).
+func (f *deploymentFlags) registerChain(fs *pflag.FlagSet) {
 	fs.StringVarP(&f.topology, "topology", "t", "", "topology #W/#A/#C/#D or #W/#A/#D, e.g. 1/4/1/4")
 	fs.StringVarP(&f.file, "deployment", "f", "", "deployment file (YAML) naming any chain of tiers")
-	fs.StringArrayVar(&f.allocs, "alloc", nil, "initial allocation #W_T-#A_T-#A_C (default 400-150-60, or the deployment file's pools)")
 }
 
 // resolve returns the deployment and the initial allocation.
