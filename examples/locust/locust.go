@@ -31,7 +31,7 @@ type proc struct {
 	err  error // once done is closed
 }
 
-func start(name string, argv []string, dir, logName string) (*proc, error) {
+func start(name string, argv, env []string, dir, logName string) (*proc, error) {
 	path := filepath.Join(dir, logName)
 	f, err := os.Create(path)
 	if err != nil {
@@ -39,6 +39,9 @@ func start(name string, argv []string, dir, logName string) (*proc, error) {
 	}
 	cmd := osexec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = f, f
 	// Its own group, so that stopping it stops what it started (ssh's
 	// children, gevent's helpers); and it dies with this program.
@@ -172,7 +175,7 @@ func runLocust(ctx context.Context, c config, p plan, dir string, logf func(stri
 		"--softalloc-out", out}
 	logf("locust: %d users on %d workers (%s), master %s:%d, %g+%g+%g s; files in %s",
 		p.Users, p.Workers, strings.Join(c.Workers, ", "), c.MasterHost, port, p.Timing.RampUp, p.Timing.Runtime, p.Timing.RampDown, dir)
-	master, err := start("master", masterArgs, dir, "master.log")
+	master, err := start("master", masterArgs, nil, dir, "master.log")
 	if err != nil {
 		return window{}, err
 	}
@@ -189,7 +192,20 @@ func runLocust(ctx context.Context, c config, p plan, dir string, logf func(stri
 	defer stopAll()
 	specs := c.workers(locust, c.MasterHost, port)
 	for _, s := range specs {
-		w, err := start("worker "+s.Name, s.Argv, dir, fmt.Sprintf("worker-%d.log", s.Index))
+		var env []string
+		if s.Host == localWorker {
+			// A worker writes the locustfile it gets from the master to
+			// $TMPDIR under the master's file name, and deletes it on exit:
+			// two workers sharing one TMPDIR truncate each other's copy while
+			// the other imports it (seen as a worker refusing
+			// --softalloc-worker, its locustfile read empty).
+			tmp := filepath.Join(dir, fmt.Sprintf("worker-%d.tmp", s.Index))
+			if err := os.MkdirAll(tmp, 0o700); err != nil {
+				return window{}, fmt.Errorf("worker %s: %w", s.Name, err)
+			}
+			env = []string{"TMPDIR=" + tmp}
+		}
+		w, err := start("worker "+s.Name, s.Argv, env, dir, fmt.Sprintf("worker-%d.log", s.Index))
 		if err != nil {
 			return window{}, err
 		}
