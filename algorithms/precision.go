@@ -115,7 +115,10 @@ func tQuantile(df int) float64 {
 // lies in the first half of the series (Franklin and White 2008): a longer
 // truncation means the series has not yet shown a steady state for as long
 // as its transient lasted, so the trial should run on. It returns the
-// truncation in intervals (a multiple of 5) and whether it can be trusted.
+// truncation in intervals (a multiple of 5) and whether it can be trusted;
+// an untrusted truncation is at most half the series, so that a trial that
+// must end without a trusted answer measures the later half, not the few
+// intervals after a late minimum.
 func MSER5(x []float64) (truncate int, ok bool) {
 	const b = 5
 	m := len(x) / b
@@ -147,7 +150,7 @@ func MSER5(x []float64) (truncate int, ok bool) {
 			best, bestD = stats[d], d
 		}
 	}
-	return bestD * b, bestD <= m/2
+	return min(bestD, m/2) * b, bestD <= m/2
 }
 
 // WarmUp is where a trial's transient ends: the later of MSER5's answers

@@ -51,8 +51,19 @@ func TestMSER5(t *testing.T) {
 		for i := range x {
 			x[i] = float64(i) + r.NormFloat64()
 		}
-		_, ok := MSER5(x)
+		d, ok := MSER5(x)
 		assert.False(t, ok, "the truncation lies past half the series")
+		assert.LessOrEqual(t, d, 50, "an untrusted truncation keeps at least the later half")
+	})
+	t.Run("a late step is not trusted and keeps the later half", func(t *testing.T) {
+		// On the testbed, a trial's MSER minimum at 48 of 54 s left a 6 s window.
+		x := noise(r, 100, 50, 5)
+		for i := 70; i < len(x); i++ {
+			x[i] += 40
+		}
+		d, ok := MSER5(x)
+		assert.False(t, ok)
+		assert.Equal(t, 50, d)
 	})
 	t.Run("too short", func(t *testing.T) {
 		_, ok := MSER5(noise(r, 49, 1, 1))

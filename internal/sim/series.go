@@ -218,12 +218,9 @@ func (c *chain) tick(now float64) bool {
 		s.fifths = append(s.fifths, 0)
 		s.inside = append(s.inside, 0)
 	}
+	// Untrusted, d is at most half-way: past the longest window, that is
+	// where the window starts, as MSER's own rule would have it.
 	d, trusted := algorithms.WarmUp(s.fifths[:5*t], s.inside[:5*t])
-	if !trusted {
-		// Not yet shown to be over: past the longest window, the window
-		// starts no later than half-way, as MSER's own rule would have it.
-		d = min(d, 5*t/2)
-	}
 	d = (d/5 + 4) / 5 * 5 // seconds, up to the next snapshot
 	from := max(s.minWarmUp, d, t-s.maxRows)
 	// Snapshots before the earliest start the window can still have are

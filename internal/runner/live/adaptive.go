@@ -18,7 +18,8 @@ import (
 // load generator counts every page by the interval (the runner section's
 // interval, Prometheus's scrape interval) it ended in, and by the fifth of
 // one; every interval, once the least ramp-up has passed, MSER-5 on the
-// throughput by fifths since the start of the load places the window's
+// throughput and on the users inside, by fifths since the start of the
+// load (algorithms.WarmUp), places the window's
 // start (its batches of five are then whole intervals, and it needs ten
 // intervals of data, not fifty), Prometheus's range queries at the interval
 // give every server's CPU and every pool's busy units over the window, and
@@ -27,13 +28,15 @@ import (
 // observation covers the window only, read as a fixed trial's is.
 
 // Bins are a trial's pages, failures and response times by interval since
-// the start of the load, and its pages by fifths of an interval (MSER-5's).
+// the start of the load, and its pages and their summed response times by
+// fifths of an interval (MSER-5's).
 type Bins struct {
 	mu       sync.Mutex
 	interval time.Duration
 	slas     []float64
 	start    time.Time
 	fifths   []int64
+	fifthRT  []float64 // seconds
 	pages    []int64
 	within   [][]int64 // by interval, then SLA
 	errors   []ErrorCounts
@@ -73,11 +76,13 @@ func (b *Bins) add(done time.Time, rt float64, kind outcome) {
 		b.errors = append(b.errors, ErrorCounts{})
 		b.recs = append(b.recs, &algorithms.Recorder{})
 		b.fifths = append(b.fifths, 0, 0, 0, 0, 0)
+		b.fifthRT = append(b.fifthRT, 0, 0, 0, 0, 0)
 	}
 	switch kind {
 	case ok:
 		b.pages[i]++
 		b.fifths[f]++
+		b.fifthRT[f] += rt
 		for j, s := range b.slas {
 			if rt <= s {
 				b.within[i][j]++
@@ -104,6 +109,22 @@ func (b *Bins) fifthRates(to int) []float64 {
 	for i := range out {
 		if i < len(b.fifths) {
 			out[i] = float64(b.fifths[i]) / sec
+		}
+	}
+	return out
+}
+
+// fifthInside are the users inside the system (waiting or served) in the
+// fifths of intervals [0, to): by Little's law, the response times of the
+// pages that ended in a fifth over its length.
+func (b *Bins) fifthInside(to int) []float64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	sec := b.interval.Seconds() / 5
+	out := make([]float64, 5*to)
+	for i := range out {
+		if i < len(b.fifthRT) {
+			out[i] = b.fifthRT[i] / sec
 		}
 	}
 	return out
@@ -208,7 +229,7 @@ func (r *Runner) adaptiveAttempt(ctx context.Context, e algorithms.Experiment, t
 			continue
 		}
 		var trusted bool
-		d, trusted = algorithms.MSER5(bins.fifthRates(t))
+		d, trusted = algorithms.WarmUp(bins.fifthRates(t), bins.fifthInside(t))
 		d /= 5 // whole intervals
 		from, to = max(minWarm, d, t-maxRows), t
 		n := to - from

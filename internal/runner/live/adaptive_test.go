@@ -175,3 +175,24 @@ func tierQueries(busy string) map[string]any {
 	return map[string]any{"queries": map[string]any{"cpu": `cpu_usage[{window}]`,
 		"pools": map[string]any{"threads": map[string]any{"busy": busy}}}}
 }
+
+// The users inside the system by fifths, the second series the warm-up is
+// found on: Little's law on the pages that ended in each fifth.
+func TestBinsUsersInside(t *testing.T) {
+	b := NewBins(time.Second, nil)
+	t0 := time.Now()
+	b.begin(t0)
+	for range 10 {
+		b.add(t0.Add(100*time.Millisecond), 0.1, ok) // 1 s of responses in 0.2 s: 5 inside
+	}
+	b.add(t0.Add(1100*time.Millisecond), 0.4, ok)    // fifth 5: 2 inside
+	b.add(t0.Add(1150*time.Millisecond), 3, refused) // a failure is no page
+	b.add(t0.Add(-time.Millisecond), 5, ok)          // before the load: not counted
+	got := b.fifthInside(2)
+	require.Len(t, got, 10)
+	assert.InDelta(t, 5, got[0], 1e-9)
+	assert.InDelta(t, 2, got[5], 1e-9)
+	for _, i := range []int{1, 2, 3, 4, 6, 7, 8, 9} {
+		assert.Zero(t, got[i], i)
+	}
+}
