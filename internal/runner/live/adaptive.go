@@ -100,34 +100,19 @@ func (b *Bins) add(done time.Time, rt float64, kind outcome) {
 	}
 }
 
-// fifthRates are the pages per second of the fifths of intervals [0, to).
-func (b *Bins) fifthRates(to int) []float64 {
+// fifthSeries are, by fifths of intervals [0, to), the pages per second and
+// the users inside the system (waiting or served): by Little's law, the
+// response times of the pages that ended in a fifth over its length.
+func (b *Bins) fifthSeries(to int) (rates, inside []float64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	sec := b.interval.Seconds() / 5
-	out := make([]float64, 5*to)
-	for i := range out {
-		if i < len(b.fifths) {
-			out[i] = float64(b.fifths[i]) / sec
-		}
+	rates, inside = make([]float64, 5*to), make([]float64, 5*to)
+	for i := range min(5*to, len(b.fifths)) {
+		rates[i] = float64(b.fifths[i]) / sec
+		inside[i] = b.fifthRT[i] / sec
 	}
-	return out
-}
-
-// fifthInside are the users inside the system (waiting or served) in the
-// fifths of intervals [0, to): by Little's law, the response times of the
-// pages that ended in a fifth over its length.
-func (b *Bins) fifthInside(to int) []float64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	sec := b.interval.Seconds() / 5
-	out := make([]float64, 5*to)
-	for i := range out {
-		if i < len(b.fifthRT) {
-			out[i] = b.fifthRT[i] / sec
-		}
-	}
-	return out
+	return rates, inside
 }
 
 // rates are intervals [from, to)'s pages per second, and pages within each
@@ -229,7 +214,7 @@ func (r *Runner) adaptiveAttempt(ctx context.Context, e algorithms.Experiment, t
 			continue
 		}
 		var trusted bool
-		d, trusted = algorithms.WarmUp(bins.fifthRates(t), bins.fifthInside(t))
+		d, trusted = algorithms.WarmUp(bins.fifthSeries(t))
 		d /= 5 // whole intervals
 		from, to = max(minWarm, d, t-maxRows), t
 		n := to - from

@@ -188,8 +188,9 @@ func TestBinsUsersInside(t *testing.T) {
 	b.add(t0.Add(1100*time.Millisecond), 0.4, ok)    // fifth 5: 2 inside
 	b.add(t0.Add(1150*time.Millisecond), 3, refused) // a failure is no page
 	b.add(t0.Add(-time.Millisecond), 5, ok)          // before the load: not counted
-	got := b.fifthInside(2)
+	rates, got := b.fifthSeries(2)
 	require.Len(t, got, 10)
+	assert.InDelta(t, 50, rates[0], 1e-9, "10 pages in 0.2 s")
 	assert.InDelta(t, 5, got[0], 1e-9)
 	assert.InDelta(t, 2, got[5], 1e-9)
 	for _, i := range []int{1, 2, 3, 4, 6, 7, 8, 9} {
