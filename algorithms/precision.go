@@ -221,6 +221,38 @@ func (s Stopping) BatchLength(n int) int {
 	return b
 }
 
+// Step is what an adaptive trial does at one of its checks.
+type Step int
+
+// An adaptive trial's steps: run on, estimate the window's intervals (and
+// end if every figure is precise), or end with the window as it is.
+const (
+	StepWait Step = iota
+	StepEstimate
+	StepEnd
+)
+
+// Next is the step of an adaptive trial t intervals after the start of
+// the load, with a window of n intervals, a least warm-up of minWarm
+// intervals and a longest window of maxRows; trusted is WarmUp's verdict.
+// An untrusted warm-up waits until the trial could have held its longest
+// window after the least warm-up, then ends (WarmUp keeps the later half);
+// a trusted one is estimated once the window holds Batches batches and
+// ends a whole batch, and ends at the longest window. Every runner takes
+// its steps from here, so that they stop their trials alike.
+func (s Stopping) Next(t, n, minWarm, maxRows int, trusted bool) Step {
+	k0, _ := s.batches()
+	switch {
+	case !trusted && t < minWarm+maxRows:
+		return StepWait
+	case !trusted || n >= maxRows:
+		return StepEnd
+	case n < k0 || n%s.BatchLength(n) != 0:
+		return StepWait
+	}
+	return StepEstimate
+}
+
 // FigureKind says what a figure of a trial measures.
 type FigureKind uint8
 

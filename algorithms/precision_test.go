@@ -190,3 +190,24 @@ func TestSetIntervals(t *testing.T) {
 		"observation.servers[0].cpuHalfWidth: want a half-width >= 0, got -1",
 	}, o.Problems())
 }
+
+// The steps every runner's adaptive trial takes (10 s least warm-up, 120 s
+// longest window, 20 batches).
+func TestStoppingNext(t *testing.T) {
+	s := Stopping{Precision: 0.02}
+	for _, c := range []struct {
+		t, n    int
+		trusted bool
+		want    Step
+	}{
+		{40, 30, false, StepWait},    // not shown over, and time left for the longest window
+		{130, 65, false, StepEnd},    // not shown over by then: the later half, as it is
+		{30, 19, true, StepWait},     // fewer than 20 intervals
+		{30, 20, true, StepEstimate}, // 20 batches of one
+		{51, 41, true, StepWait},     // batches of 2 would leave one interval out
+		{52, 42, true, StepEstimate}, // 21 batches of 2
+		{130, 120, true, StepEnd},    // the longest window
+	} {
+		assert.Equal(t, c.want, s.Next(c.t, c.n, 10, 120, c.trusted), "t %d n %d trusted %v", c.t, c.n, c.trusted)
+	}
+}

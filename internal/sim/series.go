@@ -229,15 +229,13 @@ func (c *chain) tick(now float64) bool {
 		s.snaps = s.snaps[1:]
 	}
 	n := t - from
-	switch {
-	case !trusted && t < s.minWarmUp+s.maxRows:
+	switch s.stopping.Next(t, n, s.minWarmUp, s.maxRows, trusted) {
+	case algorithms.StepWait:
 		return false
-	case !trusted || n >= s.maxRows:
+	case algorithms.StepEnd:
 		// The longest window, or a transient that has not settled within
 		// it: measured as it is, not precise.
-	case n < algorithms.DefaultBatches || n%s.stopping.BatchLength(n) != 0:
-		return false
-	default:
+	case algorithms.StepEstimate:
 		off := from - s.minWarmUp
 		cols := make([][]float64, len(s.cols))
 		for f := range s.cols {

@@ -218,18 +218,17 @@ func (r *Runner) adaptiveAttempt(ctx context.Context, e algorithms.Experiment, t
 		d /= 5 // whole intervals
 		from, to = max(minWarm, d, t-maxRows), t
 		n := to - from
-		if !trusted && t < minWarm+maxRows {
+		step := stopping.Next(t, n, minWarm, maxRows, trusted)
+		if step == algorithms.StepWait {
 			continue
 		}
-		if trusted && n < maxRows && (n < algorithms.DefaultBatches || n%stopping.BatchLength(n) != 0) {
-			continue
-		}
+		// Estimated at the end too: the observation carries the intervals.
 		var err error
 		if figs, series, err = r.series(ctx, e, bins, from, to); err != nil {
 			return algorithms.Observation{}, err
 		}
 		est = stopping.Estimate(figs, series)
-		decided = est.Precise || !trusted || n >= maxRows
+		decided = est.Precise || step == algorithms.StepEnd
 	}
 	start := bins.started()
 	end := start.Add(time.Duration(to) * iv)
