@@ -61,9 +61,11 @@ type GoodputInterval struct {
 type MeasuredWindow struct {
 	// WarmUpSeconds is the time from the start of the load to the window.
 	// TransientSeconds is where MSER-5 put the end of the transient on the
-	// throughput series (an adaptive trial's window begins at the first
-	// check at which that answer could be trusted, and never before the
-	// minimum ramp-up); 0 for a fixed trial.
+	// throughput and the users inside (an adaptive trial's window begins at
+	// the first check at which that answer could be trusted, and never
+	// before the minimum ramp-up; a window that begins before it was
+	// measured whole because the transient shifted none of its figures by
+	// more than the precision, Stopping.EstimateWhole); 0 for a fixed trial.
 	WarmUpSeconds    float64 `json:"warmUpSeconds"`
 	TransientSeconds float64 `json:"transientSeconds,omitempty"`
 	// IntervalSeconds is the length of the window's intervals; Batches the

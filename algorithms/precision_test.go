@@ -200,14 +200,47 @@ func TestStoppingNext(t *testing.T) {
 		trusted bool
 		want    Step
 	}{
-		{40, 30, false, StepWait},    // not shown over, and time left for the longest window
-		{130, 65, false, StepEnd},    // not shown over by then: the later half, as it is
-		{30, 19, true, StepWait},     // fewer than 20 intervals
-		{30, 20, true, StepEstimate}, // 20 batches of one
-		{51, 41, true, StepWait},     // batches of 2 would leave one interval out
-		{52, 42, true, StepEstimate}, // 21 batches of 2
-		{130, 120, true, StepEnd},    // the longest window
+		{29, 14, false, StepWait},          // not shown over, 19 intervals since the least warm-up
+		{40, 30, false, StepEstimateWhole}, // not shown over: 30 batches of one since the least warm-up
+		{51, 25, false, StepWait},          // batches of 2 would leave one interval out
+		{52, 26, false, StepEstimateWhole}, // 21 batches of 2
+		{130, 65, false, StepEnd},          // not shown over by then: the later half, as it is
+		{30, 19, true, StepWait},           // fewer than 20 intervals
+		{30, 20, true, StepEstimate},       // 20 batches of one
+		{51, 41, true, StepWait},           // batches of 2 would leave one interval out
+		{52, 42, true, StepEstimate},       // 21 batches of 2
+		{130, 120, true, StepEnd},          // the longest window
 	} {
 		assert.Equal(t, c.want, s.Next(c.t, c.n, 10, 120, c.trusted), "t %d n %d trusted %v", c.t, c.n, c.trusted)
 	}
+}
+
+// A window whose start MSER does not trust ends the trial only if the
+// transient shifts no figure by more than the precision.
+func TestStoppingEstimateWhole(t *testing.T) {
+	s := Stopping{Precision: 0.05}
+	figs := []Figure{{Kind: FigureThroughput}, {Kind: FigureCPU, Server: "app-1", Capacity: 1}}
+	// A noisy CPU (sd 0.1) whose first half is higher by step.
+	window := func(step float64) [][]float64 {
+		r := rand.New(rand.NewPCG(1, 7))
+		thr, cpu := noise(r, 40, 300, 10), noise(r, 40, 0.8, 0.1)
+		for i := range 20 {
+			cpu[i] += step
+		}
+		return [][]float64{thr, cpu}
+	}
+	steady := s.EstimateWhole(figs, window(0), 20)
+	assert.True(t, steady.Precise, "excess %v", steady.Excess)
+	small := s.EstimateWhole(figs, window(0.02), 20)
+	assert.True(t, small.Precise, "the later half is 0.01 below the whole window's mean: within 5%% of 0.81")
+
+	shifted := window(0.1)
+	require.True(t, s.Estimate(figs, shifted).Precise, "precise as a window, the batch means hide the step")
+	whole := s.EstimateWhole(figs, shifted, 20)
+	assert.False(t, whole.Precise, "the later half is 0.05 below the whole window's mean, past 5%% of 0.85")
+	assert.Equal(t, 1, whole.Worst)
+	assert.Greater(t, whole.Excess, 1.0)
+
+	// The whole window must be precise too.
+	assert.False(t, Stopping{Precision: 0.001}.EstimateWhole(figs, window(0), 20).Precise)
 }

@@ -235,6 +235,14 @@ func (c *chain) tick(now float64) bool {
 	case algorithms.StepEnd:
 		// The longest window, or a transient that has not settled within
 		// it: measured as it is, not precise.
+	case algorithms.StepEstimateWhole:
+		// The cols run from the least warm-up: the whole window.
+		est := s.stopping.EstimateWhole(s.figs, s.cols, from-s.minWarmUp)
+		if !est.Precise {
+			return false
+		}
+		s.est, s.estDone = est, true
+		from = s.minWarmUp
 	case algorithms.StepEstimate:
 		off := from - s.minWarmUp
 		cols := make([][]float64, len(s.cols))

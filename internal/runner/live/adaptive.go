@@ -24,7 +24,9 @@ import (
 // intervals of data, not fifty), Prometheus's range queries at the interval
 // give every server's CPU and every pool's busy units over the window, and
 // the window ends as soon as every figure is precise (algorithms.Stopping),
-// or when it reaches the longest runtime. The load then ramps down; the
+// or when it reaches the longest runtime. While MSER's answer is not
+// trusted, the window from the least warm-up also ends the trial if it is
+// precise and its transient shifts no figure by more than the precision. The load then ramps down; the
 // observation covers the window only, read as a fixed trial's is.
 
 // Bins are a trial's pages, failures and response times by interval since
@@ -219,11 +221,20 @@ func (r *Runner) adaptiveAttempt(ctx context.Context, e algorithms.Experiment, t
 		from, to = max(minWarm, d, t-maxRows), t
 		n := to - from
 		step := stopping.Next(t, n, minWarm, maxRows, trusted)
-		if step == algorithms.StepWait {
+		var err error
+		switch step {
+		case algorithms.StepWait:
+			continue
+		case algorithms.StepEstimateWhole:
+			if figs, series, err = r.series(ctx, e, bins, minWarm, to); err != nil {
+				return algorithms.Observation{}, err
+			}
+			if est = stopping.EstimateWhole(figs, series, from-minWarm); est.Precise {
+				from, decided = minWarm, true
+			}
 			continue
 		}
 		// Estimated at the end too: the observation carries the intervals.
-		var err error
 		if figs, series, err = r.series(ctx, e, bins, from, to); err != nil {
 			return algorithms.Observation{}, err
 		}
