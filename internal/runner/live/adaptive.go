@@ -26,7 +26,8 @@ import (
 // the window ends as soon as every figure is precise (algorithms.Stopping),
 // or when it reaches the longest runtime. While MSER's answer is not
 // trusted, the window from the least warm-up also ends the trial if it is
-// precise and its transient shifts no figure by more than the precision. The load then ramps down; the
+// precise and its transient shifts no figure by more than the precision
+// (algorithms.Stopping.EstimateWhole). The load then ramps down; the
 // observation covers the window only, read as a fixed trial's is.
 
 // Bins are a trial's pages, failures and response times by interval since
