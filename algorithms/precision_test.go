@@ -232,12 +232,12 @@ func TestStoppingEstimateWhole(t *testing.T) {
 	steady := s.EstimateWhole(figs, window(0), 20)
 	assert.True(t, steady.Precise, "excess %v", steady.Excess)
 	small := s.EstimateWhole(figs, window(0.02), 20)
-	assert.True(t, small.Precise, "the later half is 0.01 below the whole window's mean: within 5%% of 0.81")
+	assert.True(t, small.Precise, "the later half is 0.01 below the whole window's mean: within 5% of 0.81")
 
 	shifted := window(0.1)
 	require.True(t, s.Estimate(figs, shifted).Precise, "precise as a window, the batch means hide the step")
 	whole := s.EstimateWhole(figs, shifted, 20)
-	assert.False(t, whole.Precise, "the later half is 0.05 below the whole window's mean, past 5%% of 0.85")
+	assert.False(t, whole.Precise, "the later half is 0.05 below the whole window's mean, past 5% of 0.85")
 	assert.Equal(t, 1, whole.Worst)
 	assert.Greater(t, whole.Excess, 1.0)
 
