@@ -320,15 +320,30 @@ type Estimates struct {
 // busy units of a pool whose size is unknown (Capacity 0) get an interval
 // but never keep a trial running.
 func (s Stopping) Estimate(figs []Figure, series [][]float64) Estimates {
+	return s.estimate(figs, series, 0)
+}
+
+// estimate is Estimate, and with later > 0 also EstimateWhole's test of
+// each figure's shift, in the same pass.
+func (s Stopping) estimate(figs []Figure, series [][]float64, later int) Estimates {
 	est := Estimates{Intervals: make([]Interval, len(figs)), Batches: make([]int, len(figs)), Precise: len(figs) > 0, Worst: -1}
 	_, kmin := s.batches()
-	throughput := throughputOf(figs, series)
+	throughput := 0.0
+	for f, x := range series {
+		if figs[f].Kind == FigureThroughput && len(x) > 0 {
+			throughput = mean(x)
+		}
+	}
 	for f, x := range series {
 		n := len(x)
 		b := s.BatchLength(n)
 		iv, k, indep := batchInterval(x, b, kmin)
 		est.Intervals[f], est.Batches[f] = iv, k
-		allow := s.allowance(figs[f], iv.Mean, throughput)
+		whole := figs[f].Capacity
+		if figs[f].Kind == FigureGoodput {
+			whole = throughput
+		}
+		allow := s.Precision * max(math.Abs(iv.Mean), whole)
 		excess := math.Inf(1)
 		switch {
 		case iv.HalfWidth == 0:
@@ -338,6 +353,9 @@ func (s Stopping) Estimate(figs []Figure, series [][]float64) Estimates {
 		}
 		if !indep || k < kmin {
 			excess = math.Max(excess, math.Inf(1))
+		}
+		if later > 0 && later < n && allow > 0 {
+			excess = math.Max(excess, math.Abs(mean(x[later:])-iv.Mean)/allow)
 		}
 		if figs[f].Kind == FigureBusy && figs[f].Capacity == 0 {
 			// A pool of unknown size (one the allocation does not set,
@@ -357,27 +375,6 @@ func (s Stopping) Estimate(figs []Figure, series [][]float64) Estimates {
 	return est
 }
 
-// allowance is the half-width the precision allows figure f with the given
-// mean: Precision of the mean, but never less than Precision of what the
-// figure is a share of (its capacity; throughput for goodput).
-func (s Stopping) allowance(f Figure, mean, throughput float64) float64 {
-	whole := f.Capacity
-	if f.Kind == FigureGoodput {
-		whole = throughput
-	}
-	return s.Precision * max(math.Abs(mean), whole)
-}
-
-// throughputOf is the mean of the throughput series (0 without one).
-func throughputOf(figs []Figure, series [][]float64) float64 {
-	for f, x := range series {
-		if figs[f].Kind == FigureThroughput && len(x) > 0 {
-			return mean(x)
-		}
-	}
-	return 0
-}
-
 // EstimateWhole estimates a window whose start MSER-5 does not trust yet
 // (StepEstimateWhole): series run from the least warm-up, and the trial,
 // were it to end untrusted now, would keep them from later on. The whole
@@ -390,25 +387,11 @@ func throughputOf(figs []Figure, series [][]float64) float64 {
 // after the load began (at 120 from 6-7 to 4), so MSER-5 did not trust its
 // answer and the trials ran their longest, while throughput over the whole
 // window and over its later half differed by at most 1.6%.
+//
+// Each figure's excess (Estimates.Excess, for the worst) is then the larger
+// of its half-width and its shift, each over what the precision allows.
 func (s Stopping) EstimateWhole(figs []Figure, series [][]float64, later int) Estimates {
-	est := s.Estimate(figs, series)
-	if !est.Precise {
-		return est
-	}
-	throughput := throughputOf(figs, series)
-	for f, x := range series {
-		if later <= 0 || later >= len(x) || (figs[f].Kind == FigureBusy && figs[f].Capacity == 0) {
-			continue
-		}
-		m := est.Intervals[f].Mean
-		allow := s.allowance(figs[f], m, throughput)
-		if shift := math.Abs(mean(x[later:]) - m); shift > allow {
-			est.Precise = false
-			est.Worst, est.Excess = f, shift/allow
-			return est
-		}
-	}
-	return est
+	return s.estimate(figs, series, later)
 }
 
 // batchInterval is the batch-means interval of x with batches of b
