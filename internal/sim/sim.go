@@ -359,8 +359,10 @@ func (c *chain) observation(t totals, T float64, h algorithms.Histogram) algorit
 	cpu := func(s int) float64 {
 		return min(1, t.busy[s]/(float64(c.stations[s].Cores())*T))
 	}
+	// Full time is a difference of running totals: a pool full for the
+	// whole window can sum to a rounding more than T.
 	pool := func(name string, size int32, area, full float64) algorithms.PoolObservation {
-		return algorithms.PoolObservation{Name: name, Size: int(size), Busy: area / T, FullShare: full / T}
+		return algorithms.PoolObservation{Name: name, Size: int(size), Busy: area / T, FullShare: min(1, full/T)}
 	}
 	server := func(r int, i int, s int, pools []algorithms.PoolObservation, n int64, area float64, gc bool) algorithms.ServerObservation {
 		so := algorithms.ServerObservation{

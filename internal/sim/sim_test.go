@@ -284,3 +284,19 @@ func TestFullQueryPoolIsNoBusierThanItsSize(t *testing.T) {
 		}
 	}
 }
+
+// A pool full for the whole window had its share of full time summed to
+// 1.0000000000000002 by rounding, which Validate refuses: validate's grid
+// failed on it (1/4/1/4, 400-150-4 at 8,000 users, seed 1).
+func TestFullShareIsAShare(t *testing.T) {
+	e := experiment(t, "1/4/1/4", "400-150-4", 8000, 10*time.Second, 2*time.Minute)
+	e.Timing.Precision, e.Timing.SLAs = 0.02, []float64{2}
+	o, _, err := Simulate(t.Context(), nil, e, 1)
+	require.NoError(t, err)
+	require.NoError(t, o.Validate())
+	for _, s := range o.Servers {
+		for _, p := range s.Pools {
+			assert.LessOrEqual(t, p.FullShare, 1.0, "%s %s", s.Name, p.Name)
+		}
+	}
+}
