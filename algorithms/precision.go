@@ -186,6 +186,9 @@ type Stopping struct {
 	Precision float64
 	// Batches and MinBatches bound the number of batches (defaults 20 and 10).
 	Batches, MinBatches int
+	// GoodputOnly: only throughput and goodput keep a trial running
+	// (Timing.GoodputOnly).
+	GoodputOnly bool
 }
 
 // DefaultBatches and DefaultMinBatches are Stopping's defaults: 10 to 30
@@ -318,7 +321,8 @@ type Estimates struct {
 // figure is precise when its half-width is at most Precision x max(|mean|,
 // CapacityFloor x Capacity) and its batch means pass the independence test;
 // busy units of a pool whose size is unknown (Capacity 0) get an interval
-// but never keep a trial running.
+// but never keep a trial running, nor do the servers' figures when
+// GoodputOnly is set.
 func (s Stopping) Estimate(figs []Figure, series [][]float64) Estimates {
 	return s.estimate(figs, series, 0)
 }
@@ -356,6 +360,9 @@ func (s Stopping) estimate(figs []Figure, series [][]float64, later int) Estimat
 		}
 		if later > 0 && later < n && allow > 0 {
 			excess = math.Max(excess, math.Abs(mean(x[later:])-iv.Mean)/allow)
+		}
+		if s.GoodputOnly && figs[f].Kind != FigureThroughput && figs[f].Kind != FigureGoodput {
+			continue
 		}
 		if figs[f].Kind == FigureBusy && figs[f].Capacity == 0 {
 			// A pool of unknown size (one the allocation does not set,

@@ -138,6 +138,19 @@ func TestStoppingEstimate(t *testing.T) {
 	// Too few intervals for the fewest batches: never precise.
 	est = Stopping{Precision: 0.5}.Estimate(figs, series(8, 1))
 	assert.False(t, est.Precise)
+
+	// A pool whose busy units wander by a fifth of its size, as the app's
+	// threads do past saturation: it holds the trial, unless only goodput
+	// is asked for; its interval is reported either way.
+	wander := series(40, 10)
+	wander[3] = noise(r, 40, 30, 12)
+	est = Stopping{Precision: 0.01}.Estimate(figs, wander)
+	assert.False(t, est.Precise)
+	assert.Equal(t, 3, est.Worst)
+	only := Stopping{Precision: 0.01, GoodputOnly: true}.Estimate(figs, wander)
+	assert.True(t, only.Precise, "throughput and goodput are within 1%%")
+	assert.Contains(t, []int{0, 1}, only.Worst)
+	assert.Equal(t, est.Intervals, only.Intervals)
 }
 
 func TestVersus(t *testing.T) {

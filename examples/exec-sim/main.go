@@ -113,6 +113,9 @@ func run(stdin io.Reader, stdout, stderr io.Writer) error {
 			}
 			args = append(args, "--sla", strings.Join(slas, ","))
 		}
+		if e.Timing.GoodputOnly {
+			args = append(args, "--goodput-only")
+		}
 	} else {
 		args = append(args, "--fixed")
 	}

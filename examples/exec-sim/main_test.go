@@ -54,6 +54,8 @@ func TestExecSimEqualsSim(t *testing.T) {
 		alloc, err := topology.ParseAllocation("400-150-60")
 		require.NoError(t, err)
 		timing := algorithms.Timing{RampUp: 20 * time.Second, Runtime: 30 * time.Second}
+		// A grid's trial: adaptive, held to the precision on goodput alone.
+		grid := algorithms.Timing{RampUp: 10 * time.Second, Runtime: 2 * time.Minute, Precision: 0.02, SLAs: []float64{2}, GoodputOnly: true}
 		for _, tc := range []struct {
 			name string
 			e    algorithms.Experiment
@@ -62,6 +64,7 @@ func TestExecSimEqualsSim(t *testing.T) {
 			{"notation", algorithms.Experiment{Deployment: d, Allocation: alloc, Workload: algorithms.Workload{Users: 5000}, Timing: timing}, ""},
 			{"seed 7", algorithms.Experiment{Deployment: d, Allocation: alloc, Workload: algorithms.Workload{Users: 5000}, Timing: timing}, "7"},
 			{"deployment file", algorithms.Experiment{Deployment: shop.Deployment, Allocation: shop.Allocation, Workload: algorithms.Workload{Users: 1500}, Timing: timing}, ""},
+			{"goodput only", algorithms.Experiment{Deployment: d, Allocation: alloc, Workload: algorithms.Workload{Users: 6500}, Timing: grid}, ""},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				seed := uint64(1)

@@ -19,17 +19,18 @@ import (
 
 // simulateOptions are simulate's.
 type simulateOptions struct {
-	f          *factory
-	cmd        *cobra.Command
-	deployment deploymentFlags
-	runner     runnerFlags
-	journal    journalFlags
-	metrics    metricsFlags
-	users      string
-	slas       string
-	output     string
-	parallel   int
-	progress   progressFlags
+	f           *factory
+	cmd         *cobra.Command
+	deployment  deploymentFlags
+	runner      runnerFlags
+	journal     journalFlags
+	metrics     metricsFlags
+	users       string
+	slas        string
+	goodputOnly bool
+	output      string
+	parallel    int
+	progress    progressFlags
 }
 
 // newCmdSimulate is `softalloc simulate`: goodput and badput curves.
@@ -68,6 +69,7 @@ START:END:STEP (5000:8000:200). --sla takes thresholds in seconds (0.5,1,2 or
 	fs.Lookup("alloc").Usage = "allocation #W_T-#A_T-#A_C; repeat to compare (default 400-150-60)"
 	fs.StringVar(&o.users, "users", "", "workloads: N, N1,N2,... or START:END:STEP (required)")
 	fs.StringVar(&o.slas, "sla", "0.5,1,2", "SLA thresholds in seconds, comma-separated")
+	fs.BoolVar(&o.goodputOnly, "goodput-only", false, "adaptive trials end when throughput and goodput are precise; the servers' CPU and pools keep their intervals but hold no trial (as validate's grid runs them)")
 	fs.StringVarP(&o.output, "output", "o", "table", "output format: table, json, csv or observation (the runner's observations, JSON lines)")
 	registerParallel(fs, &o.parallel, "trials run at once")
 	o.progress.register(fs)
@@ -125,7 +127,9 @@ func runSimulate(o *simulateOptions) error {
 		return err
 	}
 	if timing.Adaptive() {
-		timing.SLAs = slaSeconds(slas)
+		timing.SLAs, timing.GoodputOnly = slaSeconds(slas), o.goodputOnly
+	} else if o.goodputOnly {
+		return usagef("--goodput-only: want adaptive trials (--precision), not --fixed")
 	}
 	for i, a := range allocs {
 		alloc := ""

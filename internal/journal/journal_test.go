@@ -249,7 +249,11 @@ func TestKeyIsStable(t *testing.T) {
 	e.Timing.Precision = 0.01
 	assert.NotEqual(t, adaptive, journal.Key(id, e))
 	e.Timing.Precision, e.Timing.SLAs = 0.02, []float64{0.5, 2}
-	assert.NotEqual(t, adaptive, journal.Key(id, e))
+	thresholds := journal.Key(id, e)
+	assert.NotEqual(t, adaptive, thresholds)
+	// So does holding it to goodput alone (a grid's trial).
+	e.Timing.GoodputOnly = true
+	assert.NotEqual(t, thresholds, journal.Key(id, e))
 }
 
 // A record edited by hand is refused with the line and the field, as the

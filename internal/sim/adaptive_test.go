@@ -124,3 +124,25 @@ func TestAdaptiveTimingRefused(t *testing.T) {
 	_, _, err = Simulate(t.Context(), nil, e, 1)
 	require.ErrorContains(t, err, "want ascending numbers of seconds > 0")
 }
+
+// Past saturation the app servers' busy threads wander by a tenth of the
+// pool and more: a trial held to every figure runs its longest window,
+// while one held to goodput alone (a grid's) ends when goodput is precise.
+func TestAdaptiveTrialGoodputOnly(t *testing.T) {
+	e := adaptive(t, "1/4/1/4", "400-150-60", 7000, 0.02, 2*time.Minute)
+	e.Timing.SLAs = []float64{2}
+	all, _, err := Simulate(t.Context(), nil, e, 1)
+	require.NoError(t, err)
+	require.False(t, all.Window.Precise)
+	assert.Contains(t, all.Window.Limit, "threads busy")
+	assert.Equal(t, 120.0, all.RuntimeSeconds)
+
+	e.Timing.GoodputOnly = true
+	only, _, err := Simulate(t.Context(), nil, e, 1)
+	require.NoError(t, err)
+	require.NoError(t, only.Validate())
+	assert.True(t, only.Window.Precise, "limit %s, excess %.2f", only.Window.Limit, only.Window.Excess)
+	assert.Less(t, only.RuntimeSeconds, all.RuntimeSeconds)
+	assert.LessOrEqual(t, only.GoodputIntervals[0].HalfWidth, 0.02*only.Throughput)
+	assert.Positive(t, only.Servers[1].Pools[0].BusyHalfWidth, "the servers' figures keep their intervals")
+}

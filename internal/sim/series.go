@@ -93,7 +93,7 @@ func newSeries(c *chain, t algorithms.Timing) *series {
 	s.cur = make([]float64, len(s.figs))
 	if t.Precision > 0 {
 		s.adaptive = true
-		s.stopping = algorithms.Stopping{Precision: t.Precision}
+		s.stopping = algorithms.Stopping{Precision: t.Precision, GoodputOnly: t.GoodputOnly}
 		// Five-second marks: MSER-5's batches, and the snapshots' spacing.
 		s.minWarmUp = 5 * int(math.Ceil(t.RampUp.Seconds()/5))
 		s.maxRows = max(5, 5*int(math.Ceil(t.Runtime.Seconds()/5)))

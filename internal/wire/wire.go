@@ -69,6 +69,7 @@ type Timing struct {
 	RampDownSeconds float64   `json:"rampDownSeconds"`
 	Precision       float64   `json:"precision,omitempty"`
 	SLAs            []float64 `json:"slas,omitempty"`
+	GoodputOnly     bool      `json:"goodputOnly,omitempty"`
 }
 
 // Observation is what one trial measured, over its runtime window.
@@ -181,7 +182,7 @@ func FromDeployment(d algorithms.Deployment) Deployment {
 func FromTiming(t algorithms.Timing) Timing {
 	w := Timing{RampUpSeconds: t.RampUp.Seconds(), RuntimeSeconds: t.Runtime.Seconds(), RampDownSeconds: t.RampDown.Seconds()}
 	if t.Adaptive() {
-		w.Precision, w.SLAs = t.Precision, t.SLAs
+		w.Precision, w.SLAs, w.GoodputOnly = t.Precision, t.SLAs, t.GoodputOnly
 	}
 	return w
 }
@@ -225,7 +226,7 @@ func (t Timing) Algorithms() (algorithms.Timing, error) {
 	}
 	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 	x := algorithms.Timing{RampUp: sec(t.RampUpSeconds), Runtime: sec(t.RuntimeSeconds), RampDown: sec(t.RampDownSeconds),
-		Precision: t.Precision, SLAs: t.SLAs}
+		Precision: t.Precision, SLAs: t.SLAs, GoodputOnly: t.GoodputOnly}
 	return x, x.CheckAdaptive()
 }
 

@@ -186,7 +186,7 @@ func (r *Runner) adaptiveAttempt(ctx context.Context, e algorithms.Experiment, t
 		res, err := load.Run(lctx)
 		done <- outcome{res, err}
 	}()
-	stopping := algorithms.Stopping{Precision: e.Timing.Precision}
+	stopping := algorithms.Stopping{Precision: e.Timing.Precision, GoodputOnly: e.Timing.GoodputOnly}
 	tick := time.NewTicker(iv)
 	defer tick.Stop()
 	var (
