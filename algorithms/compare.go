@@ -111,7 +111,17 @@ type CompareOptions struct {
 	Timing Timing
 	// Parallel is how many trials run at once (at least 1).
 	Parallel int
+	// Screening measures adaptive trials first at the precision times
+	// 2^Screening (at most 25%), then only those that could still be the
+	// grid's best or a named allocation's maximum again at half the
+	// precision, until they reach Timing.Precision: most of a grid lies
+	// clearly below its best and needs no more. 0: every trial at the
+	// precision.
+	Screening int
 }
+
+// DefaultScreening starts a grid's trials at four times the precision.
+const DefaultScreening = 2
 
 // Compared is one allocation's showing; every slice is indexed by SLA.
 type Compared struct {
@@ -150,18 +160,24 @@ type Comparison struct {
 	// Best is, per SLA, the index of the entry with the highest maximum
 	// goodput (the first of equals).
 	Best []int
-	// Experiments is what the comparison ran, per experimenter.
+	// Experiments is what the comparison ran, per experimenter: a trial
+	// the screening measured again counts each time.
 	Experiments int
 }
 
 // Compare runs every allocation of the grid at every workload on each
 // experimenter (one per seed, say) and compares their maximum goodput.
+// Adaptive trials are held to the precision on throughput and goodput
+// alone (Timing.GoodputOnly), and screened (CompareOptions.Screening).
 func Compare(ctx context.Context, xs []Experimenter, d Deployment, grid []GridEntry, o CompareOptions) (Comparison, error) {
 	cmp := Comparison{Options: o, Entries: make([]Compared, len(grid)), Best: make([]int, len(o.SLAs))}
 	if len(xs) == 0 || len(grid) == 0 || len(o.Workloads) == 0 || len(o.SLAs) == 0 {
 		return cmp, errors.New("compare: want at least one experimenter, allocation, workload and SLA")
 	}
 	nw := len(o.Workloads)
+	// Only goodput is compared, so only goodput need be precise.
+	timing := o.Timing
+	timing.GoodputOnly = timing.Adaptive()
 	var exps []Experiment
 	for i, g := range grid {
 		cmp.Entries[i] = Compared{GridEntry: g, Goodput: make([][]float64, len(o.SLAs)), HalfWidth: make([][]float64, len(o.SLAs)),
@@ -172,46 +188,42 @@ func Compare(ctx context.Context, xs []Experimenter, d Deployment, grid []GridEn
 			cmp.Entries[i].HalfWidth[s] = make([]float64, nw)
 		}
 		for _, u := range o.Workloads {
-			exps = append(exps, Experiment{Deployment: d, Allocation: g.Allocation, Workload: Workload{Users: u}, Timing: o.Timing})
+			exps = append(exps, Experiment{Deployment: d, Allocation: g.Allocation, Workload: Workload{Users: u}, Timing: timing})
 		}
 	}
-	cmp.Experiments = len(exps)
-	for _, x := range xs {
-		obs, err := RunAll(ctx, x, exps, o.Parallel)
-		if err != nil {
-			return cmp, err
-		}
-		for j, ob := range obs {
-			e := &cmp.Entries[j/nw]
-			for s, sla := range o.SLAs {
-				// The mean over experimenters of independent estimates:
-				// its half-width is the root of the summed squares over n.
-				g := ob.GoodputInterval(sla)
-				e.Goodput[s][j%nw] += g.Mean / float64(len(xs))
-				e.HalfWidth[s][j%nw] += g.HalfWidth * g.HalfWidth
+	if timing.Adaptive() {
+		for range o.Screening {
+			if exps[0].Timing.Precision*2 > maxScreeningPrecision {
+				break
+			}
+			for j := range exps {
+				exps[j].Timing.Precision *= 2
 			}
 		}
 	}
-	for i := range cmp.Entries {
-		for s := range o.SLAs {
-			for k, h2 := range cmp.Entries[i].HalfWidth[s] {
-				cmp.Entries[i].HalfWidth[s][k] = math.Sqrt(h2) / float64(len(xs))
+	obs := make([][]Observation, len(xs))
+	for xi := range xs {
+		obs[xi] = make([]Observation, len(exps))
+	}
+	for todo := seq(len(exps)); len(todo) > 0; todo = cmp.remeasure(exps, obs, timing.Precision) {
+		batch := make([]Experiment, len(todo))
+		for k, j := range todo {
+			batch[k] = exps[j]
+		}
+		for xi, x := range xs {
+			got, err := RunAll(ctx, x, batch, o.Parallel)
+			if err != nil {
+				return cmp, err
+			}
+			for k, j := range todo {
+				obs[xi][j] = got[k]
 			}
 		}
+		cmp.Experiments += len(todo)
+		cmp.fill(obs)
 	}
 	for s := range o.SLAs {
-		best := 0
-		for i := range cmp.Entries {
-			e := &cmp.Entries[i]
-			for k, g := range e.Goodput[s] {
-				if g > e.MaxGoodput[s] {
-					e.MaxGoodput[s], e.AtUsers[s], e.MaxHalfWidth[s] = g, o.Workloads[k], e.HalfWidth[s][k]
-				}
-			}
-			if e.MaxGoodput[s] > cmp.Entries[best].MaxGoodput[s] {
-				best = i
-			}
-		}
+		best := cmp.best(s)
 		cmp.Best[s] = best
 		for i := range cmp.Entries {
 			e := &cmp.Entries[i]
@@ -222,6 +234,100 @@ func Compare(ctx context.Context, xs []Experimenter, d Deployment, grid []GridEn
 		}
 	}
 	return cmp, nil
+}
+
+// maxScreeningPrecision bounds the screening's first precision: wider
+// intervals would tell nothing apart.
+const maxScreeningPrecision = 0.25
+
+func seq(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// fill sets every entry's goodput curves and their maxima from the
+// observations, obs[experimenter][entry x workloads + workload].
+func (cmp *Comparison) fill(obs [][]Observation) {
+	nw, n := len(cmp.Options.Workloads), float64(len(obs))
+	for i := range cmp.Entries {
+		e := &cmp.Entries[i]
+		for s, sla := range cmp.Options.SLAs {
+			e.MaxGoodput[s], e.AtUsers[s], e.MaxHalfWidth[s] = 0, 0, 0
+			for k := range nw {
+				// The mean over experimenters of independent estimates:
+				// its half-width is the root of the summed squares over n.
+				var m, h2 float64
+				for _, ob := range obs {
+					g := ob[i*nw+k].GoodputInterval(sla)
+					m += g.Mean / n
+					h2 += g.HalfWidth * g.HalfWidth
+				}
+				e.Goodput[s][k], e.HalfWidth[s][k] = m, math.Sqrt(h2)/n
+				if m > e.MaxGoodput[s] {
+					e.MaxGoodput[s], e.AtUsers[s], e.MaxHalfWidth[s] = m, cmp.Options.Workloads[k], e.HalfWidth[s][k]
+				}
+			}
+		}
+	}
+}
+
+// best is the entry with the highest maximum goodput at SLA index s, the
+// first of equals.
+func (cmp *Comparison) best(s int) int {
+	best := 0
+	for i := range cmp.Entries {
+		if cmp.Entries[i].MaxGoodput[s] > cmp.Entries[best].MaxGoodput[s] {
+			best = i
+		}
+	}
+	return best
+}
+
+// remeasure picks the trials of a screening to measure again at half their
+// precision: those not yet at the precision asked, measured to the one they
+// were asked (a trial that ran to its longest window would only do so
+// again), that at some SLA are not Below the grid's best maximum (they could
+// be it) or, for a named allocation, not Below its own maximum (they could
+// be what its ratio is read from). The others keep their coarser interval:
+// the comparison holds them below the best at 95%, as it would at the
+// precision asked.
+func (cmp *Comparison) remeasure(exps []Experiment, obs [][]Observation, precision float64) []int {
+	nw := len(cmp.Options.Workloads)
+	top := make([]Interval, len(cmp.Options.SLAs))
+	for s := range top {
+		top[s] = cmp.Entries[cmp.best(s)].MaxInterval(s)
+	}
+	var out []int
+	for j := range exps {
+		t := exps[j].Timing
+		if t.Precision <= precision {
+			continue
+		}
+		measured := true
+		for _, ob := range obs {
+			measured = measured && honoured(ob[j], t) && ob[j].Window.Precise
+		}
+		if !measured {
+			continue
+		}
+		e := &cmp.Entries[j/nw]
+		contends := false
+		for s := range cmp.Options.SLAs {
+			at := Interval{e.Goodput[s][j%nw], e.HalfWidth[s][j%nw]}
+			if at.Versus(top[s]) != Below || e.Role != RoleGrid && at.Versus(e.MaxInterval(s)) != Below {
+				contends = true
+				break
+			}
+		}
+		if contends {
+			exps[j].Timing.Precision /= 2
+			out = append(out, j)
+		}
+	}
+	return out
 }
 
 // RunAll runs independent experiments, at most parallel at once, and returns

@@ -3,6 +3,8 @@ package algorithms_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -131,4 +133,102 @@ func fmtAlloc(t *testing.T, a algorithms.Allocation) string {
 	s, err := topology.FormatAllocation(a)
 	require.NoError(t, err)
 	return s
+}
+
+// asking records the precisions each (allocation, workload) was measured
+// at, and whether the trial was held to them on goodput alone; imprecise
+// says the runner reached no precision (a trial at its longest window).
+type asking struct {
+	x         algorithms.Experimenter
+	imprecise bool
+	mu        sync.Mutex
+	asked     map[string][]float64
+	allFigs   int // trials held to the precision on every figure
+}
+
+func (a *asking) RunExperiment(ctx context.Context, e algorithms.Experiment) (algorithms.Observation, error) {
+	o, err := a.x.RunExperiment(ctx, e)
+	if err != nil {
+		return o, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.asked == nil {
+		a.asked = map[string][]float64{}
+	}
+	k := fmt.Sprintf("%s@%d", e.Allocation.Key(), e.Workload.Users)
+	a.asked[k] = append(a.asked[k], e.Timing.Precision)
+	if !e.Timing.GoodputOnly {
+		a.allFigs++
+	}
+	o.Window.Precise = !a.imprecise
+	return o, nil
+}
+
+// Screening measures the whole grid at four times the precision, and only
+// what could still be the best, or a named allocation's maximum, again:
+// the comparison's answer is the unscreened one's.
+func TestCompareScreensTheGrid(t *testing.T) {
+	d := deployment(t, "1/2/1/2")
+	grid := algorithms.Grid(d, allocation(t, "400-13-13"), []int{2, 13, 50}, []int{1, 13})
+	o := algorithms.CompareOptions{Workloads: []int{4000, 5000, 6000}, SLAs: []float64{0.5, 2}, Parallel: 2}
+	o.Timing = shortOptions().Timing
+	o.Timing.Precision, o.Timing.SLAs = 0.02, o.SLAs
+	run := func(screening int, imprecise bool) (algorithms.Comparison, *asking) {
+		a := &asking{x: &intervalExperimenter{x: rubbosFake(), spread: 0.5}, imprecise: imprecise}
+		o.Screening = screening
+		cmp, err := algorithms.Compare(context.Background(), []algorithms.Experimenter{a}, d, grid, o)
+		require.NoError(t, err)
+		return cmp, a
+	}
+	plain, pa := run(0, false)
+	screened, sa := run(algorithms.DefaultScreening, false)
+	assert.Zero(t, pa.allFigs+sa.allFigs, "a comparison reads goodput alone")
+	cells := len(grid) * len(o.Workloads)
+	assert.Equal(t, cells, plain.Experiments)
+	for k, ps := range pa.asked {
+		assert.Equal(t, []float64{0.02}, ps, k)
+	}
+
+	again := 0
+	for k, ps := range sa.asked {
+		assert.Equal(t, 0.08, ps[0], "%s: first at four times the precision", k)
+		for i := 1; i < len(ps); i++ {
+			assert.Equal(t, ps[i-1]/2, ps[i], "%s: then at half the last", k)
+		}
+		again += len(ps) - 1
+	}
+	assert.Equal(t, cells+again, screened.Experiments, "every trial counts")
+	assert.Positive(t, again)
+	assert.Less(t, again, 2*cells, "most of the grid was measured once")
+	for s := range o.SLAs {
+		assert.Equal(t, plain.Best[s], screened.Best[s], "the same best at %g s", o.SLAs[s])
+		best := screened.Entries[screened.Best[s]]
+		assert.Equal(t, 0.02, last(sa.asked[fmt.Sprintf("%s@%d", best.Allocation.Key(), best.AtUsers[s])]),
+			"the best's maximum at the precision asked")
+		for i, e := range screened.Entries {
+			assert.Equal(t, plain.Entries[i].MaxGoodput[s], e.MaxGoodput[s], "the fake's means do not depend on the precision")
+			if e.Role != algorithms.RoleGrid {
+				assert.Equal(t, 0.02, last(sa.asked[fmt.Sprintf("%s@%d", e.Allocation.Key(), e.AtUsers[s])]),
+					"%s: a named allocation's maximum at the precision asked", e.Role)
+			}
+			if e.Allocation["app"].Threads == 2 {
+				assert.Equal(t, []float64{0.08}, sa.asked[fmt.Sprintf("%s@%d", e.Allocation.Key(), e.AtUsers[s])],
+					"a starved pool lies clearly below the best")
+				assert.False(t, e.Indistinguishable[s])
+			}
+		}
+	}
+
+	// A trial that reached no precision ran to its longest window: it
+	// would only do so again.
+	stuck, _ := run(algorithms.DefaultScreening, true)
+	assert.Equal(t, cells, stuck.Experiments)
+}
+
+func last(ps []float64) float64 {
+	if len(ps) == 0 {
+		return 0
+	}
+	return ps[len(ps)-1]
 }

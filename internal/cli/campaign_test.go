@@ -138,7 +138,7 @@ func TestValidateAgainstAGrid(t *testing.T) {
 	assert.Greater(t, doc.Recommended.Ratio, 0.5)
 	// recommended, three rules of thumb, and 6-6, 15-6, 15-15, 50-6, 50-15 (6-15 has more connections than threads).
 	assert.Len(t, doc.Grid, 8)
-	assert.Equal(t, 8*2, doc.GridExperiments)
+	assert.Greater(t, doc.GridExperiments, 8*2, "every trial once, and the screening's re-measures")
 	roles := map[string]string{}
 	for _, c := range doc.Compared {
 		roles[c.Role] = c.Allocation
@@ -150,4 +150,17 @@ func TestValidateAgainstAGrid(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(svg), "<svg")
 	assert.Contains(t, string(svg), "recommended 400-15-15")
+
+	// Unscreened, every trial runs once at the precision.
+	out, stderr, code = run(t, "", "validate", "--topology", "1/2/1/2", "--recommended", "400-15-15", "--users", "5000,6000",
+		"--grid-threads", "6,15,50", "--grid-connections", "6,15", "--ramp-up", "10s", "--runtime", "20s", "--no-journal",
+		"--output", "json", "--screening", "0")
+	require.Equal(t, 0, code, stderr)
+	var plain struct {
+		Best            struct{ Allocation string }
+		GridExperiments int
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &plain))
+	assert.Equal(t, 8*2, plain.GridExperiments)
+	assert.Equal(t, doc.Best.Allocation, plain.Best.Allocation)
 }

@@ -24,7 +24,12 @@ type validateOptions struct {
 	connections string
 	plot        string
 	parallel    int
+	screening   int
 }
+
+// maxScreening bounds --screening: the first precision is capped at 25%
+// anyway, which 2% reaches in four halvings.
+const maxScreening = 4
 
 // newCmdValidate is `softalloc validate`: the recommendation against a grid.
 func newCmdValidate(f *factory, runF func(*validateOptions) error) *cobra.Command {
@@ -46,7 +51,14 @@ are left out). Workloads default to six steps of 500 users around the
 saturation workload. --seeds averages the simulator over several seeds.
 Trials run in parallel (--parallel) with results identical to a serial run,
 where the runner allows it: the sim and replay runners do; exec and live drive
-one real deployment and run their trials one at a time.`,
+one real deployment and run their trials one at a time.
+
+Adaptive grid trials are held to the precision on throughput and goodput
+alone (nothing else is compared) and screened: the whole grid is measured
+first at 4x the precision (--screening 2), and only the trials that could
+still be the grid's best, or a named allocation's maximum, again at half
+the precision, until they reach --precision. The rest keep their wider
+interval, which already holds them below the best at 95% confidence.`,
 		Example: `  softalloc validate --topology 1/2/1/2
   softalloc validate --topology 1/4/1/4 --seeds 1,2 --plot goodput.svg
   softalloc validate --topology 1/4/1/4 --recommended 400-8-8 --users 6000:8000:500 --output json`,
@@ -65,6 +77,7 @@ one real deployment and run their trials one at a time.`,
 	fs.StringVar(&o.seeds, "seeds", "", "simulator seeds to average, e.g. 1,2 (default: --seed)")
 	fs.StringVar(&o.threads, "grid-threads", "", "app thread pools of the grid (default: around the recommendation, plus 6,10,20,50,100,150,200)")
 	fs.StringVar(&o.connections, "grid-connections", "", "app connection pools of the grid (default: around the recommendation, plus 6,10,20,60,100,200)")
+	fs.IntVar(&o.screening, "screening", algorithms.DefaultScreening, "adaptive grid trials start at the precision x 2^N (at most 25%) and only contenders for the best are measured again (0: every trial at --precision)")
 	fs.StringVar(&o.plot, "plot", "", "draw goodput against workload for the compared allocations (.svg, .png or .pdf)")
 	registerParallel(fs, &o.parallel, "trials run at once")
 	return cmd
@@ -78,6 +91,9 @@ func runValidate(o *validateOptions) error {
 	}
 	if err := checkParallel(o.parallel); err != nil {
 		return err
+	}
+	if o.screening < 0 || o.screening > maxScreening {
+		return usagef("--screening %d: want 0 to %d halvings of the precision", o.screening, maxScreening)
 	}
 	seeds, err := parseSeeds(o.seeds, o.campaign.runner)
 	if err != nil {
@@ -157,7 +173,7 @@ func runValidate(o *validateOptions) error {
 	grid := algorithms.Grid(d, rec, threads, conns)
 	// A runner that drives one real deployment runs its trials one by one.
 	cmp, err := algorithms.Compare(ctx, xs, d, grid, algorithms.CompareOptions{Workloads: doc.Workloads,
-		SLAs: []float64{cp.opts.SLA}, Timing: cp.opts.Timing, Parallel: cp.runner.Workers(o.parallel)})
+		SLAs: []float64{cp.opts.SLA}, Timing: cp.opts.Timing, Parallel: cp.runner.Workers(o.parallel), Screening: o.screening})
 	if err := closeJournals(err); err != nil {
 		return err
 	}
