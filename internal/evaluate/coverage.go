@@ -291,11 +291,13 @@ func loadAverage() [3]float64 {
 
 // Reference compares this evaluation's ratios with a fixed-length one's.
 type Reference struct {
-	Date           string         `json:"date"`
-	WallSeconds    float64        `json:"wallSeconds"`
-	CPUSeconds     float64        `json:"cpuSeconds,omitempty"`
-	RuntimeSeconds float64        `json:"runtimeSeconds"`
-	Rows           []ReferenceRow `json:"rows"`
+	Date           string  `json:"date"`
+	WallSeconds    float64 `json:"wallSeconds"`
+	CPUSeconds     float64 `json:"cpuSeconds,omitempty"`
+	RuntimeSeconds float64 `json:"runtimeSeconds"`
+	// GridSimulatedSeconds is the simulated time of the reference's grids.
+	GridSimulatedSeconds float64        `json:"gridSimulatedSeconds"`
+	Rows                 []ReferenceRow `json:"rows"`
 	// MaxDiff is the largest difference of any ratio, in points (0.01).
 	MaxDiff float64 `json:"maxDiffPoints"`
 }
@@ -316,6 +318,9 @@ type ReferenceRow struct {
 
 func compareReference(ref, rep Report) Reference {
 	out := Reference{Date: ref.Machine.Date, WallSeconds: ref.WallTotal, CPUSeconds: ref.CPUTotal, RuntimeSeconds: ref.Config.RuntimeSeconds}
+	for _, f := range ref.Results {
+		out.GridSimulatedSeconds += f.GridSimulatedSeconds
+	}
 	for _, r := range rep.Results {
 		for _, f := range ref.Results {
 			if f.Topology != r.Topology || f.Seed != r.Seed || len(f.Campaigns) == 0 || len(r.Campaigns) == 0 {

@@ -233,8 +233,11 @@ type TopologyResult struct {
 	// random (allocation, workload) picks from the grid.
 	RandomBudget int `json:"randomBudget"`
 	// GridSimulatedSeconds and GridImprecise: the grid's simulated time and
-	// its trials that ended at the longest window.
+	// its trials that ended at the longest window; GridTrials what it ran,
+	// the screening's re-measures included, and GridWallSeconds how long.
 	GridSimulatedSeconds float64 `json:"gridSimulatedSeconds"`
+	GridTrials           int     `json:"gridTrials"`
+	GridWallSeconds      float64 `json:"gridWallSeconds"`
 	GridImprecise        int     `json:"gridImprecise,omitempty"`
 }
 
@@ -249,9 +252,24 @@ type Report struct {
 	Precisions []PrecisionRun   `json:"precisions,omitempty"`
 	WallTotal  float64          `json:"wallSeconds"`
 	CPUTotal   float64          `json:"cpuSeconds,omitempty"`
+	// Sections is the wall time of each part of the run.
+	Sections Sections `json:"sections"`
 	// Load is the machine's load average (1, 5, 15 min) at the start and
 	// the end of the run: the machine is shared.
 	Load [2][3]float64 `json:"load,omitempty"`
+}
+
+// Sections is the wall time of each part of an evaluation, seconds: a
+// fixed-length run has no precision or coverage section, so only Speed
+// and Topologies compare with it.
+type Sections struct {
+	Speed float64 `json:"speedSeconds"`
+	// Topologies is the campaigns and grids of every topology and seed,
+	// Grids the grids' share of it.
+	Topologies float64 `json:"topologiesSeconds"`
+	Grids      float64 `json:"gridsSeconds"`
+	Precisions float64 `json:"precisionsSeconds,omitempty"`
+	Coverage   float64 `json:"coverageSeconds,omitempty"`
 }
 
 // ReportConfig records the settings of the run.
@@ -284,6 +302,8 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	if rep.Speed, err = measureSpeed(ctx, cfg, logf); err != nil {
 		return rep, err
 	}
+	rep.Sections.Speed = time.Since(start).Seconds()
+	mark := time.Now()
 	for _, topo := range cfg.Topologies {
 		for _, seed := range cfg.Seeds {
 			r, err := evaluateTopology(ctx, cfg, topo, seed, logf)
@@ -291,13 +311,18 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 				return rep, fmt.Errorf("evaluate %s seed %d: %w", topo, seed, err)
 			}
 			rep.Results = append(rep.Results, r)
+			rep.Sections.Grids += r.GridWallSeconds
 		}
 	}
+	rep.Sections.Topologies = time.Since(mark).Seconds()
+	mark = time.Now()
 	if len(cfg.Precisions) > 0 && cfg.Timing.Adaptive() {
 		if rep.Precisions, err = measurePrecisions(ctx, cfg, logf); err != nil {
 			return rep, fmt.Errorf("evaluate precisions: %w", err)
 		}
 	}
+	rep.Sections.Precisions = time.Since(mark).Seconds()
+	mark = time.Now()
 	if cfg.Coverage.Seeds > 0 {
 		cov, err := measureCoverage(ctx, cfg, logf)
 		if err != nil {
@@ -305,6 +330,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		}
 		rep.Coverage = &cov
 	}
+	rep.Sections.Coverage = time.Since(mark).Seconds()
 	rep.WallTotal = time.Since(start).Seconds()
 	rep.CPUTotal = cpuSeconds() - cpu0
 	rep.Load[1] = loadAverage()
@@ -495,12 +521,15 @@ func evaluateTopology(ctx context.Context, cfg Config, topo string, seed uint64,
 	if gt.Adaptive() {
 		gt.SLAs = cfg.SLAs
 	}
+	gridStart := time.Now()
 	cmp, err := algorithms.Compare(ctx, []algorithms.Experimenter{x}, d, grid,
-		algorithms.CompareOptions{Workloads: res.GridWorkloads, SLAs: cfg.SLAs, Timing: gt, Parallel: cfg.Parallel})
+		algorithms.CompareOptions{Workloads: res.GridWorkloads, SLAs: cfg.SLAs, Timing: gt, Parallel: cfg.Parallel,
+			Screening: algorithms.DefaultScreening})
 	if err != nil {
 		return res, err
 	}
 	res.GridSimulatedSeconds, res.GridImprecise = x.simulated, x.imprecise
+	res.GridWallSeconds, res.GridTrials = time.Since(gridStart).Seconds(), cmp.Experiments
 	nw := len(res.GridWorkloads)
 	key := func(t float64) string { return fmt.Sprintf("%g", t) }
 	ratio := func(i int) map[string]float64 {
@@ -557,7 +586,8 @@ func evaluateTopology(ctx context.Context, cfg Config, topo string, seed uint64,
 	// saw, judged by that allocation's true maximum.
 	res.RandomBudget = cE.Experiments
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	picks := rng.Perm(cmp.Experiments)[:min(res.RandomBudget, cmp.Experiments)]
+	cells := len(grid) * nw
+	picks := rng.Perm(cells)[:min(res.RandomBudget, cells)]
 	for s, t := range cfg.SLAs {
 		chosen, seen := -1, -1.0
 		for _, p := range picks {

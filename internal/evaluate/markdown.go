@@ -63,8 +63,15 @@ func Markdown(w io.Writer, rep Report) error {
 	} else {
 		p("Campaign and grid trials: fixed, %.0f s warm-up, %.0f s measured.\n", rep.Config.WarmUpSeconds, rep.Config.RuntimeSeconds)
 	}
-	p("The whole run took %.0f s (%.0f s of CPU); load average %.2f at the start, %.2f at the end (the machine is shared).\n\n",
+	p("The whole run took %.0f s (%.0f s of CPU); load average %.2f at the start, %.2f at the end (the machine is shared).\n",
 		rep.WallTotal, rep.CPUTotal, rep.Load[0][0], rep.Load[1][0])
+	// A report written before sections were timed has none.
+	if sec := rep.Sections; sec.Topologies > 0 {
+		p("Wall time by section: simulator speed %.0f s, campaigns and grids %.0f s (the grids %.0f s), the default precision %.0f s,\n",
+			sec.Speed, sec.Topologies, sec.Grids, sec.Precisions)
+		p("coverage %.0f s.\n", sec.Coverage)
+	}
+	p("\n")
 
 	sp := rep.Speed
 	p("## 1. Simulator speed\n\n")
@@ -85,16 +92,18 @@ func Markdown(w io.Writer, rep Report) error {
 	p("## 2. Experiments needed\n\n")
 	p("find-critical + recommend from 400-150-60, per topology and seed: the efficient mode (default), the paper's\n")
 	p("procedure as written, and an exhaustive grid (allocations x workloads). The random search is given the efficient\n")
-	p("mode's budget. The warm start's MVA prediction of the saturation workload is beside the measured one.\n\n")
-	p("| topology | seed | efficient | efficient, other reading | paper | grid | critical | saturation (predicted) | efficient wall [s] | paper wall [s] | grid simulated [s] (at the longest window) |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("mode's budget. The warm start's MVA prediction of the saturation workload is beside the measured one. The grid's\n")
+	p("trials: what it ran (adaptive trials are screened: every one first at 4x the precision, then only contenders for\n")
+	p("the best again), their simulated time and how many ended at the longest window, and its wall time.\n\n")
+	p("| topology | seed | efficient | efficient, other reading | paper | grid | critical | saturation (predicted) | efficient wall [s] | paper wall [s] | grid trials | grid simulated [s] (at the longest window) | grid wall [s] |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Results {
 		e, pp := r.Campaigns[0], r.Campaigns[1]
 		o := r.Campaigns[len(r.Campaigns)-1]
-		p("| %s | %d | %d (%s) | %d (%s) | %d | %d x %d = %d | %s | %d (%d, %s) | %.1f | %.1f | %.0f (%d) |\n", r.Topology, r.Seed,
+		p("| %s | %d | %d (%s) | %d (%s) | %d | %d x %d = %d | %s | %d (%d, %s) | %.1f | %.1f | %d | %.0f (%d) | %.1f |\n", r.Topology, r.Seed,
 			e.Experiments, e.Mode, o.Experiments, o.Mode, pp.Experiments,
 			r.GridAllocations, len(r.GridWorkloads), r.GridAllocations*len(r.GridWorkloads), e.Critical, e.Saturation, e.Predicted,
 			report.Percent(100*(float64(e.Predicted)/math.Max(1, float64(e.Saturation))-1), 0, true), e.WallSeconds, pp.WallSeconds,
-			r.GridSimulatedSeconds, r.GridImprecise)
+			r.GridTrials, r.GridSimulatedSeconds, r.GridImprecise, r.GridWallSeconds)
 	}
 	p("\n![experiments per topology](evaluation-experiments.svg)\n\n")
 	adaptiveSection(p, rep)
@@ -257,9 +266,18 @@ func adaptiveSection(p func(string, ...any), rep Report) {
 	if ref := rep.Reference; ref != nil {
 		p("Against a whole fixed-length evaluation (`softalloc evaluate --fixed`, %s, %.0f s measured trials, %.0f s wall, %.0f s CPU):\n",
 			ref.Date, ref.RuntimeSeconds, ref.WallSeconds, ref.CPUSeconds)
-		p("this adaptive one took %.0f s wall (%.1fx less) and %.0f s CPU (%.1fx less). Every role's ratio, at every threshold, beside\n",
+		p("this adaptive one took %.0f s wall (%.1fx less) and %.0f s CPU (%.1fx less).\n",
 			rep.WallTotal, ref.WallSeconds/math.Max(rep.WallTotal, 1e-9), rep.CPUTotal, ref.CPUSeconds/math.Max(rep.CPUTotal, 1e-9))
-		p("the fixed-length run's (each from its own grid):\n\n")
+		if like := rep.Sections.Speed + rep.Sections.Topologies; rep.Sections.Topologies > 0 {
+			var grids float64
+			for _, r := range rep.Results {
+				grids += r.GridSimulatedSeconds
+			}
+			p("The parts a fixed-length run also has (simulator speed, campaigns and grids; it measures no precision or coverage)\n")
+			p("took %.0f s wall (%.1fx less), and the grids' trials simulated %.0f s against %.0f s (%.1fx less).\n",
+				like, ref.WallSeconds/math.Max(like, 1e-9), grids, ref.GridSimulatedSeconds, ref.GridSimulatedSeconds/math.Max(grids, 1e-9))
+		}
+		p("Every role's ratio, at every threshold, beside the fixed-length run's (each from its own grid):\n\n")
 		p("| topology | seed | fixed recommends | adaptive recommends | same | largest ratio difference [points] | where |\n|---|---|---|---|---|---|---|\n")
 		for _, row := range ref.Rows {
 			yes := "no"
