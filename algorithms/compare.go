@@ -175,9 +175,12 @@ func Compare(ctx context.Context, xs []Experimenter, d Deployment, grid []GridEn
 		return cmp, errors.New("compare: want at least one experimenter, allocation, workload and SLA")
 	}
 	nw := len(o.Workloads)
-	// Only goodput is compared, so only goodput need be precise.
+	// Only goodput at the thresholds compared is, so only it need be
+	// precise.
 	timing := o.Timing
-	timing.GoodputOnly = timing.Adaptive()
+	if timing.Adaptive() {
+		timing.GoodputOnly, timing.SLAs = true, o.SLAs
+	}
 	var exps []Experiment
 	for i, g := range grid {
 		cmp.Entries[i] = Compared{GridEntry: g, Goodput: make([][]float64, len(o.SLAs)), HalfWidth: make([][]float64, len(o.SLAs)),

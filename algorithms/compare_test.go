@@ -144,6 +144,7 @@ type asking struct {
 	mu        sync.Mutex
 	asked     map[string][]float64
 	allFigs   int // trials held to the precision on every figure
+	otherSLAs int // trials held to other thresholds than those compared
 }
 
 func (a *asking) RunExperiment(ctx context.Context, e algorithms.Experiment) (algorithms.Observation, error) {
@@ -161,6 +162,9 @@ func (a *asking) RunExperiment(ctx context.Context, e algorithms.Experiment) (al
 	if !e.Timing.GoodputOnly {
 		a.allFigs++
 	}
+	if fmt.Sprint(e.Timing.SLAs) != "[0.5 2]" {
+		a.otherSLAs++
+	}
 	o.Window.Precise = !a.imprecise
 	return o, nil
 }
@@ -173,7 +177,7 @@ func TestCompareScreensTheGrid(t *testing.T) {
 	grid := algorithms.Grid(d, allocation(t, "400-13-13"), []int{2, 13, 50}, []int{1, 13})
 	o := algorithms.CompareOptions{Workloads: []int{4000, 5000, 6000}, SLAs: []float64{0.5, 2}, Parallel: 2}
 	o.Timing = shortOptions().Timing
-	o.Timing.Precision, o.Timing.SLAs = 0.02, o.SLAs
+	o.Timing.Precision = 0.02 // and no thresholds: the comparison's are what it needs precise
 	run := func(screening int, imprecise bool) (algorithms.Comparison, *asking) {
 		a := &asking{x: &intervalExperimenter{x: rubbosFake(), spread: 0.5}, imprecise: imprecise}
 		o.Screening = screening
@@ -184,6 +188,7 @@ func TestCompareScreensTheGrid(t *testing.T) {
 	plain, pa := run(0, false)
 	screened, sa := run(algorithms.DefaultScreening, false)
 	assert.Zero(t, pa.allFigs+sa.allFigs, "a comparison reads goodput alone")
+	assert.Zero(t, pa.otherSLAs+sa.otherSLAs, "at the thresholds it compares")
 	cells := len(grid) * len(o.Workloads)
 	assert.Equal(t, cells, plain.Experiments)
 	for k, ps := range pa.asked {
