@@ -118,6 +118,12 @@ type CompareOptions struct {
 	// clearly below its best and needs no more. 0: every trial at the
 	// precision.
 	Screening int
+	// NamedPrecision, when finer than Timing.Precision, is the precision
+	// the maxima of the named allocations (every role but RoleGrid) are
+	// measured to: their ratios are what a comparison reports, and two 2%
+	// maxima cannot be told apart by less than about 3 points. 0:
+	// Timing.Precision.
+	NamedPrecision float64
 }
 
 // DefaultScreening starts a grid's trials at four times the precision.
@@ -290,13 +296,14 @@ func (cmp *Comparison) best(s int) int {
 }
 
 // remeasure picks the trials of a screening to measure again at half their
-// precision: those not yet at the precision asked, measured to the one they
-// were asked (a trial that ran to its longest window would only do so
-// again), that at some SLA are not Below the grid's best maximum (they could
-// be it) or, for a named allocation, not Below its own maximum (they could
-// be what its ratio is read from). The others keep their coarser interval:
-// the comparison holds them below the best at 95%, as it would at the
-// precision asked.
+// precision: those not yet at the precision asked (a named allocation's:
+// NamedPrecision's, if finer), measured to the one they were asked (a trial
+// that ran to its longest window would only do so again), that at some SLA
+// are not Below the grid's best maximum (they could be it; down to the
+// precision asked) or, for a named allocation, not Below its own maximum
+// (they could be what its ratio is read from). The others keep their
+// coarser interval: the comparison holds them below the best at 95%, as it
+// would at the precision asked.
 func (cmp *Comparison) remeasure(exps []Experiment, obs [][]Observation, precision float64) []int {
 	nw := len(cmp.Options.Workloads)
 	top := make([]Interval, len(cmp.Options.SLAs))
@@ -306,7 +313,13 @@ func (cmp *Comparison) remeasure(exps []Experiment, obs [][]Observation, precisi
 	var out []int
 	for j := range exps {
 		t := exps[j].Timing
-		if t.Precision <= precision {
+		e := &cmp.Entries[j/nw]
+		named := e.Role != RoleGrid
+		finest := precision
+		if np := cmp.Options.NamedPrecision; named && np > 0 {
+			finest = min(finest, np)
+		}
+		if t.Precision <= finest {
 			continue
 		}
 		measured := true
@@ -316,17 +329,17 @@ func (cmp *Comparison) remeasure(exps []Experiment, obs [][]Observation, precisi
 		if !measured {
 			continue
 		}
-		e := &cmp.Entries[j/nw]
 		contends := false
 		for s := range cmp.Options.SLAs {
 			at := Interval{e.Goodput[s][j%nw], e.HalfWidth[s][j%nw]}
-			if at.Versus(top[s]) != Below || e.Role != RoleGrid && at.Versus(e.MaxInterval(s)) != Below {
+			ownMax := named && at.Versus(e.MaxInterval(s)) != Below
+			if ownMax || t.Precision > precision && at.Versus(top[s]) != Below {
 				contends = true
 				break
 			}
 		}
 		if contends {
-			exps[j].Timing.Precision /= 2
+			exps[j].Timing.Precision = max(t.Precision/2, finest)
 			out = append(out, j)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -225,10 +226,39 @@ func TestCompareScreensTheGrid(t *testing.T) {
 		}
 	}
 
+	// The named allocations' maxima can be measured finer than the grid.
+	o.NamedPrecision = 0.005
+	fine, fa := run(algorithms.DefaultScreening, false)
+	o.NamedPrecision = 0
+	for s := range o.SLAs {
+		for _, e := range fine.Entries {
+			got := last(fa.asked[fmt.Sprintf("%s@%d", e.Allocation.Key(), e.AtUsers[s])])
+			if e.Role != algorithms.RoleGrid {
+				assert.Equal(t, 0.005, got, "%s's maximum at the named precision", e.Role)
+			}
+		}
+	}
+	for k, ps := range fa.asked {
+		if last(ps) < 0.02 {
+			assert.Contains(t, named(grid), k[:strings.Index(k, "@")], "%s: only named allocations finer than the grid", k)
+		}
+	}
+
 	// A trial that reached no precision ran to its longest window: it
 	// would only do so again.
 	stuck, _ := run(algorithms.DefaultScreening, true)
 	assert.Equal(t, cells, stuck.Experiments)
+}
+
+// named lists the keys of the grid's named allocations.
+func named(grid []algorithms.GridEntry) []string {
+	var out []string
+	for _, g := range grid {
+		if g.Role != algorithms.RoleGrid {
+			out = append(out, g.Allocation.Key())
+		}
+	}
+	return out
 }
 
 func last(ps []float64) float64 {
