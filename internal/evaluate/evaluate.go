@@ -524,7 +524,7 @@ func evaluateTopology(ctx context.Context, cfg Config, topo string, seed uint64,
 	gridStart := time.Now()
 	cmp, err := algorithms.Compare(ctx, []algorithms.Experimenter{x}, d, grid,
 		algorithms.CompareOptions{Workloads: res.GridWorkloads, SLAs: cfg.SLAs, Timing: gt, Parallel: cfg.Parallel,
-			Screening: algorithms.DefaultScreening})
+			Screening: algorithms.DefaultScreening, NamedPrecision: gt.Precision / 4})
 	if err != nil {
 		return res, err
 	}

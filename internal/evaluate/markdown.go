@@ -94,7 +94,8 @@ func Markdown(w io.Writer, rep Report) error {
 	p("procedure as written, and an exhaustive grid (allocations x workloads). The random search is given the efficient\n")
 	p("mode's budget. The warm start's MVA prediction of the saturation workload is beside the measured one. The grid's\n")
 	p("trials: what it ran (adaptive trials are screened: every one first at 4x the precision, then only contenders for\n")
-	p("the best again), their simulated time and how many ended at the longest window, and its wall time.\n\n")
+	p("the best again, and the named allocations' maxima down to a quarter of the precision, since their ratios are\n")
+	p("compared), their simulated time and how many ended at the longest window, and its wall time.\n\n")
 	p("| topology | seed | efficient | efficient, other reading | paper | grid | critical | saturation (predicted) | efficient wall [s] | paper wall [s] | grid trials | grid simulated [s] (at the longest window) | grid wall [s] |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Results {
 		e, pp := r.Campaigns[0], r.Campaigns[1]
