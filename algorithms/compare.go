@@ -181,8 +181,8 @@ func Compare(ctx context.Context, xs []Experimenter, d Deployment, grid []GridEn
 		return cmp, errors.New("compare: want at least one experimenter, allocation, workload and SLA")
 	}
 	nw := len(o.Workloads)
-	// Only goodput at the thresholds compared is, so only it need be
-	// precise.
+	// A comparison reads goodput at its thresholds and nothing else, so
+	// only that need be precise.
 	timing := o.Timing
 	if timing.Adaptive() {
 		timing.GoodputOnly, timing.SLAs = true, o.SLAs
