@@ -167,7 +167,8 @@ type Comparison struct {
 	// goodput (the first of equals).
 	Best []int
 	// Experiments is what the comparison ran, per experimenter: a trial
-	// the screening measured again counts each time.
+	// the screening measured again counts each time, an allocation in two
+	// roles once.
 	Experiments int
 }
 
@@ -215,20 +216,17 @@ func Compare(ctx context.Context, xs []Experimenter, d Deployment, grid []GridEn
 		obs[xi] = make([]Observation, len(exps))
 	}
 	for todo := seq(len(exps)); len(todo) > 0; todo = cmp.remeasure(exps, obs, timing.Precision) {
-		batch := make([]Experiment, len(todo))
-		for k, j := range todo {
-			batch[k] = exps[j]
-		}
+		batch, slot := distinct(exps, todo)
 		for xi, x := range xs {
 			got, err := RunAll(ctx, x, batch, o.Parallel)
 			if err != nil {
 				return cmp, err
 			}
 			for k, j := range todo {
-				obs[xi][j] = got[k]
+				obs[xi][j] = got[slot[k]]
 			}
 		}
-		cmp.Experiments += len(todo)
+		cmp.Experiments += len(batch)
 		cmp.fill(obs)
 	}
 	for s := range o.SLAs {
@@ -248,6 +246,28 @@ func Compare(ctx context.Context, xs []Experimenter, d Deployment, grid []GridEn
 // maxScreeningPrecision bounds the screening's first precision: wider
 // intervals would tell nothing apart.
 const maxScreeningPrecision = 0.25
+
+// distinct is the experiments exps[todo] once each, and where each of
+// todo's is among them: an allocation that fills two roles (the two
+// readings of minJobs may agree, or a named one may be in the grid) is
+// measured once per workload and precision.
+func distinct(exps []Experiment, todo []int) ([]Experiment, []int) {
+	var batch []Experiment
+	slot := make([]int, len(todo))
+	seen := map[string]int{}
+	for k, j := range todo {
+		e := exps[j]
+		key := fmt.Sprintf("%s@%d@%g", e.Allocation.Key(), e.Workload.Users, e.Timing.Precision)
+		b, ok := seen[key]
+		if !ok {
+			b = len(batch)
+			seen[key] = b
+			batch = append(batch, e)
+		}
+		slot[k] = b
+	}
+	return batch, slot
+}
 
 func seq(n int) []int {
 	out := make([]int, n)

@@ -244,6 +244,24 @@ func TestCompareScreensTheGrid(t *testing.T) {
 		}
 	}
 
+	// An allocation in two roles is measured once: the recommendation
+	// again as another reading's answer, and a grid pair named.
+	twice := append(append([]algorithms.GridEntry{}, grid...),
+		algorithms.GridEntry{Allocation: grid[0].Allocation, Role: "recommended-knee"},
+		algorithms.GridEntry{Allocation: grid[len(grid)-1].Allocation, Role: "recommended-paper"})
+	a := &asking{x: &intervalExperimenter{x: rubbosFake(), spread: 0.5}}
+	o.Screening = algorithms.DefaultScreening
+	both, err := algorithms.Compare(context.Background(), []algorithms.Experimenter{a}, d, twice, o)
+	require.NoError(t, err)
+	for k, ps := range a.asked {
+		for i := 1; i < len(ps); i++ {
+			assert.Less(t, ps[i], ps[i-1], "%s: never twice at one precision", k)
+		}
+	}
+	for s := range o.SLAs {
+		assert.Equal(t, both.Entries[0].MaxGoodput[s], both.Entries[len(grid)].MaxGoodput[s])
+	}
+
 	// A trial that reached no precision ran to its longest window: it
 	// would only do so again.
 	stuck, _ := run(algorithms.DefaultScreening, true)
