@@ -336,6 +336,7 @@ func (s Stopping) estimate(figs []Figure, series [][]float64, later int) Estimat
 	for f, x := range series {
 		if figs[f].Kind == FigureThroughput && len(x) > 0 {
 			throughput = mean(x)
+			break
 		}
 	}
 	for f, x := range series {
@@ -343,6 +344,9 @@ func (s Stopping) estimate(figs []Figure, series [][]float64, later int) Estimat
 		b := s.BatchLength(n)
 		iv, k, indep := batchInterval(x, b, kmin)
 		est.Intervals[f], est.Batches[f] = iv, k
+		if !s.holds(figs[f]) {
+			continue
+		}
 		whole := figs[f].Capacity
 		if figs[f].Kind == FigureGoodput {
 			whole = throughput
@@ -356,21 +360,10 @@ func (s Stopping) estimate(figs []Figure, series [][]float64, later int) Estimat
 			excess = iv.HalfWidth / allow
 		}
 		if !indep || k < kmin {
-			excess = math.Max(excess, math.Inf(1))
+			excess = math.Inf(1)
 		}
 		if later > 0 && later < n && allow > 0 {
 			excess = math.Max(excess, math.Abs(mean(x[later:])-iv.Mean)/allow)
-		}
-		if s.GoodputOnly && figs[f].Kind != FigureThroughput && figs[f].Kind != FigureGoodput {
-			continue
-		}
-		if figs[f].Kind == FigureBusy && figs[f].Capacity == 0 {
-			// A pool of unknown size (one the allocation does not set,
-			// such as the database's own threads) is no soft resource
-			// under test: its interval is reported, but its few busy units
-			// at low load would hold a trial to its longest window (on
-			// the testbed, db-1's threads kept every trial at 51 s).
-			continue
 		}
 		if excess > 1 {
 			est.Precise = false
@@ -380,6 +373,19 @@ func (s Stopping) estimate(figs []Figure, series [][]float64, later int) Estimat
 		}
 	}
 	return est
+}
+
+// holds says figure f can keep a trial running. With GoodputOnly only
+// throughput and goodput can. Busy units of a pool of unknown size (one the
+// allocation does not set, such as the database's own threads) never do:
+// it is no soft resource under test, and its few busy units at low load
+// would hold a trial to its longest window (on the testbed, db-1's threads
+// kept every trial at 51 s).
+func (s Stopping) holds(f Figure) bool {
+	if s.GoodputOnly {
+		return f.Kind == FigureThroughput || f.Kind == FigureGoodput
+	}
+	return f.Kind != FigureBusy || f.Capacity > 0
 }
 
 // EstimateWhole estimates a window whose start MSER-5 does not trust yet
