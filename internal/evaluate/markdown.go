@@ -67,8 +67,12 @@ func Markdown(w io.Writer, rep Report) error {
 		rep.WallTotal, rep.CPUTotal, rep.Load[0][0], rep.Load[1][0])
 	// A report written before sections were timed has none.
 	if sec := rep.Sections; sec.Topologies > 0 {
+		var grids float64
+		for _, r := range rep.Results {
+			grids += r.GridWallSeconds
+		}
 		p("Wall time by section: simulator speed %.0f s, campaigns and grids %.0f s (the grids %.0f s), the default precision %.0f s,\n",
-			sec.Speed, sec.Topologies, sec.Grids, sec.Precisions)
+			sec.Speed, sec.Topologies, grids, sec.Precisions)
 		p("coverage %.0f s.\n", sec.Coverage)
 	}
 	p("\n")
