@@ -344,7 +344,7 @@ func (cmp *Comparison) remeasure(exps []Experiment, obs [][]Observation, precisi
 		}
 		measured := true
 		for _, ob := range obs {
-			measured = measured && honoured(ob[j], t) && ob[j].Window.Precise
+			measured = measured && refinable(ob[j], t)
 		}
 		if !measured {
 			continue

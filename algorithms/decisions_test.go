@@ -55,9 +55,10 @@ func adaptiveOptions(precision float64) algorithms.Options {
 }
 
 // A bisection probe whose CPU interval holds the threshold is measured
-// again at half the precision, once; one that stays within the noise is at
-// the threshold: saturated, with a warning. Fixed trials are never
-// measured again.
+// again at half the precision, up to Options.Refinements times; one that
+// stays within the noise is at the threshold: saturated, with a warning.
+// Fixed trials, and trials that ran to their longest window short of the
+// precision, are never measured again.
 func TestSaturationTestsRefineIndistinguishableTrials(t *testing.T) {
 	d := deployment(t, "1/2/1/2")
 	fixed, err := algorithms.Recommend(context.Background(), rubbosFake(), d, allocation(t, "400-150-60"), shortOptions())
@@ -78,7 +79,7 @@ func TestSaturationTestsRefineIndistinguishableTrials(t *testing.T) {
 
 	refined := 0
 	for users, ps := range x.asked {
-		assert.LessOrEqual(t, len(ps), 2, "at most one refinement at %d users", users)
+		assert.LessOrEqual(t, len(ps), 1+algorithms.DefaultOptions().Refinements, "at most Refinements at %d users", users)
 		for i, p := range ps {
 			assert.InDelta(t, 0.02/float64(int(1)<<i), p, 1e-12, "each at half the last precision")
 		}
@@ -88,13 +89,18 @@ func TestSaturationTestsRefineIndistinguishableTrials(t *testing.T) {
 	}
 	assert.Positive(t, refined, "a CPU within 4%% of a core of 0.95 needs a second look")
 	assert.Greater(t, rec.Experiments, fixed.Experiments, "refinements are experiments of their own")
+	// With one refinement a probe stays within the noise, and is named.
+	once := adaptiveOptions(0.02)
+	once.Refinements = 1
+	rec1, err := algorithms.Recommend(context.Background(), &intervalExperimenter{x: rubbosFake(), spread: 2}, d, allocation(t, "400-150-60"), once)
+	require.NoError(t, err)
 	var notes []string
-	for _, w := range append(rec.Critical.Warnings, rec.MinJobs.Warnings...) {
+	for _, w := range append(rec1.Critical.Warnings, rec1.MinJobs.Warnings...) {
 		if strings.Contains(w, "could not be told from 0.95 at the finest precision tried: taken as at the threshold") {
 			notes = append(notes, w)
 		}
 	}
-	assert.NotEmpty(t, notes, "a probe still within the noise at half the precision is named")
+	assert.NotEmpty(t, notes, "a probe still within the noise at the finest precision is named")
 
 	// A runner that ignores the precision (no window of that precision):
 	// nothing is refined.
@@ -109,6 +115,20 @@ func TestSaturationTestsRefineIndistinguishableTrials(t *testing.T) {
 	rec2, err := algorithms.Recommend(context.Background(), ignoring, d, allocation(t, "400-150-60"), adaptiveOptions(0.02))
 	require.NoError(t, err)
 	assert.Equal(t, fixed.Experiments, rec2.Experiments)
+
+	// Trials that ran to their longest window short of the precision: a
+	// finer one would end at the same window, so nothing is refined.
+	z := &intervalExperimenter{x: rubbosFake(), spread: 2}
+	imprecise := experimenterFunc(func(ctx context.Context, e algorithms.Experiment) (algorithms.Observation, error) {
+		o, err := z.RunExperiment(ctx, e)
+		if o.Window != nil {
+			o.Window.Precise = false
+		}
+		return o, err
+	})
+	rec3, err := algorithms.Recommend(context.Background(), imprecise, d, allocation(t, "400-150-60"), adaptiveOptions(0.02))
+	require.NoError(t, err)
+	assert.Equal(t, fixed.Experiments, rec3.Experiments)
 }
 
 type experimenterFunc func(context.Context, algorithms.Experiment) (algorithms.Observation, error)

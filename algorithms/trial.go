@@ -33,8 +33,10 @@ func (r *procedure) run(ctx context.Context, a Allocation, users int) (Observati
 // the observation Indistinguishable (an interval that contains the
 // threshold it tests) measures it again at half the precision, at most
 // Options.Refinements times: an adaptive trial runs as long as the answer
-// needs. A trial the runner did not run to the precision (honoured) is
-// never refined. The verdict is the last observation's.
+// needs. A trial that is not refinable is never refined: one the runner
+// did not run to the precision, or one that reached its longest window
+// short of it, where a finer trial would end at the same window. The
+// verdict is the last observation's.
 func (r *procedure) decided(ctx context.Context, a Allocation, users int, decide func(Observation) Verdict) (Observation, []Saturation, []Saturation, Verdict, error) {
 	t := r.opts.Timing
 	o, hw, soft, err := r.runTimed(ctx, a, users, t)
@@ -42,7 +44,7 @@ func (r *procedure) decided(ctx context.Context, a Allocation, users int, decide
 		return o, hw, soft, Indistinguishable, err
 	}
 	v := decide(o)
-	for i := 0; v == Indistinguishable && honoured(o, t) && i < r.opts.Refinements; i++ {
+	for i := 0; v == Indistinguishable && refinable(o, t) && i < r.opts.Refinements; i++ {
 		t.Precision /= 2
 		if o, hw, soft, err = r.runTimed(ctx, a, users, t); err != nil {
 			return o, hw, soft, Indistinguishable, err
@@ -52,11 +54,12 @@ func (r *procedure) decided(ctx context.Context, a Allocation, users int, decide
 	return o, hw, soft, v, nil
 }
 
-// honoured says o was measured to t's precision: an adaptive trial whose
-// runner ran it so. A fixed trial, a program that ignores the precision, or
-// a replayed recording of another precision cannot be refined.
-func honoured(o Observation, t Timing) bool {
-	return t.Adaptive() && o.HasIntervals() && o.Window.Precision == t.Precision
+// refinable says a finer trial could tell more than o: an adaptive trial
+// that the runner ran to t's precision (a fixed trial, a program that
+// ignores the precision, or a replayed recording of another precision
+// cannot be refined) and that reached it before its longest window.
+func refinable(o Observation, t Timing) bool {
+	return t.Adaptive() && o.HasIntervals() && o.Window.Precision == t.Precision && o.Window.Precise
 }
 
 // runTimed is run with timing t.
