@@ -319,7 +319,8 @@ func precisionSection(p func(string, ...any), rep Report) {
 	p("The default recommend campaign as a user runs it (the simulator's default trials: fixed, 60 s + 12 min; adaptive,\n")
 	p("at least 10 s warm-up and at most 12 min measured) at each precision: its answer and the CPU it took (seconds,\n")
 	p("the process's, the campaign running alone). Differences of one or two connections are minJobs' own noise: the\n")
-	p("fixed runs of two seeds differ as much.\n\n")
+	p("fixed runs of two seeds differ as much. A bisection probe whose CPU interval holds the threshold is measured\n")
+	p("again at half the precision, up to three times, so that it falls on the side a fixed trial would put it.\n\n")
 	p("| topology | seed |")
 	for _, x := range ps {
 		p(" %s |", name(x))
