@@ -287,6 +287,11 @@ func checkParallel(n int) error {
 	return nil
 }
 
+// maxRefinements bounds --refinements: each refinement is a trial with
+// about four times the last one's window, so the sixth of a 2% trial asks
+// for 0.03%, which no window reaches.
+const maxRefinements = 6
+
 // algorithmFlags tune Algorithm 1.
 type algorithmFlags struct {
 	mode          string
@@ -301,6 +306,7 @@ type algorithmFlags struct {
 	kneeThreshold time.Duration
 	kneeFactor    float64
 	demandDrift   float64
+	refinements   int
 }
 
 // algorithmScope says which procedures a command runs, and so which of
@@ -321,10 +327,13 @@ func (f *algorithmFlags) register(fs *pflag.FlagSet, scope algorithmScope) {
 	// Every field starts at its default: options() reads them all.
 	f.mode, f.minJobsAt, f.step, f.smallStep, f.maxWorkload, f.scanSpan = string(d.Mode), string(d.MinJobsAt), d.Step, d.SmallStep, d.MaxWorkload, d.ScanSpan
 	f.hwThreshold, f.softThreshold, f.sla, f.kneeFactor, f.demandDrift = d.HardwareThreshold, d.SoftThreshold, 2*time.Second, d.KneeFactor, d.DemandDrift
+	f.refinements = d.Refinements
 	stepUse := "workload step of the sweep, users"
 	if scope >= scopeFindCritical {
 		stepUse = "find-critical workload step, users"
 		fs.StringVar(&f.mode, "mode", string(d.Mode), "efficient (fewer experiments, same answer) or paper (Algorithm 1 as written)")
+		fs.IntVar(&f.refinements, "refinements", d.Refinements, fmt.Sprintf(
+			"adaptive trials: a saturation test whose interval holds the threshold is measured again at half the precision up to this many times, until one decides it or runs to --runtime (0: never; at most %d)", maxRefinements))
 	}
 	fs.IntVar(&f.step, "step", d.Step, stepUse)
 	fs.IntVar(&f.maxWorkload, "max-workload", d.MaxWorkload, "no scan goes above this many users")
@@ -388,6 +397,10 @@ func (f *algorithmFlags) options(t algorithms.Timing) (algorithms.Options, error
 	if f.demandDrift == 0 {
 		o.DemandDrift = -1 // 0 on the command line: no check
 	}
+	o.Refinements = f.refinements
+	if f.refinements == 0 {
+		o.Refinements = -1 // 0 on the command line: never
+	}
 	o.Timing = t
 	if t.Adaptive() {
 		// Goodput at the SLA is one of the figures an adaptive trial
@@ -423,6 +436,8 @@ func (f *algorithmFlags) options(t algorithms.Timing) (algorithms.Options, error
 		return o, usagef("--knee-factor: want a number > 0, got %g", o.KneeFactor)
 	case f.demandDrift < 0 || f.demandDrift >= 1:
 		return o, usagef("--demand-drift %g: want a share in [0,1)", f.demandDrift)
+	case f.refinements < 0 || f.refinements > maxRefinements:
+		return o, usagef("--refinements %d: want a number of trials in 0..%d", f.refinements, maxRefinements)
 	}
 	return o, nil
 }
