@@ -79,8 +79,8 @@ type Options struct {
 	// saturation test (it contains the threshold) is measured again at half
 	// the precision (default 3; negative: never). Each is a new trial with
 	// about four times the window, and refining stops once one runs to its
-	// longest window. Three take a 2% trial to 0.25%, about what a fixed
-	// 12-minute trial measures of CPU, and a bisection probe near the
+	// longest window. Three take a 2% trial to 0.25%, about the CPU
+	// interval of a fixed 12-minute trial, and a bisection probe near the
 	// threshold then falls on the same side as with fixed trials: with one,
 	// the default campaign read minJobs a probe early on 3 of the 12
 	// evaluation topology-seeds ("taken as at the threshold"), 15-20% fewer

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -458,13 +459,8 @@ func TestLiveTestbed(t *testing.T) {
 		pred = doc.Critical
 		t.Logf("twin: %+v; testbed: %+v", pred, measured)
 		cpu := serverReadings(t, journalA, "app-1")
-		users := make([]int, 0, len(cpu))
-		for u := range cpu {
-			users = append(users, u)
-		}
-		slices.Sort(users)
 		var line []string
-		for _, u := range users {
+		for _, u := range slices.Sorted(maps.Keys(cpu)) {
 			line = append(line, fmt.Sprintf("%d: %.3f", u, cpu[u].CPU))
 		}
 		t.Logf("the testbed's app-1 CPU by users in find-critical's trials: %s", strings.Join(line, ", "))
