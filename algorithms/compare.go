@@ -257,11 +257,10 @@ func distinct(exps []Experiment, todo []int) ([]Experiment, []int) {
 	seen := map[string]int{}
 	for k, j := range todo {
 		e := exps[j]
-		key := fmt.Sprintf("%s@%d@%g", e.Allocation.Key(), e.Workload.Users, e.Timing.Precision)
-		b, ok := seen[key]
+		b, ok := seen[e.key()]
 		if !ok {
 			b = len(batch)
-			seen[key] = b
+			seen[e.key()] = b
 			batch = append(batch, e)
 		}
 		slot[k] = b

@@ -43,6 +43,11 @@ func Recommend(ctx context.Context, x Experimenter, d Deployment, s0 Allocation,
 	return rec, nil
 }
 
+// key identifies an experiment: two with the same key are the same trial.
+func (e Experiment) key() string {
+	return fmt.Sprintf("%s|%s|%d|%v", e.Deployment.Topology, e.Allocation.Key(), e.Workload.Users, e.Timing)
+}
+
 // memoExperimenter answers a repeated experiment from memory.
 type memoExperimenter struct {
 	x    Experimenter
@@ -50,7 +55,7 @@ type memoExperimenter struct {
 }
 
 func (m *memoExperimenter) RunExperiment(ctx context.Context, e Experiment) (Observation, error) {
-	k := fmt.Sprintf("%s|%s|%d|%v", e.Deployment.Topology, e.Allocation.Key(), e.Workload.Users, e.Timing)
+	k := e.key()
 	if o, ok := m.seen[k]; ok {
 		return o, nil
 	}

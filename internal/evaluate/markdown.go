@@ -16,6 +16,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/report"
 )
 
@@ -320,7 +321,8 @@ func precisionSection(p func(string, ...any), rep Report) {
 	p("at least 10 s warm-up and at most 12 min measured) at each precision: its answer and the CPU it took (seconds,\n")
 	p("the process's, the campaign running alone). Differences of one or two connections are minJobs' own noise: the\n")
 	p("fixed runs of two seeds differ as much. A bisection probe whose CPU interval holds the threshold is measured\n")
-	p("again at half the precision, up to three times, so that it falls on the side a fixed trial would put it.\n\n")
+	p("again at half the precision, up to %d times, so that it falls on the side a fixed trial would put it.\n\n",
+		algorithms.DefaultOptions().Refinements)
 	p("| topology | seed |")
 	for _, x := range ps {
 		p(" %s |", name(x))
