@@ -75,7 +75,9 @@ type MeasuredWindow struct {
 	// Precision is the relative half-width the trial ran to (0: a fixed
 	// trial); Precise says every figure reached it before the maximum
 	// runtime, and Limit names the figure furthest from it, with its
-	// half-width over what the precision allows (Excess).
+	// half-width over what the precision allows (Excess; 0 when the
+	// figure's batch means never passed the independence test, so that no
+	// half-width of it could be trusted).
 	Precision float64 `json:"precision,omitempty"`
 	Precise   bool    `json:"precise"`
 	Limit     string  `json:"limit,omitempty"`

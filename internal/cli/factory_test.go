@@ -153,3 +153,23 @@ func TestPlainProgressForCILogs(t *testing.T) {
 	assert.Equal(t, ExitUsage, runWith(context.Background(), []string{"simulate", "-t", "1/2/1/2", "--users", "100", "--progress", "loud"}, f))
 	assert.Contains(t, errb.String(), `--progress "loud": want auto, plain or none`)
 }
+
+// A finished adaptive trial's line gives throughput's interval and how long
+// it measured; one that ran to its longest window names what held it there.
+func TestProgressSaysHowLongAnAdaptiveTrialMeasured(t *testing.T) {
+	o := algorithms.Observation{Throughput: 884.6, ThroughputHalfWidth: 10.4, RuntimeSeconds: 35,
+		Window: &algorithms.MeasuredWindow{WarmUpSeconds: 25, IntervalSeconds: 1, Batches: 20, Precision: 0.02, Precise: true}}
+	assert.Equal(t, "884.6 ± 10.4 pages/s", throughputText(o))
+	assert.Equal(t, "; 2% in 35 s after 25 s of warm-up", windowText(o))
+
+	o.RuntimeSeconds = 720
+	o.Window.Precision, o.Window.Precise, o.Window.Limit, o.Window.Excess = 0.005, false, "app-4 connections busy", 1.43
+	assert.Equal(t, "; short of 0.5% at 720 s after 25 s of warm-up (app-4 connections busy: half-width 1.43x what 0.5% allows)", windowText(o))
+	o.Window.Excess = 0
+	assert.Equal(t, "; short of 0.5% at 720 s after 25 s of warm-up (app-4 connections busy: its batch means stayed correlated)", windowText(o))
+
+	// A fixed trial: its bare mean, nothing about a window.
+	fixed := algorithms.Observation{Throughput: 71.4, RuntimeSeconds: 720}
+	assert.Equal(t, "71.4 pages/s", throughputText(fixed))
+	assert.Empty(t, windowText(fixed))
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -204,8 +205,39 @@ func (p progressExperimenter) RunExperiment(ctx context.Context, e algorithms.Ex
 	if u.mode == "plain" {
 		prefix = "softalloc: "
 	}
-	fmt.Fprintf(u.w, "%s%3d %s%s: %.1f pages/s%s (%s)\n", prefix, u.finished, proc, label, o.Throughput, sat, took.Round(10*time.Millisecond))
+	fmt.Fprintf(u.w, "%s%3d %s%s: %s%s%s (%s)\n", prefix, u.finished, proc, label, throughputText(o), sat, windowText(o), took.Round(10*time.Millisecond))
 	return o, nil
+}
+
+// throughputText is the throughput with its interval, if the trial has one.
+func throughputText(o algorithms.Observation) string {
+	if o.HasIntervals() && o.ThroughputHalfWidth > 0 {
+		return fmt.Sprintf("%.1f ± %.1f pages/s", o.Throughput, o.ThroughputHalfWidth)
+	}
+	return fmt.Sprintf("%.1f pages/s", o.Throughput)
+}
+
+// windowText says how long an adaptive trial measured and, if it ran to
+// its longest window short of the precision, which figure held it there:
+// a user waiting on live trials sees why one took its longest, and a
+// refinement (the same workload again at half the precision) says so.
+func windowText(o algorithms.Observation) string {
+	w := o.Window
+	if w == nil || w.Precision <= 0 {
+		return ""
+	}
+	share := strconv.FormatFloat(100*w.Precision, 'g', 3, 64) + "%"
+	if w.Precise {
+		return fmt.Sprintf("; %s in %.0f s after %.0f s of warm-up", share, o.RuntimeSeconds, w.WarmUpSeconds)
+	}
+	why := ""
+	switch {
+	case w.Limit != "" && w.Excess > 0:
+		why = fmt.Sprintf(" (%s: half-width %.2fx what %s allows)", w.Limit, w.Excess, share)
+	case w.Limit != "":
+		why = fmt.Sprintf(" (%s: its batch means stayed correlated)", w.Limit)
+	}
+	return fmt.Sprintf("; short of %s at %.0f s after %.0f s of warm-up%s", share, o.RuntimeSeconds, w.WarmUpSeconds, why)
 }
 
 // close ends the display and waits until it has stopped drawing.
