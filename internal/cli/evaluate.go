@@ -54,7 +54,7 @@ and --runtime); --reference compares every ratio with a fixed-length
 evaluation (softalloc evaluate --fixed); the coverage of the intervals is
 measured over --coverage-seeds seeds at three workloads.
 It writes evaluation.md, evaluation.json and SVG plots to --out.`,
-		Example: `  softalloc evaluate --out docs --runtime 2m --reference docs/evaluation-fixed.json
+		Example: `  softalloc evaluate --out docs --runtime 2m --reference docs/fixed/evaluation.json
   softalloc evaluate --fixed --out /tmp/fixed --runtime 2m
   softalloc evaluate --topologies 1/4/1/4 --seeds 1 --runtime 3m --coverage-seeds 0 --out /tmp/eval`,
 		Args: cobra.NoArgs,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -336,6 +337,24 @@ func TestHelpFits100Columns(t *testing.T) {
 			assert.LessOrEqual(t, len([]rune(line)), 100, "softalloc %s --help, line %d: %q", c, i+1, line)
 		}
 	}
+}
+
+// A file of this repository that an example names exists: evaluate's once
+// pointed to a reference file that had moved.
+func TestExamplesNameFilesThatExist(t *testing.T) {
+	path := regexp.MustCompile(`(?:^|[\s=])((?:docs|examples|testbed|internal)/[\w./-]+\.\w+)`)
+	named := 0
+	for _, c := range []string{"advise", "check", "degradation", "evaluate", "find-critical", "recommend", "simulate", "size", "validate"} {
+		stdout, _, code := run(t, "", c, "--help")
+		require.Equal(t, 0, code)
+		_, examples, _ := strings.Cut(stdout, "Examples:")
+		examples, _, _ = strings.Cut(examples, "Flags:")
+		for _, m := range path.FindAllStringSubmatch(examples, -1) {
+			named++
+			assert.FileExists(t, filepath.Join("..", "..", m[1]), "softalloc %s --help names %s", c, m[1])
+		}
+	}
+	assert.Positive(t, named, "the examples name repository files")
 }
 
 // Issue 24: comparing seeds needed a journal per seed. They share one; a
