@@ -72,8 +72,10 @@ func FuzzRead(f *testing.F) {
 		for _, w := range r.Warnings {
 			require.NotContains(t, w, "\n")
 		}
-		for k, o := range r.records {
-			require.NoError(t, o.Validate(), "record %q", k)
+		for k, recs := range r.records {
+			for _, rec := range recs {
+				require.NoError(t, rec.observation.Validate(), "record %q", k)
+			}
 		}
 		lines, _, _ := jsonl.Read(bytes.NewReader(data), jsonl.MaxLine)
 		for i, line := range lines {

@@ -16,7 +16,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,24 +30,58 @@ import (
 )
 
 // Runner answers from the records it loaded. Experiments are matched on
-// topology, allocation and workload; the trial timing is not compared, since
-// a recording is what it is. Where the recording holds one experiment at
-// several precisions (a trial measured again to decide a saturation test),
-// the one of the asked precision answers, else the last recorded.
+// topology, allocation and workload. Where the recording holds one
+// experiment under several timings, the closest to the asked one answers:
+// the same timing, else the same precision and the same figures held to it
+// (a validate grid's trials hold only goodput precise, a campaign's every
+// figure), else the same precision (a trial measured again to decide a
+// saturation test), else the last recorded; a recording is what it is, so
+// any timing answers when there is no closer one.
 type Runner struct {
 	path     string
-	records  map[string]algorithms.Observation
-	precise  map[string]algorithms.Observation // by Key and precision
+	records  map[string][]recorded // by Key, in the order recorded
 	Warnings []string
 }
 
-func precisionKey(e algorithms.Experiment) string {
-	return Key(e) + "|" + strconv.FormatFloat(e.Timing.Precision, 'g', -1, 64)
+// recorded is one record of an experiment.
+type recorded struct {
+	timing      wire.Timing
+	observation algorithms.Observation
+}
+
+// closeness ranks how well a record of timing r answers an experiment
+// asked with timing a.
+func closeness(r, a wire.Timing) int {
+	switch {
+	case r.Precision != a.Precision:
+		return 0
+	case r.GoodputOnly != a.GoodputOnly:
+		return 1
+	case r.RampUpSeconds != a.RampUpSeconds || r.RuntimeSeconds != a.RuntimeSeconds ||
+		r.RampDownSeconds != a.RampDownSeconds || !slices.Equal(r.SLAs, a.SLAs):
+		return 2
+	}
+	return 3
 }
 
 // Key identifies an experiment within a campaign.
 func Key(e algorithms.Experiment) string {
 	return e.Deployment.Topology + "|" + e.Allocation.Key() + "|" + strconv.Itoa(e.Workload.Users)
+}
+
+// origin is what a journal line says about the run that wrote it; other
+// campaign files have none.
+type origin struct {
+	Runner   string            `json:"runner"`
+	Settings map[string]string `json:"settings"`
+}
+
+func (o origin) String() string {
+	parts := []string{oneline.Quote(o.Runner)}
+	for _, k := range slices.Sorted(maps.Keys(o.Settings)) {
+		parts = append(parts, oneline.Quote(k)+"="+oneline.Quote(o.Settings[k]))
+	}
+	return strings.Join(parts, " ")
 }
 
 // Load reads a campaign file. A torn last line (a run killed mid-write) is
@@ -68,7 +104,7 @@ func Load(path string) (*Runner, error) {
 
 // Read parses a campaign from r; name is used in messages.
 func Read(r io.Reader, name string) (*Runner, error) {
-	run := &Runner{path: name, records: map[string]algorithms.Observation{}, precise: map[string]algorithms.Observation{}}
+	run := &Runner{path: name, records: map[string][]recorded{}}
 	lines, tail, err := jsonl.Read(r, jsonl.MaxLine)
 	if err != nil {
 		return nil, fmt.Errorf("replay campaign %q: %w", name, err)
@@ -82,6 +118,7 @@ func Read(r io.Reader, name string) (*Runner, error) {
 	default:
 		return nil, fmt.Errorf("replay campaign %q: its last line (%d bytes, no newline) is not a record", name, len(tail))
 	}
+	origins := map[string]map[string]bool{} // by Key: the runs that recorded it
 	for i, line := range lines {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
@@ -94,12 +131,33 @@ func Read(r io.Reader, name string) (*Runner, error) {
 		if err != nil {
 			return nil, fmt.Errorf("replay campaign %q: line %d: %w", name, i+1, err)
 		}
-		// A later record of the same experiment replaces an earlier one.
-		run.records[Key(e)] = o
-		run.precise[precisionKey(e)] = o
+		var from origin
+		if err := json.Unmarshal(line, &from); err != nil {
+			return nil, fmt.Errorf("replay campaign %q: line %d: %w", name, i+1, err)
+		}
+		k := Key(e)
+		run.records[k] = append(run.records[k], recorded{rec.Experiment.Timing, o})
+		if origins[k] == nil {
+			origins[k] = map[string]bool{}
+		}
+		origins[k][from.String()] = true
 	}
 	if len(run.records) == 0 {
 		return nil, fmt.Errorf("replay campaign %q: no experiments recorded", name)
+	}
+	// A journal shared by several runs (seeds, models, runners) holds the
+	// same experiment from each: the replay cannot tell which run is meant.
+	mixed := map[string]bool{}
+	for _, runs := range origins {
+		if len(runs) > 1 {
+			for r := range runs {
+				mixed[r] = true
+			}
+		}
+	}
+	if len(mixed) > 0 {
+		run.Warnings = append(run.Warnings, fmt.Sprintf("campaign %q holds the same experiments from %d runs (%s): each answers with its last record; "+
+			"for one run's answers give a campaign of that run alone", name, len(mixed), strings.Join(slices.Sorted(maps.Keys(mixed)), "; ")))
 	}
 	return run, nil
 }
@@ -112,11 +170,14 @@ func (r *Runner) RunExperiment(ctx context.Context, e algorithms.Experiment) (al
 	if err := ctx.Err(); err != nil {
 		return algorithms.Observation{}, err
 	}
-	if o, ok := r.precise[precisionKey(e)]; ok {
-		return o, nil
-	}
-	if o, ok := r.records[Key(e)]; ok {
-		return o, nil
+	if recs := r.records[Key(e)]; len(recs) > 0 {
+		asked, best := wire.FromTiming(e.Timing), len(recs)-1
+		for i := len(recs) - 2; i >= 0; i-- {
+			if closeness(recs[i].timing, asked) > closeness(recs[best].timing, asked) {
+				best = i
+			}
+		}
+		return recs[best].observation, nil
 	}
 	return algorithms.Observation{}, fmt.Errorf("replay %q: %s, allocation %s, %d users: %w (it has %s)",
 		r.path, oneline.Quote(e.Deployment.Topology), oneline.Quote(e.Allocation.Key()), e.Workload.Users, ErrNotRecorded, r.summary(e.Deployment.Topology))
