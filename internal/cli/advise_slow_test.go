@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -101,19 +102,24 @@ func TestSlowRecommendRangeHoldsOnAnotherSeed(t *testing.T) {
 	for _, topo := range []string{"1/2/1/2", "1/4/1/4"} {
 		t.Run(strings.ReplaceAll(topo, "/", "-"), func(t *testing.T) {
 			var rec struct {
-				Allocation string
-				Range      struct {
+				Allocation  string
+				Experiments int
+				Range       struct {
 					Tier, Pool string
 					Low, High  int
 					Users      int
 					Points     []struct{ Size int }
 				}
 			}
-			out, stderr, code := run(t, "", "recommend", "-t", topo, "--range", "--no-journal", "-q", "-o", "json")
+			out, stderr, code := run(t, "", "recommend", "-t", topo, "--range", "--no-journal", "--progress", "plain", "-o", "json")
 			require.Equal(t, 0, code, stderr)
 			require.NoError(t, json.Unmarshal([]byte(out), &rec))
 			r := rec.Range
 			require.Positive(t, r.Low, "%+v", r)
+			// The count holds the range's trials: a line per experiment run.
+			ran := regexp.MustCompile(`(?m)^softalloc: +[0-9]+ `).FindAllString(stderr, -1)
+			assert.Equal(t, len(ran), rec.Experiments, "experiments reported against run")
+			assert.Greater(t, rec.Experiments, len(r.Points))
 			pools := strings.Split(rec.Allocation, "-")
 			require.Len(t, pools, 3)
 			alloc := func(size int) string {

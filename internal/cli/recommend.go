@@ -250,6 +250,7 @@ func runRecommend(o *recommendOptions) error {
 		var r algorithms.PoolRange
 		r, err = algorithms.MeasureRange(ctx, cp.x, d, rec, cp.opts)
 		rec.Range = &r
+		rec.Experiments += len(r.Points) // at their own workload and precision: none repeats the campaign's
 	}
 	if err = o.finish(cp, err); err != nil {
 		return err
