@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -217,9 +218,17 @@ Environment (a flag on the command line wins):
 		newCmdEvaluate(f, nil),
 		newCmdDegradation(f, nil),
 	)
-	// No command takes positional arguments.
+	// No command takes positional arguments, and no number flag NaN or
+	// infinity: every comparison with NaN is false, so a bound of NaN
+	// passed each check after it (check --min-goodput NaN checked nothing
+	// and passed).
 	for _, c := range root.Commands() {
 		c.Args = noArgs
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if f.Value.Type() == "float64" {
+				f.Value = finiteValue{f.Value}
+			}
+		})
 	}
 	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { noteDeprecated(cmd.Flags(), s.Err) }
 	// Help fits 100 columns: flag descriptions wrap under themselves.
@@ -245,7 +254,7 @@ func flagError(_ *cobra.Command, err error) error {
 	f := iv.GetFlag()
 	want := map[string]string{
 		"uint64": "a non-negative integer", "uint": "a non-negative integer", "int": "an integer", "int64": "an integer",
-		"float64": "a number", "duration": "a duration such as 30s or 2m", "bool": "true or false",
+		"float64": "a finite number", "duration": "a duration such as 30s or 2m", "bool": "true or false",
 		"seconds":   "seconds such as 2, 0.5 or 500ms",
 		"precision": fmt.Sprintf("a share in [0, %g] such as 2%% or 0.02 (0: fixed trials)", maxPrecision),
 	}[f.Value.Type()]
@@ -256,6 +265,16 @@ func flagError(_ *cobra.Command, err error) error {
 		want += " in range"
 	}
 	return usagef("--%s: want %s, got %q", f.Name, want, iv.GetValue())
+}
+
+// finiteValue is a float64 flag that refuses NaN and infinities.
+type finiteValue struct{ pflag.Value }
+
+func (v finiteValue) Set(s string) error {
+	if x, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil && (math.IsNaN(x) || math.IsInf(x, 0)) {
+		return errors.New("not a finite number")
+	}
+	return v.Value.Set(s)
 }
 
 // noArgs refuses positional arguments; a topology given as one most likely

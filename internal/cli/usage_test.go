@@ -207,6 +207,12 @@ func TestFlagNits(t *testing.T) {
 		{"topology as an argument", []string{"find-critical", "1/2/1/2"}, `softalloc: unexpected argument "1/2/1/2"; did you mean --topology 1/2/1/2?`},
 		{"nojournal topologies as an argument", []string{"evaluate", "1/2/1/2"}, `did you mean --topologies 1/2/1/2?`},
 		{"nojournal other argument", []string{"size", "measured.yaml"}, `unexpected argument "measured.yaml": softalloc size takes flags only`},
+		// NaN fails every comparison, so it passed each bound: check
+		// --min-goodput NaN checked nothing and exited 0.
+		{"min-goodput NaN", []string{"check", "--topology", "1/2/1/2", "--min-goodput", "NaN"}, `--min-goodput: want a finite number, got "NaN"`},
+		{"demand-drift NaN", []string{"recommend", "--topology", "1/2/1/2", "--demand-drift=NaN"}, `--demand-drift: want a finite number, got "NaN"`},
+		{"knee-factor Inf", []string{"validate", "--topology", "1/2/1/2", "--knee-factor", "+Inf"}, `--knee-factor: want a finite number, got "+Inf"`},
+		{"nojournal min-utilization -inf", []string{"advise", "--topology", "1/2/1/2", "--min-utilization", "-inf"}, `--min-utilization: want a finite number, got "-inf"`},
 	})
 
 	// The floor lets a one-second window run.
