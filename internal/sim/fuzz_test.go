@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -28,7 +29,7 @@ func FuzzParseModel(f *testing.F) {
 		f.Add(data)
 	}
 	for _, s := range []string{"", "{}", "[1]", "name: 5", "a: &a [*a, *a]\nname: *a", "x: 1\n---\ny: 2",
-		`"a\nb": 1`, "warmUp: nan", "warmUp: inf", "warmUp: 1e400s", "warmUp: [1]", "warmUp: 1m30s"} {
+		`"a\nb": 1`, "warmUp: nan", "warmUp: inf", "warmUp: 1e400s", "admission: {retryFactor: .inf}", "warmUp: [1]", "warmUp: 1m30s"} {
 		f.Add([]byte(s))
 	}
 	mix := DefaultModel().Mix
@@ -46,6 +47,9 @@ func FuzzParseModel(f *testing.F) {
 		}
 		require.NoError(t, m.validate())
 		require.False(t, fuzzcheck.HasNaN(*m), "a NaN in %+v", *m)
+		// The sim runner keys its journal on the model's JSON: no infinity.
+		_, err = json.Marshal(m)
+		require.NoError(t, err)
 		out, err := yaml.Marshal(m)
 		require.NoError(t, err)
 		m2, err := parseModel(out, "fuzz.yaml", loadMix)

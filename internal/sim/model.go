@@ -351,7 +351,9 @@ func (m *Model) problems() []problem {
 	var out []problem
 	add := func(cs ...check) {
 		for _, c := range cs {
-			if !c.ok || math.IsNaN(c.v) {
+			// An infinite factor or share passed ">= 1" and ">= 0", then
+			// failed far from the file (the runner's JSON of the model).
+			if !c.ok || math.IsNaN(c.v) || math.IsInf(c.v, 0) {
 				out = append(out, problem{c.field, fmt.Sprintf("want %s, got %g", c.want, c.v)})
 			}
 		}

@@ -100,6 +100,7 @@ func TestLoadModelErrors(t *testing.T) {
 	}{
 		{"unknown-field.yaml", []string{"unknown-field.yaml", `line 11: unknown field "backlogg" in web; want one of: pageDemand, staticDemand, imageDemand, forwardDelay, backlog, finWait`}},
 		{"bad-value.yaml", []string{"bad-value.yaml", "web.backlog", "-1"}},
+		{"infinite-value.yaml", []string{"infinite-value.yaml", "admission.retryFactor: want a number >= 1, got +Inf"}},
 		{"bad-enum.yaml", []string{"bad-enum.yaml", "app.acceptOrder", `"lifo"`}},
 		{"bad-duration.yaml", []string{"bad-duration.yaml", "web.pageDemand", `"fast"`}},
 		{"bad-mix.yaml", []string{"bad-mix.yaml", "bad-mix-mix.yaml", "Nowhere"}},
