@@ -79,10 +79,14 @@ job can push them whatever the verdict.`,
 	return cmd
 }
 
+// parsePercent reads --max-regression, which must carry its % sign: a bare
+// 0.05 read as 0.05% set a gate 100 times stricter than the 5% that
+// --precision's 0.02 = 2% suggests it meant.
 func parsePercent(s string) (float64, error) {
-	v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(s), "%"), 64)
-	if err != nil || !(v >= 0 && v < 100) { // NaN too
-		return 0, usagef("--max-regression %q: want a percentage in [0,100), e.g. 5%%", s)
+	num, ok := strings.CutSuffix(strings.TrimSpace(s), "%")
+	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if !ok || err != nil || !(v >= 0 && v < 100) { // NaN too
+		return 0, usagef("--max-regression %q: want a percentage in [0,100) with its %% sign, e.g. 5%%", s)
 	}
 	return v / 100, nil
 }
