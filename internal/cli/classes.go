@@ -358,7 +358,7 @@ func runRecommendClasses(o *recommendOptions) error {
 	}
 	for _, f := range []string{"topology", "deployment", "alloc", "runner", "campaign", "model", "format"} {
 		if cmd.Flags().Changed(f) {
-			return usagef("--%s does not apply with --classes (the workload file describes the server)", f)
+			return usagef("--%s does not apply with --workload (the workload file describes the server)", f)
 		}
 	}
 	cls, err := o.f.NewClasses(runner.ClassesConfig{WorkloadPath: file, Seed: o.runner.seed})

@@ -213,6 +213,8 @@ func TestFlagNits(t *testing.T) {
 		{"demand-drift NaN", []string{"recommend", "--topology", "1/2/1/2", "--demand-drift=NaN"}, `--demand-drift: want a finite number, got "NaN"`},
 		{"max-regression without its sign", []string{"check", "--topology", "1/2/1/2", "--baseline", "b.json", "--max-regression", "0.05"},
 			`--max-regression "0.05": want a percentage in [0,100) with its % sign, e.g. 5%`},
+		{"nojournal topology with a workload", []string{"recommend", "--workload", "w.yaml", "--topology", "1/4/1/4"},
+			"--topology does not apply with --workload (the workload file describes the server)"},
 		{"knee-factor Inf", []string{"validate", "--topology", "1/2/1/2", "--knee-factor", "+Inf"}, `--knee-factor: want a finite number, got "+Inf"`},
 		{"nojournal min-utilization -inf", []string{"advise", "--topology", "1/2/1/2", "--min-utilization", "-inf"}, `--min-utilization: want a finite number, got "-inf"`},
 	})
