@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -103,13 +104,19 @@ func loadBaseline(path string) (report.Capacity, error) {
 // parseBaseline reads a baseline: check's JSON output or its capacity object.
 func parseBaseline(data []byte, path string) (report.Capacity, error) {
 	var c report.Capacity
-	var doc struct {
-		Capacity *report.Capacity `json:"capacity"`
+	var doc map[string]json.RawMessage
+	// Either check's whole JSON output or its capacity object; an error in
+	// the capacity of a whole output is that error, not zeros read from
+	// the outer object.
+	capacity := data
+	if json.Unmarshal(data, &doc) == nil && doc["capacity"] != nil {
+		capacity = doc["capacity"]
 	}
-	// Either a capacity object, or check's whole JSON output.
-	if err := json.Unmarshal(data, &doc); err == nil && doc.Capacity != nil {
-		c = *doc.Capacity
-	} else if err := json.Unmarshal(data, &c); err != nil {
+	if err := json.Unmarshal(capacity, &c); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return c, usagef("--baseline %q: %s: want a %s, got a JSON %s (check --output json writes it)", path, te.Field, jsonKind(te.Type), te.Value)
+		}
 		return c, usageError{fmt.Errorf("--baseline %q: want check's JSON output: %w", path, err)}
 	}
 	// A negative or zero figure would make every regression check pass.
@@ -118,6 +125,21 @@ func parseBaseline(data []byte, path string) (report.Capacity, error) {
 			path, c.MaxGoodput, c.MaxThroughput, c.SLA)
 	}
 	return c, nil
+}
+
+// jsonKind names a Go type as JSON calls it.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Float32, reflect.Float64, reflect.Int, reflect.Int64, reflect.Int32, reflect.Uint, reflect.Uint64:
+		return "number"
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Slice, reflect.Array:
+		return "list"
+	}
+	return "object"
 }
 
 // parseCritical reads --critical's TIER/RESOURCE.

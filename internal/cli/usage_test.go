@@ -139,6 +139,8 @@ func TestValidationNamesTheBadFlag(t *testing.T) {
 func TestCheckRefusesCriticalAndBaselineUpFront(t *testing.T) {
 	dir := t.TempDir()
 	base := writeFile(t, dir, "capacity.json", `{"capacity": {"topology": "1/4/1/4", "runner": "sim", "slaSeconds": 2, "maxGoodput": 800, "maxThroughput": 900}}`)
+	// A wrong type inside check's whole output once read as zeros from the outer object.
+	mistyped := writeFile(t, dir, "mistyped.json", `{"capacity": {"topology": "1/2/1/2", "slaSeconds": 2, "maxGoodput": "x", "maxThroughput": 900}, "ok": true}`)
 	check := []string{"check", "--topology", "1/2/1/2"}
 	runUsageCases(t, []usageCase{
 		{"unknown tier", append(check, "--critical", "foo/bar"), `--critical "foo/bar": deployment "1/2/1/2" has no tier "foo"; its tiers are web, app, cluster, db`},
@@ -147,6 +149,8 @@ func TestCheckRefusesCriticalAndBaselineUpFront(t *testing.T) {
 		{"two slashes", append(check, "--critical", "app/cpu/0"), `want TIER/RESOURCE`},
 		{"baseline of another topology", append(check, "--baseline", base, "--max-regression", "5%"),
 			`--baseline "` + base + `" was measured on deployment 1/4/1/4, this check runs on 1/2/1/2`},
+		{"mistyped baseline", append(check, "--baseline", mistyped, "--max-regression", "5%"),
+			`--baseline "` + mistyped + `": maxGoodput: want a number, got a JSON string`},
 		{"baseline at another SLA", append(check, "--baseline", base, "--max-regression", "5%", "--topology", "1/4/1/4", "--sla", "1s"),
 			"measured at an SLA of 2 s, this check at 1 s"},
 	})
