@@ -124,6 +124,10 @@ func runAdvise(o *adviseOptions) error {
 	if err != nil {
 		return usageError{err}
 	}
+	// 0 would mean the default to the algorithm: on the command line it is a value, and too few.
+	if o.minWindows < 3 {
+		return usagef("--min-windows %d: want at least 3 (a line and its error)", o.minWindows)
+	}
 	fromPrometheus := o.since != "" || o.start != "" || o.end != ""
 	switch {
 	case o.observations != "" && fromPrometheus:

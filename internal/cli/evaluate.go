@@ -93,13 +93,19 @@ func runEvaluate(o *evaluateOptions) error {
 	}
 	cfg := evaluate.DefaultConfig()
 	cfg.Parallel = o.parallel
-	if o.topologies != "" {
+	if cmd.Flags().Changed("topologies") {
+		if strings.TrimSpace(o.topologies) == "" {
+			return usagef("--topologies %q: want comma-separated topologies such as 1/4/1/4,1/2/1/2 (leave it out for the default six)", o.topologies)
+		}
 		cfg.Topologies = strings.Split(o.topologies, ",")
 	}
 	for _, t := range cfg.Topologies {
 		if _, err := parseTopologyArg(t); err != nil {
 			return err
 		}
+	}
+	if cmd.Flags().Changed("seeds") && strings.TrimSpace(o.seeds) == "" {
+		return usagef("--seeds %q: want comma-separated seeds such as 1,2 (leave it out for the default)", o.seeds)
 	}
 	rf := runnerFlags{name: "sim"}
 	seeds, err := parseSeeds(o.seeds, rf)

@@ -26,8 +26,11 @@ func (f *journalFlags) register(fs *pflag.FlagSet) {
 
 // check refuses contradicting journal flags.
 func (f *journalFlags) check() error {
-	if f.fresh && f.off {
+	switch {
+	case f.fresh && f.off:
 		return usagef("--fresh and --no-journal contradict: --fresh sets the journal aside and records anew, --no-journal records nothing; give one")
+	case f.off && f.path != journal.DefaultPath:
+		return usagef("--journal %s and --no-journal contradict: --no-journal records nothing; give one", f.path)
 	}
 	return nil
 }
