@@ -263,13 +263,13 @@ func (j *Journal) load(f *os.File) error {
 		}
 		var r Record
 		if err := json.Unmarshal(line, &r); err != nil {
-			return fmt.Errorf("journal %q: line %d: %w", j.path, i+1, err)
+			return fmt.Errorf("journal %q: line %d: %w; %s", j.path, i+1, err, mendLine)
 		}
 		// A record edited by hand (a CPU of 7.5) is refused, not reused: it
 		// enters the algorithm as any runner's observation would.
 		_, o, err := (wire.Record{Experiment: r.Experiment, Observation: r.Observation}).Algorithms()
 		if err != nil {
-			return fmt.Errorf("journal %q: line %d: %w", j.path, i+1, err)
+			return fmt.Errorf("journal %q: line %d: %w; %s", j.path, i+1, err, mendLine)
 		}
 		// Records of other runners and settings share the file: their
 		// keys hold their runner and settings, so they are never found
@@ -423,13 +423,17 @@ func ReadFile(path string) ([]Entry, []string, error) {
 		}
 		var r Record
 		if err := json.Unmarshal(line, &r); err != nil {
-			return nil, warnings, fmt.Errorf("journal %q: line %d: %w", path, i+1, err)
+			return nil, warnings, fmt.Errorf("journal %q: line %d: %w; %s", path, i+1, err, mendLine)
 		}
 		e, o, err := (wire.Record{Experiment: r.Experiment, Observation: r.Observation}).Algorithms()
 		if err != nil {
-			return nil, warnings, fmt.Errorf("journal %q: line %d: %w", path, i+1, err)
+			return nil, warnings, fmt.Errorf("journal %q: line %d: %w; %s", path, i+1, err, mendLine)
 		}
 		out = append(out, Entry{Runner: r.Runner, Settings: r.Settings, Experiment: e, Observation: o})
 	}
 	return out, warnings, nil
 }
+
+// mendLine is what to do about a bad record: the journal refuses to guess
+// which experiments it held.
+const mendLine = "mend or delete that line, or move the file aside (--fresh does) to run those experiments again"
