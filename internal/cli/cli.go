@@ -144,19 +144,25 @@ func runWith(ctx context.Context, args []string, f *factory) int {
 	case errors.As(err, &ue), isCobraUsage(err):
 		code = ExitUsage
 	}
-	if msg := err.Error(); msg != "" {
-		var wb *algorithms.WorkloadBoundError
-		if errors.As(err, &wb) {
-			msg += " (--max-workload)" // the algorithms package knows no flags
-		}
-		fmt.Fprintf(s.Err, "softalloc: %s\n", strings.ReplaceAll(msg, "\n", " "))
+	msg := err.Error()
+	var wb *algorithms.WorkloadBoundError
+	if errors.As(err, &wb) {
+		msg += " (--max-workload)" // the algorithms package knows no flags
 	}
 	// Whatever failed once a signal cancelled the run (an experiment, the
 	// push to a Pushgateway, whose error carries the signal, not
-	// context.Canceled) failed because of it.
+	// context.Canceled) failed because of it: the one line says so.
 	if ctx.Err() != nil {
-		fmt.Fprintln(s.Err, "softalloc: interrupted")
 		code = interruptedCode(ctx)
+		switch {
+		case msg == "":
+			msg = "interrupted"
+		case !strings.HasPrefix(msg, "interrupted"):
+			msg = "interrupted: " + msg
+		}
+	}
+	if msg != "" {
+		fmt.Fprintf(s.Err, "softalloc: %s\n", strings.ReplaceAll(msg, "\n", " "))
 	}
 	return code
 }

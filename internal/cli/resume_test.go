@@ -81,6 +81,7 @@ func TestInterruptedCampaignResumes(t *testing.T) {
 	require.True(t, errors.As(err, &exit), "the interrupted run fails: %v", err)
 	assert.Equal(t, 130, exit.ExitCode())
 	assert.Contains(t, stderr.String(), "run the same command again to resume")
+	assert.Equal(t, 1, countLines(stderr.String()), "one line says it: %q", stderr.String())
 	before := journalKeys(t, journalPath)
 	require.Less(t, len(before), len(wantKeys), "interrupted before the end")
 
@@ -118,6 +119,7 @@ func TestTerminatedCampaignExits143(t *testing.T) {
 	require.True(t, errors.As(err, &exit), "the terminated run fails: %v", err)
 	assert.Equal(t, 143, exit.ExitCode(), "stderr: %s", stderr.String())
 	assert.Contains(t, stderr.String(), "run the same command again to resume")
+	assert.Equal(t, 1, countLines(stderr.String()), "one line says it: %q", stderr.String())
 	assert.NotEmpty(t, journalKeys(t, journalPath))
 }
 
@@ -188,4 +190,6 @@ func TestInterruptDuringThePushExits130(t *testing.T) {
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit)
 	assert.Equal(t, 130, exit.ExitCode(), stderr.String())
+	assert.Equal(t, 1, strings.Count(stderr.String(), "interrupted"), "one line says it: %q", stderr.String())
+	assert.Contains(t, stderr.String(), "softalloc: interrupted: push to ")
 }
