@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -337,14 +339,29 @@ func (o *checkOptions) capacityFromJournal() (report.Capacity, campaign, error) 
 		}
 	}
 	sort.Strings(keys)
-	if len(keys) != 1 {
-		all := make([]string, 0, len(groups))
-		for k := range groups {
-			all = append(all, k)
+	// A journal that recommend --range or validate also wrote holds other
+	// allocations beside the one the campaign started from: without --alloc,
+	// that one is meant, as for a check that runs its own experiments.
+	if len(keys) > 1 && wantAlloc == "" && (want != "" || o.campaign.deployment.file != "") {
+		if _, start, err := o.campaign.deployment.resolve(); err == nil {
+			var started []string
+			for _, k := range keys {
+				if _, rest, _ := strings.Cut(k, " "); strings.HasPrefix(rest, formatAllocation(start)+" ") {
+					started = append(started, k)
+				}
+			}
+			if len(started) > 0 {
+				keys = started
+			}
 		}
-		sort.Strings(all)
-		return c, cp, usagef("--from-journal %q: want exactly one topology, allocation and runner to check, found %d matching (recorded: %s); choose with --topology, --alloc, --runner and --seed",
-			o.fromJournal, len(keys), strings.Join(all, ", "))
+	}
+	if len(keys) != 1 {
+		listed := keys // what matched, else what the journal holds
+		if len(listed) == 0 {
+			listed = slices.Sorted(maps.Keys(groups))
+		}
+		return c, cp, usagef("--from-journal %q: want exactly one topology, allocation and runner to check, found %d matching (%s); choose with --topology, --alloc, --runner and --seed",
+			o.fromJournal, len(keys), strings.Join(listed, ", "))
 	}
 	recs := groups[keys[0]]
 	sort.Slice(recs, func(i, j int) bool { return recs[i].Experiment.Workload.Users < recs[j].Experiment.Workload.Users })

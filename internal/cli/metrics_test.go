@@ -202,6 +202,11 @@ func TestCheckExitCodes(t *testing.T) {
 	// From the journal alone, no experiment run.
 	_, stderr, code = run(t, "", "check", "--from-journal", j, "--topology", "1/2/1/2", "--alloc", "400-150-60", "--critical", "app/cpu")
 	assert.Equal(t, 0, code, stderr)
+	// The journal holds 400-3-3 too: without --alloc, the default start
+	// allocation is checked, as the help says (check --help's example).
+	out, stderr, code = run(t, "", "check", "--from-journal", j, "--topology", "1/2/1/2", "--critical", "app/cpu")
+	assert.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "1/2/1/2 400-150-60 on sim")
 
 	// Usage errors: exit 2. A journal's deployment is checked as a fresh one.
 	otherBase := filepath.Join(dir, "capacity-1414.json")
