@@ -19,8 +19,8 @@ type AdviseJSON struct {
 // AdviceEvidenceJSON is what advise read from the windows and the model it used.
 type AdviceEvidenceJSON struct {
 	Model                string                     `json:"model"`
-	ThinkTime            float64                    `json:"thinkTime,omitempty"`
-	ThinkTimeSource      string                     `json:"thinkTimeSource,omitempty"`
+	ThinkTime            float64                    `json:"thinkTime"`
+	ThinkTimeSource      string                     `json:"thinkTimeSource"`
 	Windows              int                        `json:"windows"`
 	Used                 int                        `json:"used"`
 	Dropped              []algorithms.DroppedWindow `json:"dropped"`

@@ -38,7 +38,7 @@ type SimulateServer struct {
 	Name         string         `json:"name"`
 	Tier         string         `json:"tier"`
 	CPU          float64        `json:"cpu"`
-	GCShare      float64        `json:"gcShare,omitempty"`
+	GCShare      float64        `json:"gcShare"`
 	Throughput   float64        `json:"throughput"`
 	ResponseTime float64        `json:"responseTime"`
 	Pools        []SimulatePool `json:"pools"`

@@ -1,0 +1,30 @@
+package report
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The README calls these keys stable: a script reads them whatever their
+// value, so a zero is written, not left out (an open model's think time, a
+// server without a garbage collector).
+func TestStableKeysAreWrittenWhenZero(t *testing.T) {
+	for _, c := range []struct {
+		value any
+		keys  []string
+	}{
+		{AdviceEvidenceJSON{Model: "open"}, []string{"thinkTime", "thinkTimeSource"}},
+		{SimulateServer{Name: "web-1", Tier: "web"}, []string{"gcShare"}},
+	} {
+		b, err := json.Marshal(c.value)
+		require.NoError(t, err)
+		var got map[string]any
+		require.NoError(t, json.Unmarshal(b, &got))
+		for _, k := range c.keys {
+			assert.Contains(t, got, k, "%T", c.value)
+		}
+	}
+}
