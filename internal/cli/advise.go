@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/metrics"
+	"github.com/softalloc/softalloc/internal/oneline"
 	"github.com/softalloc/softalloc/internal/report"
 	"github.com/softalloc/softalloc/internal/runner"
 	"github.com/softalloc/softalloc/internal/safefile"
@@ -176,8 +180,14 @@ func runAdvise(o *adviseOptions) error {
 		if windows, err = src.Windows(ctx, d, start, end, o.step); err != nil {
 			return fmt.Errorf("advise: %w", err)
 		}
-	} else if windows, err = readWindows(s, o.observations); err != nil {
-		return configError(err)
+	} else {
+		recorded, err := readWindows(s, o.observations)
+		if err != nil {
+			return configError(err)
+		}
+		if windows, err = oneDeployment(d, recorded, opts.Reserve); err != nil {
+			return err
+		}
 	}
 	if o.output == "windows" {
 		enc := json.NewEncoder(s.Out)
@@ -276,8 +286,49 @@ func parseTime(v string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("want a time such as 2026-11-23T08:00:00Z or Unix seconds")
 }
 
+// oneDeployment keeps advise to one deployment's traffic. A journal's
+// records say what they measured: those of another topology are dropped
+// windows, and so, with --alloc, are those of another allocation; records
+// of several allocations without --alloc are refused. A journal that
+// validate shared held a grid of them, and advise took the largest pools
+// any window reported as the current ones (400-300-8) and read their
+// different CPU per page as the demand drifting.
+func oneDeployment(d algorithms.Deployment, recorded []wire.RecordedWindow, current algorithms.Allocation) ([]algorithms.Window, error) {
+	windows := make([]algorithms.Window, len(recorded))
+	counts := map[string]int{}
+	for i, r := range recorded {
+		windows[i] = r.Window
+		e := r.Experiment
+		switch {
+		case e == nil || r.Problem != "":
+		case e.Deployment.Topology != d.Topology:
+			windows[i].Problem = fmt.Sprintf("recorded on %s, not %s", oneline.Quote(e.Deployment.Topology), oneline.Quote(d.Topology))
+		case current != nil && e.Allocation.Key() != current.Key():
+			windows[i].Problem = fmt.Sprintf("allocation %s, not --alloc %s", formatAllocation(e.Allocation), formatAllocation(current))
+		default:
+			counts[formatAllocation(e.Allocation)]++
+		}
+	}
+	if len(counts) > 1 {
+		// The most recorded first: a campaign's start among a grid's.
+		allocs := slices.SortedFunc(maps.Keys(counts), func(a, b string) int {
+			return cmp.Or(counts[b]-counts[a], strings.Compare(a, b))
+		})
+		var held []string
+		for _, a := range allocs[:min(len(allocs), 5)] {
+			held = append(held, fmt.Sprintf("%s (%d windows)", a, counts[a]))
+		}
+		if len(allocs) > 5 {
+			held = append(held, fmt.Sprintf("%d more", len(allocs)-5))
+		}
+		return nil, usagef("advise: the observations hold trials of %d allocations (%s); advise reads one deployment's traffic: choose one with --alloc",
+			len(counts), strings.Join(held, ", "))
+	}
+	return windows, nil
+}
+
 // readWindows reads --observations, - for standard input.
-func readWindows(s Streams, path string) ([]algorithms.Window, error) {
+func readWindows(s Streams, path string) ([]wire.RecordedWindow, error) {
 	if path == "-" {
 		return wire.ReadWindows(s.In, "stdin")
 	}

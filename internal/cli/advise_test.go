@@ -133,3 +133,36 @@ func TestAdviseUsage(t *testing.T) {
 		{"nojournal threshold", []string{"advise", "-t", "1/2/1/2", "--observations", obs, "--hw-threshold", "2"}, "hardware threshold 2: want a utilisation in (0,1]"},
 	})
 }
+
+// A journal that validate or a second simulate shared holds several
+// allocations' trials: advise reads one deployment's traffic, so it asks
+// which, and drops the others' windows (and another topology's) by name.
+func TestAdviseReadsOneAllocationOfAJournal(t *testing.T) {
+	dir := t.TempDir()
+	j := filepath.Join(dir, "journal.jsonl")
+	_, stderr, code := run(t, "", "simulate", "-t", "1/2/1/2", "--users", "550,1100,1650,2200,2750,3300", "--alloc", "400-150-60", "--alloc", "400-20-20",
+		"--ramp-up", "20s", "--runtime", "40s", "--journal", j, "--progress", "none", "-o", "json")
+	require.Equal(t, 0, code, stderr)
+
+	_, stderr, code = run(t, "", "advise", "-t", "1/2/1/2", "--observations", j)
+	assert.Equal(t, 2, code)
+	assert.Equal(t, 1, countLines(stderr), stderr)
+	assert.Contains(t, stderr, "trials of 2 allocations (400-150-60 (6 windows), 400-20-20 (6 windows)); advise reads one deployment's traffic: choose one with --alloc")
+
+	out, stderr, code := run(t, "", "advise", "-t", "1/2/1/2", "--observations", j, "--alloc", "400-20-20", "-o", "json")
+	require.Equal(t, 0, code, stderr)
+	var doc struct {
+		Advice struct {
+			Used    int
+			Dropped []struct{ Label, Problem string }
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	assert.Equal(t, 6, doc.Advice.Used)
+	require.Len(t, doc.Advice.Dropped, 6)
+	assert.Equal(t, "allocation 400-150-60, not --alloc 400-20-20", doc.Advice.Dropped[0].Problem)
+
+	_, stderr, code = run(t, "", "advise", "-t", "1/4/1/4", "--observations", j, "--alloc", "400-20-20")
+	assert.Equal(t, 1, code, "not enough data")
+	assert.Contains(t, stderr, "recorded on 1/2/1/2, not 1/4/1/4")
+}

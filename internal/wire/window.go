@@ -31,6 +31,14 @@ func FromWindow(w algorithms.Window) Window {
 	return out
 }
 
+// RecordedWindow is a window as read, with the experiment that measured it
+// when a journal or campaign line gave one (nil otherwise): a file can hold
+// several deployments' or allocations' trials, which advise must not mix.
+type RecordedWindow struct {
+	algorithms.Window
+	Experiment *algorithms.Experiment
+}
+
 // ReadWindows reads recorded observations as advise's windows, one JSON
 // object a line, each of:
 //   - a journal line or a replay campaign's line (experiment and observation:
@@ -42,7 +50,7 @@ func FromWindow(w algorithms.Window) Window {
 // Every observation is validated as a journal's is, except that a window
 // marked with a problem is kept as it is, for advise to report. name labels
 // the windows ("obs.jsonl:12") and the errors.
-func ReadWindows(r io.Reader, name string) ([]algorithms.Window, error) {
+func ReadWindows(r io.Reader, name string) ([]RecordedWindow, error) {
 	lines, tail, err := jsonl.Read(r, jsonl.MaxLine)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -50,16 +58,16 @@ func ReadWindows(r io.Reader, name string) ([]algorithms.Window, error) {
 	if len(tail) > 0 {
 		lines = append(lines, tail)
 	}
-	var out []algorithms.Window
+	var out []RecordedWindow
 	for i, line := range lines {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		w, err := parseWindowLine(line, fmt.Sprintf("%s:%d", name, i+1))
+		w, e, err := parseWindowLine(line, fmt.Sprintf("%s:%d", name, i+1))
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, w)
+		out = append(out, RecordedWindow{w, e})
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%s: no observation in it: want JSON Lines of journal records, observations or windows", name)
@@ -67,10 +75,10 @@ func ReadWindows(r io.Reader, name string) ([]algorithms.Window, error) {
 	return out, nil
 }
 
-func parseWindowLine(line []byte, label string) (algorithms.Window, error) {
+func parseWindowLine(line []byte, label string) (algorithms.Window, *algorithms.Experiment, error) {
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(line, &keys); err != nil {
-		return algorithms.Window{}, fmt.Errorf("%s: %w: want a JSON object a line", label, err)
+		return algorithms.Window{}, nil, fmt.Errorf("%s: %w: want a JSON object a line", label, err)
 	}
 	strict := func(v any) error {
 		dec := json.NewDecoder(bytes.NewReader(line))
@@ -89,18 +97,18 @@ func parseWindowLine(line []byte, label string) (algorithms.Window, error) {
 		// settings, timing): read the two parts that matter.
 		var r Record
 		if err := json.Unmarshal(line, &r); err != nil {
-			return algorithms.Window{}, fmt.Errorf("%s: %w", label, err)
+			return algorithms.Window{}, nil, fmt.Errorf("%s: %w", label, err)
 		}
 		e, o, err := r.Algorithms()
 		if err != nil {
-			return algorithms.Window{}, fmt.Errorf("%s: %w", label, err)
+			return algorithms.Window{}, nil, fmt.Errorf("%s: %w", label, err)
 		}
 		return algorithms.Window{Label: fmt.Sprintf("%s (%d users)", label, e.Workload.Users), Observation: o,
-			Users: float64(e.Workload.Users), ResponseTime: o.ResponseTimes.Mean()}, nil
+			Users: float64(e.Workload.Users), ResponseTime: o.ResponseTimes.Mean()}, &e, nil
 	case hasLabel || hasObservation:
 		var w Window
 		if err := strict(&w); err != nil {
-			return algorithms.Window{}, err
+			return algorithms.Window{}, nil, err
 		}
 		out := algorithms.Window{Label: w.Label, Users: w.Users, ResponseTime: w.ResponseTime, Problem: w.Problem}
 		if out.Label == "" {
@@ -111,30 +119,30 @@ func parseWindowLine(line []byte, label string) (algorithms.Window, error) {
 			v    float64
 		}{{"users", w.Users}, {"responseTime", w.ResponseTime}} {
 			if !(f.v >= 0) || math.IsInf(f.v, 0) {
-				return out, fmt.Errorf("%s: %s: want a finite number >= 0, got %g", label, f.name, f.v)
+				return out, nil, fmt.Errorf("%s: %s: want a finite number >= 0, got %g", label, f.name, f.v)
 			}
 		}
 		if w.Observation == nil {
 			if w.Problem == "" {
-				return out, fmt.Errorf("%s: a window with neither an observation nor a problem", label)
+				return out, nil, fmt.Errorf("%s: a window with neither an observation nor a problem", label)
 			}
-			return out, nil
+			return out, nil, nil
 		}
 		o, err := w.Observation.Algorithms()
 		if err != nil && w.Problem == "" {
-			return out, fmt.Errorf("%s: %w", label, err)
+			return out, nil, fmt.Errorf("%s: %w", label, err)
 		}
 		out.Observation = o
-		return out, nil
+		return out, nil, nil
 	default:
 		var ob Observation
 		if err := strict(&ob); err != nil {
-			return algorithms.Window{}, fmt.Errorf("%w: want a journal record, an observation or a window", err)
+			return algorithms.Window{}, nil, fmt.Errorf("%w: want a journal record, an observation or a window", err)
 		}
 		o, err := ob.Algorithms()
 		if err != nil {
-			return algorithms.Window{}, fmt.Errorf("%s: %w", label, err)
+			return algorithms.Window{}, nil, fmt.Errorf("%s: %w", label, err)
 		}
-		return algorithms.Window{Label: label, Observation: o}, nil
+		return algorithms.Window{Label: label, Observation: o}, nil, nil
 	}
 }

@@ -32,10 +32,14 @@ func TestReadWindowsTakesEveryRecordedForm(t *testing.T) {
 	assert.Equal(t, 6000.0, ws[0].Users, "a journal record's users are its workload")
 	assert.InDelta(t, 12.5/16, ws[0].ResponseTime, 1e-12, "and its page response time the histogram's mean")
 	assert.Equal(t, o, ws[0].Observation)
+	require.NotNil(t, ws[0].Experiment, "a journal record says what measured it")
+	assert.Equal(t, e.Allocation, ws[0].Experiment.Allocation)
+	assert.Equal(t, e.Deployment.Topology, ws[0].Experiment.Deployment.Topology)
 	assert.Equal(t, 6000.0, ws[1].Users, "a replay campaign's line")
-	assert.Equal(t, algorithms.Window{Label: "obs.jsonl:3", Observation: o}, ws[2], "a bare observation: users unknown")
-	assert.Equal(t, algorithms.Window{Label: "09:00-09:05", Observation: o, Users: 5000, ResponseTime: 0.2}, ws[3])
-	assert.Equal(t, algorithms.Window{Label: "09:05-09:10", Problem: "a counter reset of x in 09:05-09:10"}, ws[4], "kept for advise to report")
+	assert.NotNil(t, ws[1].Experiment)
+	assert.Equal(t, wire.RecordedWindow{Window: algorithms.Window{Label: "obs.jsonl:3", Observation: o}}, ws[2], "a bare observation: users unknown")
+	assert.Equal(t, wire.RecordedWindow{Window: algorithms.Window{Label: "09:00-09:05", Observation: o, Users: 5000, ResponseTime: 0.2}}, ws[3])
+	assert.Equal(t, wire.RecordedWindow{Window: algorithms.Window{Label: "09:05-09:10", Problem: "a counter reset of x in 09:05-09:10"}}, ws[4], "kept for advise to report")
 }
 
 func TestReadWindowsNamesTheBadLine(t *testing.T) {
