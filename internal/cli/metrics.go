@@ -27,6 +27,18 @@ type metricsFlags struct {
 	// password comes from SOFTALLOC_PUSHGATEWAY_PASSWORD: a secret on a
 	// command line shows in ps and in CI logs.
 	password string
+	// fs and getenv say which settings the command line gave and which the
+	// environment did, for a message to name the one that is wrong.
+	fs     *pflag.FlagSet
+	getenv func(string) string
+}
+
+// source names where a setting came from: its flag, or its variable.
+func (f *metricsFlags) source(flag, env string) string {
+	if f.fs != nil && !f.fs.Changed(flag) && f.getenv(env) != "" {
+		return env
+	}
+	return "--" + flag
 }
 
 // Environment variables of the settings people keep out of command lines
@@ -58,6 +70,7 @@ func (f *metricsFlags) register(fs *pflag.FlagSet, getenv func(string) string) {
 	fs.StringVar(&f.certFile, "pushgateway-cert-file", or(envCertFile, ""), "client certificate (PEM) for mutual TLS (env "+envCertFile+")")
 	fs.StringVar(&f.keyFile, "pushgateway-key-file", or(envKeyFile, ""), "client key (PEM) for mutual TLS (env "+envKeyFile+")")
 	f.password = getenv(envPassword)
+	f.fs, f.getenv = fs, getenv
 }
 
 // check refuses, before the first experiment, what would fail only at the
@@ -69,10 +82,10 @@ func (f *metricsFlags) check() error {
 	if f.gateway != "" {
 		u, err := url.Parse(f.gateway)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
-			return usagef("--pushgateway %q: want the Pushgateway's URL, such as http://pushgateway:9091", f.gateway)
+			return usagef("%s %q: want the Pushgateway's URL, such as http://pushgateway:9091", f.source("pushgateway", envPushgateway), f.gateway)
 		}
 		if strings.TrimSpace(f.job) == "" {
-			return usagef("--job: want a job name for the Pushgateway to group the metrics by, got an empty one")
+			return usagef("%s: want a job name for the Pushgateway to group the metrics by, got an empty one", f.source("job", envJob))
 		}
 		if f.passwordFile != "" {
 			b, err := os.ReadFile(f.passwordFile)

@@ -398,3 +398,16 @@ func TestSeedsShareAJournal(t *testing.T) {
 	_, stderr, code = run(t, "", "check", "--from-journal", j, "--min-goodput", "1", "--seed", "2")
 	assert.Equal(t, 0, code, stderr)
 }
+
+// A bad setting from the environment is named by its variable: the user
+// wrote no --pushgateway to look for.
+func TestBadEnvironmentSettingIsNamed(t *testing.T) {
+	t.Setenv("SOFTALLOC_PUSHGATEWAY", "::bad")
+	args := []string{"simulate", "--topology", "1/2/1/2", "--users", "100", "--runtime", "5s", "--no-journal", "-q"}
+	_, stderr, code := run(t, "", args...)
+	assert.Equal(t, 2, code)
+	assert.Equal(t, `softalloc: SOFTALLOC_PUSHGATEWAY "::bad": want the Pushgateway's URL, such as http://pushgateway:9091`+"\n", stderr)
+	_, stderr, code = run(t, "", append(args, "--pushgateway", "::x")...)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, `--pushgateway "::x"`, "the command line wins, and is named")
+}
