@@ -89,7 +89,7 @@ func Snippets(d algorithms.Deployment, recs []algorithms.TierRecommendation, for
 			case f == "apache" && t.Role == algorithms.RoleWeb:
 				out = append(out, apacheSnippet(t, r))
 			case f == "tomcat" && t.Role == algorithms.RoleApp:
-				out = append(out, tomcatSnippet(t, r))
+				out = append(out, tomcatSnippet(d, t, r))
 			case f == "hikari" && t.Role == algorithms.RoleApp && r.ConnectionsPerServer != nil:
 				out = append(out, hikariSnippet(t, r))
 			case f == "mysql" && t.Role == algorithms.RoleDB:
@@ -105,7 +105,7 @@ func Snippets(d algorithms.Deployment, recs []algorithms.TierRecommendation, for
 // processes of ThreadsPerChild threads must hold it.
 func apacheSnippet(t algorithms.Tier, r algorithms.TierRecommendation) Snippet {
 	threads := r.ThreadsPerServer
-	perChild := min(25, threads)
+	perChild := threadsPerChild(threads)
 	workers := perChild * int(math.Ceil(float64(threads)/float64(perChild)))
 	limit := workers / perChild
 	var b strings.Builder
@@ -113,9 +113,13 @@ func apacheSnippet(t algorithms.Tier, r algorithms.TierRecommendation) Snippet {
 	if workers != threads {
 		fmt.Fprintf(&b, "# MaxRequestWorkers is rounded up to a multiple of ThreadsPerChild (%d).\n", perChild)
 	}
+	// mpm_event keeps the processes of a graceful restart serving their
+	// open connections beside the new ones: ServerLimit leaves them room.
+	fmt.Fprintf(&b, "# ServerLimit leaves room for processes that finish their connections after a graceful\n")
+	fmt.Fprintf(&b, "# restart; a change to ServerLimit or ThreadLimit takes a full restart.\n")
 	for _, mpm := range []string{"mpm_event_module", "mpm_worker_module"} {
 		fmt.Fprintf(&b, "<IfModule %s>\n", mpm)
-		fmt.Fprintf(&b, "    ServerLimit            %d\n", max(limit, 1))
+		fmt.Fprintf(&b, "    ServerLimit            %d\n", 2*limit)
 		fmt.Fprintf(&b, "    ThreadLimit            %d\n", max(perChild, 64))
 		fmt.Fprintf(&b, "    ThreadsPerChild        %d\n", perChild)
 		fmt.Fprintf(&b, "    MaxRequestWorkers      %d\n", workers)
@@ -127,32 +131,73 @@ func apacheSnippet(t algorithms.Tier, r algorithms.TierRecommendation) Snippet {
 	return Snippet{Format: "apache", Tier: t.Name, Servers: serverRange(t), File: "mpm_event.conf (or httpd.conf)", Text: b.String()}
 }
 
+// threadsPerChild is Apache's threads per process for a pool of n: n itself
+// up to 25 (Apache's default), else a divisor of n from 16 to 64 (the
+// default ThreadLimit) nearest 25, so that MaxRequestWorkers is n exactly;
+// else 25, and MaxRequestWorkers rounds up (60 once became 75 where 20 x 3
+// holds it exactly).
+func threadsPerChild(n int) int {
+	if n <= 25 {
+		return max(n, 1)
+	}
+	best := 0
+	for d := 16; d <= 64; d++ {
+		if n%d == 0 && (best == 0 || abs(d-25) < abs(best-25)) {
+			best = d
+		}
+	}
+	if best == 0 {
+		return 25
+	}
+	return best
+}
+
+func abs(x int) int { return max(x, -x) }
+
+// xmlComment makes s safe inside an XML comment, which may not hold "--"
+// or end in "-" (a tier named app--x broke the Tomcat snippet's XML).
+func xmlComment(s string) string {
+	for strings.Contains(s, "--") {
+		s = strings.ReplaceAll(s, "--", "- -")
+	}
+	if strings.HasSuffix(s, "-") {
+		s += " "
+	}
+	return s
+}
+
 // tomcatSnippet sizes the HTTP connector's thread pool and the container's
 // DB pool (DBCP2, Tomcat's default: maxTotal/maxIdle).
-func tomcatSnippet(t algorithms.Tier, r algorithms.TierRecommendation) Snippet {
+func tomcatSnippet(d algorithms.Deployment, t algorithms.Tier, r algorithms.TierRecommendation) Snippet {
 	var b strings.Builder
-	fmt.Fprintf(&b, "<!-- softalloc: app tier %q, for %s: %d threads per server. -->\n", t.Name, serverRange(t), r.ThreadsPerServer)
+	fmt.Fprintf(&b, "<!-- %s -->\n", xmlComment(fmt.Sprintf("softalloc: app tier %q, for %s: %d threads per server.", t.Name, serverRange(t), r.ThreadsPerServer)))
 	fmt.Fprintf(&b, "<!-- server.xml: the connector's thread pool; acceptCount is its accept queue. -->\n")
 	fmt.Fprintf(&b, "<Connector port=\"8080\" protocol=\"HTTP/1.1\"\n           maxThreads=\"%d\" minSpareThreads=\"%d\"\n           acceptCount=\"100\" connectionTimeout=\"20000\" />\n",
 		r.ThreadsPerServer, min(r.ThreadsPerServer, 10))
 	if r.ConnectionsPerServer != nil {
 		c := *r.ConnectionsPerServer
-		fmt.Fprintf(&b, "<!-- context.xml: the DB connection pool, %d per server (one C-JDBC and one MySQL thread each). -->\n", c)
-		fmt.Fprintf(&b, "<Resource name=\"jdbc/app\" auth=\"Container\" type=\"javax.sql.DataSource\"\n          maxTotal=\"%d\" maxIdle=\"%d\" minIdle=\"%d\" initialSize=\"%d\" maxWaitMillis=\"10000\"\n          driverClassName=\"com.mysql.cj.jdbc.Driver\" url=\"jdbc:mysql://db:3306/app\"\n          username=\"app\" password=\"CHANGE-ME\" />\n",
+		behind := "database"
+		if i := d.TierIndex(t.Name); i >= 0 && i+1 < len(d.Tiers) {
+			behind = fmt.Sprintf("%q tier", d.Tiers[i+1].Name)
+		}
+		fmt.Fprintf(&b, "<!-- %s -->\n", xmlComment(fmt.Sprintf("context.xml: the connection pool to the %s, %d per server; set driverClassName and url to it.", behind, c)))
+		fmt.Fprintf(&b, "<Resource name=\"jdbc/app\" auth=\"Container\" type=\"javax.sql.DataSource\"\n          maxTotal=\"%d\" maxIdle=\"%d\" minIdle=\"%d\" initialSize=\"%d\" maxWaitMillis=\"10000\"\n          driverClassName=\"com.mysql.cj.jdbc.Driver\" url=\"jdbc:mysql://DB-HOST:3306/DB-NAME\"\n          username=\"app\" password=\"CHANGE-ME\" />\n",
 			c, c, c, c)
 	}
 	return Snippet{Format: "tomcat", Tier: t.Name, Servers: serverRange(t), File: "conf/server.xml and conf/context.xml", Text: b.String()}
 }
 
 // hikariSnippet: a fixed-size pool (minimumIdle = maximumPoolSize), as
-// HikariCP recommends; both the plain and the Spring Boot keys.
+// HikariCP recommends. Spring Boot's keys are commented out: HikariConfig
+// refuses a properties file that holds them ("Property
+// spring.datasource.hikari.maximum-pool-size does not exist").
 func hikariSnippet(t algorithms.Tier, r algorithms.TierRecommendation) Snippet {
 	c := *r.ConnectionsPerServer
 	var b strings.Builder
 	fmt.Fprintf(&b, "# softalloc: app tier %q, for %s: DB connection pool %d per server.\n", t.Name, serverRange(t), c)
-	fmt.Fprintf(&b, "# hikari.properties\nmaximumPoolSize=%d\nminimumIdle=%d\n", c, c)
-	fmt.Fprintf(&b, "# or Spring Boot's application.properties\nspring.datasource.hikari.maximum-pool-size=%d\nspring.datasource.hikari.minimum-idle=%d\n", c, c)
-	return Snippet{Format: "hikari", Tier: t.Name, Servers: serverRange(t), File: "hikari.properties or application.properties", Text: b.String()}
+	fmt.Fprintf(&b, "maximumPoolSize=%d\nminimumIdle=%d\n", c, c)
+	fmt.Fprintf(&b, "# In Spring Boot's application.properties instead:\n# spring.datasource.hikari.maximum-pool-size=%d\n# spring.datasource.hikari.minimum-idle=%d\n", c, c)
+	return Snippet{Format: "hikari", Tier: t.Name, Servers: serverRange(t), File: "hikari.properties (Spring Boot: application.properties, the commented keys)", Text: b.String()}
 }
 
 // mysqlSnippet: every app connection can end on one DB server (a clustering

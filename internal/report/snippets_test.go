@@ -3,6 +3,7 @@ package report_test
 import (
 	"bufio"
 	"encoding/xml"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,6 +72,26 @@ func TestTomcatSnippetIsValidXML(t *testing.T) {
 	assert.Equal(t, 8, doc.Resource.MaxTotal)
 	assert.Equal(t, 8, doc.Resource.MaxIdle)
 	assert.Contains(t, s.Servers, "app-1 .. app-4")
+	assert.Contains(t, s.Text, `the connection pool to the "cluster" tier, 8 per server`)
+
+	// An XML comment may not hold "--": a tier may be named so.
+	d.Tiers[1].Name, recs[1].Name = "app--x-", "app--x-"
+	s = snippet(t, report.Snippets(d, recs, []string{"tomcat"}), "tomcat")
+	require.NoError(t, xml.Unmarshal([]byte("<root>"+s.Text+"</root>"), &doc), s.Text)
+	assert.Equal(t, 8, doc.Connector.MaxThreads)
+}
+
+// MaxRequestWorkers is the pool itself where a ThreadsPerChild near
+// Apache's 25 divides it, and rounds up only where none does.
+func TestApacheSnippetKeepsThePool(t *testing.T) {
+	for _, c := range []struct{ threads, perChild, workers int }{
+		{400, 25, 400}, {120, 24, 120}, {90, 30, 90}, {97, 25, 100}} {
+		d, recs := recommendation(t, "1/2/1/2", c.threads, 13)
+		text := snippet(t, report.Snippets(d, recs, []string{"apache"}), "apache").Text
+		assert.Contains(t, text, fmt.Sprintf("ThreadsPerChild        %d\n", c.perChild), "%d threads", c.threads)
+		assert.Contains(t, text, fmt.Sprintf("MaxRequestWorkers      %d\n", c.workers), "%d threads", c.threads)
+		assert.Contains(t, text, fmt.Sprintf("ServerLimit            %d\n", 2*c.workers/c.perChild), "room for a graceful restart")
+	}
 }
 
 func properties(t *testing.T, text string) map[string]string {
@@ -94,7 +115,10 @@ func TestHikariSnippet(t *testing.T) {
 	p := properties(t, snippet(t, report.Snippets(d, recs, []string{"hikari"}), "hikari").Text)
 	assert.Equal(t, "13", p["maximumPoolSize"])
 	assert.Equal(t, "13", p["minimumIdle"])
-	assert.Equal(t, "13", p["spring.datasource.hikari.maximum-pool-size"])
+	// Spring Boot's keys, commented: HikariConfig refuses a file that holds
+	// a key it does not know.
+	assert.NotContains(t, p, "spring.datasource.hikari.maximum-pool-size")
+	assert.Contains(t, snippet(t, report.Snippets(d, recs, []string{"hikari"}), "hikari").Text, "# spring.datasource.hikari.maximum-pool-size=13\n")
 }
 
 func TestMySQLSnippet(t *testing.T) {
@@ -135,7 +159,7 @@ func TestMySQLSnippet(t *testing.T) {
 // The Apache snippet passes Apache's own syntax check, where apache2 is
 // installed (.ci/run installs it; in CI its absence is a failure).
 func TestApacheSnippetPassesApacheSyntaxCheck(t *testing.T) {
-	for _, threads := range []int{400, 125, 10, 1} {
+	for _, threads := range []int{400, 125, 120, 97, 10, 1} {
 		d, recs := recommendation(t, "1/2/1/2", threads, 13)
 		s := snippet(t, report.Snippets(d, recs, []string{"apache"}), "apache")
 		assert.Contains(t, s.Text, "MaxRequestWorkers")
