@@ -208,7 +208,7 @@ func runAdvise(o *adviseOptions) error {
 	doc := report.NewAdviseJSON(d, adv, formatAllocation(adv.Allocation))
 	doc.Version = version.String()
 	doc.Snippets = report.Snippets(d, adv.Tiers, formats)
-	set := metrics.New(d.Topology, "advise")
+	set := metrics.New(o.cmd.Name(), d.Topology, "advise")
 	set.Duration(time.Since(started))
 	set.Experiments(0)
 	set.Advice(adv)

@@ -84,7 +84,7 @@ func TestCIDocCommandsRunAsWritten(t *testing.T) {
 	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	require.NoError(t, err)
-	assert.Contains(t, string(body), `softalloc_check_passed{branch="main",check="critical",instance="",job="softalloc",runner="sim",topology="1/2/1/2"} 1`)
+	assert.Contains(t, string(body), `softalloc_check_passed{branch="main",check="critical",command="check",instance="",job="softalloc",runner="sim",topology="1/2/1/2"} 1`)
 	data, err := os.ReadFile(filepath.Join(dir, "capacity.xml"))
 	require.NoError(t, err)
 	var suites struct {

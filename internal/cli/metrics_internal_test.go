@@ -18,7 +18,7 @@ import (
 func TestMetricsFileErrorNamesTheRequestedPath(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "gone", "x.prom")
 	f := metricsFlags{file: path}
-	err := f.emit(context.Background(), metrics.New("1/2/1/2", "sim"))
+	err := f.emit(context.Background(), metrics.New("simulate", "1/2/1/2", "sim"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "--metrics-file "+strconv.Quote(path)+": ")
 	assert.NotRegexp(t, regexp.QuoteMeta(path)+`\d`, err.Error())

@@ -238,8 +238,9 @@ func countLines(s string) int {
 }
 
 // Issue 24: a second topology pushed under the same job replaced the first;
-// grouping by topology failed with a raw client error and exit 1.
-func TestPushesAreGroupedByTopologyAndRunner(t *testing.T) {
+// grouping by topology failed with a raw client error and exit 1. A
+// grouping label that a series carries failed the push at the end.
+func TestPushesAreGroupedByCommandTopologyAndRunner(t *testing.T) {
 	url := startPushgateway(t)
 	for _, topo := range []string{"1/2/1/2", "1/4/1/4"} {
 		_, stderr, code := run(t, "", "find-critical", "--topology", topo, "--runtime", "20s", "--ramp-up", "10s", "--no-journal",
@@ -262,8 +263,28 @@ func TestPushesAreGroupedByTopologyAndRunner(t *testing.T) {
 	}
 	assert.Equal(t, map[string]bool{"1/2/1/2": true, "1/4/1/4": true}, topologies, "both groups kept")
 
+	// Nor does another command's push replace them: recommend's runs find-critical's procedure too.
+	_, stderr, code := run(t, "", "recommend", "--topology", "1/2/1/2", "--runtime", "20s", "--ramp-up", "10s", "--no-journal",
+		"--pushgateway", url, "--job", "capacity")
+	require.Equal(t, 0, code, stderr)
+	resp, err = http.Get(url + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	families, err = parser.TextToMetricFamilies(resp.Body)
+	require.NoError(t, err)
+	groups := map[string]bool{}
+	for _, m := range families["softalloc_critical_resource_info"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.Label {
+			labels[l.GetName()] = l.GetValue()
+		}
+		groups[labels["command"]+" "+labels["topology"]] = true
+	}
+	assert.Equal(t, map[string]bool{"find-critical 1/2/1/2": true, "find-critical 1/4/1/4": true, "recommend 1/2/1/2": true}, groups)
+
 	for label, msg := range map[string]string{
-		"topology=x": "softalloc groups every push by topology and runner itself",
+		"topology=x": "softalloc groups every push by command, topology, runner itself",
+		"check=x":    "softalloc's series carry a check label",
 		"job=x":      "job is the Pushgateway's own grouping label; set it with --job",
 		"__name__=x": "reserved by Prometheus",
 		"1abc=x":     "want a label name",

@@ -120,7 +120,7 @@ func (o *campaignOptions) finish(c campaign, err error) error {
 
 // metricSet starts the command's metrics with its duration.
 func (o *campaignOptions) metricSet(c campaign) *metrics.Set {
-	set := metrics.New(c.deployment.Topology, c.runner.Name)
+	set := metrics.New(o.cmd.Name(), c.deployment.Topology, c.runner.Name)
 	set.Duration(time.Since(o.started))
 	return set
 }

@@ -163,7 +163,7 @@ func runSimulate(o *simulateOptions) error {
 	for i, e := range exps {
 		rows[i] = report.NewSimulateRow(formatAllocation(e.Allocation), e, obs[i], slas)
 	}
-	set := metrics.New(d.Topology, r.Name)
+	set := metrics.New(o.cmd.Name(), d.Topology, r.Name)
 	set.Duration(time.Since(started))
 	set.Experiments(len(exps))
 	for _, row := range rows {

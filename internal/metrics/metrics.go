@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,8 +30,8 @@ import (
 )
 
 // Series are the metrics softalloc writes, by name: the help text, and the
-// labels each carries besides topology and runner. The README's table is
-// this one.
+// labels each carries besides command, topology and runner. The README's
+// table is this one.
 var Series = map[string]SeriesInfo{
 	"softalloc_critical_resource_info":                {"The hardware resource that saturates first (value 1).", []string{"tier", "resource"}},
 	"softalloc_critical_resource_utilization_ratio":   {"Utilisation of the critical resource when it was found saturated.", []string{"tier", "resource"}},
@@ -58,7 +59,10 @@ type SeriesInfo struct {
 }
 
 // commonLabels are on every series in a file; a push groups by them instead.
-var commonLabels = []string{"topology", "runner"}
+// The command keeps one command's results from another's: files of
+// recommend and check in one node_exporter directory were the same series
+// twice (node_exporter dropped them), and their pushes replaced each other.
+var commonLabels = []string{"command", "topology", "runner"}
 
 // sample is one value of one series.
 type sample struct {
@@ -70,13 +74,16 @@ type sample struct {
 // Set is one command's results, for one topology (or deployment name) and
 // runner.
 type Set struct {
+	command  string
 	topology string
 	runner   string
 	samples  []sample
 }
 
-// New starts an empty set.
-func New(topology, runner string) *Set { return &Set{topology: topology, runner: runner} }
+// New starts an empty set of a command ("recommend").
+func New(command, topology, runner string) *Set {
+	return &Set{command: command, topology: topology, runner: runner}
+}
 
 // set records a value; labels are name, value pairs in the series' order.
 func (s *Set) set(name string, v float64, labels ...string) {
@@ -98,8 +105,8 @@ func (s *Set) set(name string, v float64, labels ...string) {
 	s.samples = append(s.samples, sample{name, vals, v})
 }
 
-// Registry is the set as gauges; withCommon adds the topology and runner
-// labels (a file), without them a push's grouping key carries them.
+// Registry is the set as gauges; withCommon adds the command, topology and
+// runner labels (a file), without them a push's grouping key carries them.
 func (s *Set) Registry(withCommon bool) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	vecs := map[string]*prometheus.GaugeVec{}
@@ -108,7 +115,7 @@ func (s *Set) Registry(withCommon bool) *prometheus.Registry {
 		labels, vals := ser.Labels, x.labels
 		if withCommon {
 			labels = append(append([]string{}, commonLabels...), labels...)
-			vals = append([]string{s.topology, s.runner}, vals...)
+			vals = append([]string{s.command, s.topology, s.runner}, vals...)
 		}
 		g, ok := vecs[x.name]
 		if !ok {
@@ -258,9 +265,9 @@ func (s *Set) WriteFile(path string) error {
 type Pushgateway struct {
 	URL string
 	Job string
-	// Grouping are labels of the grouping key besides topology and runner,
-	// which every push carries: two topologies pushed under one job are two
-	// groups, not one replacing the other.
+	// Grouping are labels of the grouping key besides command, topology and
+	// runner, which every push carries: two topologies (or commands) pushed
+	// under one job are two groups, not one replacing the other.
 	Grouping map[string]string
 	// User and Password authenticate (HTTP basic auth) when User is set.
 	User, Password string
@@ -276,8 +283,10 @@ func CheckGrouping(g map[string]string) error {
 		switch {
 		case k == "job":
 			return fmt.Errorf("--grouping %s: job is the Pushgateway's own grouping label; set it with --job", k)
-		case k == "topology" || k == "runner":
-			return fmt.Errorf("--grouping %s: softalloc groups every push by topology and runner itself", k)
+		case slices.Contains(commonLabels, k):
+			return fmt.Errorf("--grouping %s: softalloc groups every push by %s itself", k, strings.Join(commonLabels, ", "))
+		case seriesLabels()[k]:
+			return fmt.Errorf("--grouping %s: softalloc's series carry a %s label, which a grouping label may not repeat (the push would be refused)", k, k)
 		case strings.HasPrefix(k, "__"):
 			return fmt.Errorf("--grouping %s: label names starting with __ are reserved by Prometheus", k)
 		case !model.LegacyValidation.IsValidLabelName(k):
@@ -285,6 +294,17 @@ func CheckGrouping(g map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// seriesLabels are the labels any series carries.
+func seriesLabels() map[string]bool {
+	out := map[string]bool{}
+	for _, ser := range Series {
+		for _, l := range ser.Labels {
+			out[l] = true
+		}
+	}
+	return out
 }
 
 func sortedLabels(m map[string]string) []string {
@@ -333,15 +353,15 @@ func (p Pushgateway) CheckTLS() error {
 	return err
 }
 
-// Push sends the set to a Pushgateway, replacing its group (job, topology,
-// runner and the extra grouping labels).
+// Push sends the set to a Pushgateway, replacing its group (job, command,
+// topology, runner and the extra grouping labels).
 func (s *Set) Push(ctx context.Context, p Pushgateway) error {
 	client, err := p.client()
 	if err != nil {
 		return fmt.Errorf("push to %s: %w", p.URL, err)
 	}
 	pusher := push.New(p.URL, p.Job).Gatherer(s.Registry(false)).Client(client).
-		Grouping("topology", s.topology).Grouping("runner", s.runner)
+		Grouping("command", s.command).Grouping("topology", s.topology).Grouping("runner", s.runner)
 	for _, k := range sortedLabels(p.Grouping) {
 		pusher = pusher.Grouping(k, p.Grouping[k])
 	}

@@ -20,7 +20,7 @@ import (
 
 func sampleSet() *metrics.Set {
 	c := 8
-	set := metrics.New("1/4/1/4", "sim")
+	set := metrics.New("recommend", "1/4/1/4", "sim")
 	set.Recommendation(algorithms.Recommendation{
 		Critical: algorithms.Critical{Tier: "cluster", Resource: "cpu", Utilization: 0.97, SaturationWorkload: 6500, MaxThroughput: 921.9},
 		MinJobs:  algorithms.MinJobs{MinJobs: 22.4, WLmin: 6200},
@@ -57,6 +57,7 @@ func TestMetricsFileParsesAndFollowsConventions(t *testing.T) {
 		for _, l := range m.Label {
 			labels[l.GetName()] = l.GetValue()
 		}
+		assert.Equal(t, "recommend", labels["command"])
 		assert.Equal(t, "1/4/1/4", labels["topology"])
 		assert.Equal(t, "sim", labels["runner"])
 		found[labels["tier"]+"/"+labels["pool"]] = m.GetGauge().GetValue()
@@ -97,6 +98,21 @@ func TestParseGrouping(t *testing.T) {
 }
 
 func mustErr(_ map[string]string, err error) error { return err }
+
+// A grouping label may not repeat a label the pushed series carry: the
+// Pushgateway refuses the push, and that at a campaign's end.
+func TestGroupingRefusesTheSeriesLabels(t *testing.T) {
+	for label, want := range map[string]string{
+		"command": "softalloc groups every push by command, topology, runner itself",
+		"check":   "softalloc's series carry a check label",
+		"tier":    "softalloc's series carry a tier label",
+		"server":  "softalloc's series carry a server label",
+	} {
+		_, err := metrics.ParseGrouping([]string{label + "=x"})
+		require.Error(t, err, label)
+		assert.Contains(t, err.Error(), want)
+	}
+}
 
 // Every series has a help text and follows the naming conventions; the
 // README's table lists them all.

@@ -283,8 +283,8 @@ func TestLiveTestbed(t *testing.T) {
 		assert.Greater(t, doc.Capacity.MaxThroughput, measured.MaxThroughput/2)
 		text, err := os.ReadFile(prom)
 		require.NoError(t, err)
-		assert.Contains(t, string(text), `softalloc_critical_resource_info{resource="cpu",runner="live",tier="app",topology="1/1/1"} 1`)
-		assert.Contains(t, string(text), `softalloc_check_passed{check="min-goodput",runner="live",topology="1/1/1"} 1`)
+		assert.Contains(t, string(text), `softalloc_critical_resource_info{command="check",resource="cpu",runner="live",tier="app",topology="1/1/1"} 1`)
+		assert.Contains(t, string(text), `softalloc_check_passed{check="min-goodput",command="check",runner="live",topology="1/1/1"} 1`)
 
 		// The wrong critical resource fails the check: exit status 1.
 		cmd := exec.Command(binary, append(base, "--critical", "db/cpu")...)
