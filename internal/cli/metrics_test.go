@@ -343,10 +343,11 @@ func TestCheckJUnit(t *testing.T) {
 	data, err := os.ReadFile(report)
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(string(data), `<?xml version="1.0" encoding="UTF-8"?>`))
-	var doc struct {
+	type junit struct {
 		Suites []struct {
-			Tests    int `xml:"tests,attr"`
-			Failures int `xml:"failures,attr"`
+			Tests    int     `xml:"tests,attr"`
+			Failures int     `xml:"failures,attr"`
+			Errors   *string `xml:"errors,attr"`
 			Cases    []struct {
 				Name    string `xml:"name,attr"`
 				Failure *struct {
@@ -355,17 +356,35 @@ func TestCheckJUnit(t *testing.T) {
 			} `xml:"testcase"`
 		} `xml:"testsuite"`
 	}
+	var doc junit
 	require.NoError(t, xml.Unmarshal(data, &doc))
 	require.Len(t, doc.Suites, 1)
 	s := doc.Suites[0]
 	assert.Equal(t, 2, s.Tests)
 	assert.Equal(t, 1, s.Failures)
+	require.NotNil(t, s.Errors, "the JUnit schema requires errors")
+	assert.Equal(t, "0", *s.Errors)
 	require.Len(t, s.Cases, 2)
 	assert.Equal(t, "min-goodput", s.Cases[0].Name)
 	assert.Nil(t, s.Cases[0].Failure)
 	assert.Equal(t, "critical", s.Cases[1].Name)
 	require.NotNil(t, s.Cases[1].Failure)
 	assert.Equal(t, "critical resource is app/cpu; expected db/cpu", s.Cases[1].Failure.Message)
+
+	// Recording a baseline checks nothing: one passing case says what was
+	// measured (a report without a case fails Jenkins's junit step).
+	_, stderr, code = run(t, "", "check", "--topology", "1/2/1/2", "--runtime", "20s", "--ramp-up", "10s", "--no-journal",
+		"--output", "json", "--junit", report)
+	require.Equal(t, 0, code, stderr)
+	data, err = os.ReadFile(report)
+	require.NoError(t, err)
+	doc = junit{}
+	require.NoError(t, xml.Unmarshal(data, &doc))
+	require.Len(t, doc.Suites, 1)
+	require.Len(t, doc.Suites[0].Cases, 1)
+	assert.Equal(t, 1, doc.Suites[0].Tests)
+	assert.Equal(t, "capacity", doc.Suites[0].Cases[0].Name)
+	assert.Nil(t, doc.Suites[0].Cases[0].Failure)
 
 	_, stderr, code = run(t, "", "check", "--topology", "1/2/1/2", "--min-goodput", "1", "--junit", filepath.Join(dir, "x.json"))
 	assert.Equal(t, 2, code)
