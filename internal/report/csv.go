@@ -26,6 +26,15 @@ func writeCSV(w io.Writer, header []string, rows [][]string) error {
 
 func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
+// optRatio is a front tier's ratio, empty for the critical tier and those
+// behind it, which have none (the table's "-", absent from the JSON).
+func optRatio(v float64) string {
+	if v == 0 {
+		return ""
+	}
+	return num(v)
+}
+
 func optInt(p *int) string {
 	if p == nil {
 		return ""
@@ -59,7 +68,7 @@ func WriteRecommendCSV(w io.Writer, r RecommendJSON) error {
 func WriteSizeCSV(w io.Writer, d algorithms.Deployment, sz algorithms.Sizing, tiers []algorithms.TierRecommendation) error {
 	var rows [][]string
 	for i, ts := range sz.Tiers {
-		rows = append(rows, []string{d.Topology, ts.Name, ts.Position, num(ts.Jobs), num(ts.ReqRatio), num(ts.RTTRatio),
+		rows = append(rows, []string{d.Topology, ts.Name, ts.Position, num(ts.Jobs), optRatio(ts.ReqRatio), optRatio(ts.RTTRatio),
 			strconv.Itoa(tiers[i].TotalThreads), strconv.Itoa(tiers[i].ThreadsPerServer), optInt(tiers[i].ConnectionsPerServer)})
 	}
 	return writeCSV(w, []string{"topology", "tier", "position", "jobs", "reqratio", "rttratio", "total_threads", "threads_per_server",

@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -119,6 +120,17 @@ func PlotValidation(path string, doc ValidateJSON) error {
 	for _, v := range doc.Compared {
 		add(v.Role, v)
 	}
-	title := fmt.Sprintf("%s: goodput at %.3g s, mean of seeds %v", doc.Topology, doc.SLA, doc.Seeds)
+	seeds := make([]string, len(doc.Seeds))
+	for i, sd := range doc.Seeds {
+		seeds[i] = fmt.Sprint(sd)
+	}
+	title := fmt.Sprintf("%s: goodput at %.3g s", doc.Topology, doc.SLA)
+	switch len(seeds) {
+	case 0: // a real deployment
+	case 1:
+		title += ", seed " + seeds[0]
+	default:
+		title += ", mean of seeds " + strings.Join(seeds, ", ")
+	}
 	return SavePlot(path, title, "workload [users]", "goodput [pages/s]", curves)
 }
