@@ -325,15 +325,16 @@ func TestRenamedFlags(t *testing.T) {
 func TestCSVWhereverThereIsATable(t *testing.T) {
 	short := []string{"--runtime", "10s", "--ramp-up", "5s", "--no-journal", "-q", "-o", "csv"}
 	for name, args := range map[string][]string{
-		"find-critical": append([]string{"find-critical", "-t", "1/2/1/2"}, short...),
-		"recommend":     append([]string{"recommend", "-t", "1/2/1/2"}, short...),
-		"validate":      append([]string{"validate", "-t", "1/2/1/2", "--recommended", "400-13-13", "--users", "5000,6000", "--grid-threads", "13", "--grid-connections", "13"}, short...),
-		"check":         append([]string{"check", "-t", "1/2/1/2", "--min-goodput", "1", "--step", "2500"}, short...),
-		"simulate":      append([]string{"simulate", "-t", "1/2/1/2", "--users", "100"}, short...),
-		"size":          {"size", "-m", "../../testdata/table1/1414.yaml", "-o", "csv"},
-		"degradation":   {"degradation", "--classes", "light,heavy", "--heavy", "0,10", "--runtime", "5s", "-o", "csv"},
-		"trial":         {"degradation", "--trial", "--workload", "../../internal/sim/classes/testdata/seed002-steady.yaml", "--runtime", "5s", "-o", "csv"},
-		"classes":       {"recommend", "--workload", "../../internal/sim/classes/testdata/seed000-linux.yaml", "-o", "csv"},
+		"find-critical":  append([]string{"find-critical", "-t", "1/2/1/2"}, short...),
+		"recommend":      append([]string{"recommend", "-t", "1/2/1/2"}, short...),
+		"validate":       append([]string{"validate", "-t", "1/2/1/2", "--recommended", "400-13-13", "--users", "5000,6000", "--grid-threads", "13", "--grid-connections", "13"}, short...),
+		"check":          append([]string{"check", "-t", "1/2/1/2", "--min-goodput", "1", "--step", "2500"}, short...),
+		"check capacity": append([]string{"check", "-t", "1/2/1/2", "--step", "2500"}, short...), // no threshold: the capacity row
+		"simulate":       append([]string{"simulate", "-t", "1/2/1/2", "--users", "100"}, short...),
+		"size":           {"size", "-m", "../../testdata/table1/1414.yaml", "-o", "csv"},
+		"degradation":    {"degradation", "--classes", "light,heavy", "--heavy", "0,10", "--runtime", "5s", "-o", "csv"},
+		"trial":          {"degradation", "--trial", "--workload", "../../internal/sim/classes/testdata/seed002-steady.yaml", "--runtime", "5s", "-o", "csv"},
+		"classes":        {"recommend", "--workload", "../../internal/sim/classes/testdata/seed000-linux.yaml", "-o", "csv"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			stdout, stderr, code := run(t, "", args...)

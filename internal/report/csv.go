@@ -97,9 +97,17 @@ func WriteCheckCSV(w io.Writer, doc CheckJSON) error {
 		if !ch.OK {
 			res = "fail"
 		}
-		rows = append(rows, []string{c.Topology, c.Allocation, c.Runner, ch.Name, res, ch.Message, num(c.MaxGoodput), num(c.MaxThroughput), c.Critical})
+		rows = append(rows, []string{c.Topology, c.Allocation, c.Runner, ch.Name, res, ch.Message, num(c.MaxGoodput), num(c.MaxThroughput), c.Critical,
+			num(c.SLA), strconv.Itoa(c.SaturationWorkload)})
 	}
-	return writeCSV(w, []string{"topology", "allocation", "runner", "check", "result", "detail", "max_goodput", "max_throughput", "critical"}, rows)
+	// With no threshold the capacity measured is still the answer: one row,
+	// check and result empty.
+	if len(rows) == 0 {
+		rows = append(rows, []string{c.Topology, c.Allocation, c.Runner, "", "", "", num(c.MaxGoodput), num(c.MaxThroughput), c.Critical,
+			num(c.SLA), strconv.Itoa(c.SaturationWorkload)})
+	}
+	return writeCSV(w, []string{"topology", "allocation", "runner", "check", "result", "detail", "max_goodput", "max_throughput", "critical",
+		"sla_seconds", "saturation_workload"}, rows)
 }
 
 // WriteDegradationCSV is degradation's schemes: a row per setup, level and class.
