@@ -33,7 +33,7 @@ import (
 // labels each carries besides command, topology and runner. The README's
 // table is this one.
 var Series = map[string]SeriesInfo{
-	"softalloc_critical_resource_info":                {"The hardware resource that saturates first (value 1).", []string{"tier", "resource"}},
+	"softalloc_critical_resource_info":                {"The resource that saturates first (value 1): hardware, or a pool that starves it (check of a small allocation).", []string{"tier", "resource"}},
 	"softalloc_critical_resource_utilization_ratio":   {"Utilisation of the critical resource when it was found saturated.", []string{"tier", "resource"}},
 	"softalloc_saturation_workload_users":             {"Workload at which the critical resource first saturated.", nil},
 	"softalloc_max_throughput_pages_per_second":       {"Highest throughput seen, pages per second.", nil},
