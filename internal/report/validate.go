@@ -47,8 +47,8 @@ type ValidateJSON struct {
 
 // WriteValidateTable writes validate's comparison as a table.
 func WriteValidateTable(w io.Writer, doc ValidateJSON) error {
-	fmt.Fprintf(w, "topology %s, goodput at %.3g s, %d allocations x %d workloads (%s users), seeds %v\n\n",
-		doc.Topology, doc.SLA, len(doc.Grid), len(doc.Workloads), workloadRange(doc.Workloads), doc.Seeds)
+	fmt.Fprintf(w, "topology %s, goodput at %.3g s, %d allocations x %d workloads (%s users)%s\n\n",
+		doc.Topology, doc.SLA, len(doc.Grid), len(doc.Workloads), workloadRange(doc.Workloads), seedsText(doc.Seeds))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\tALLOCATION\tMAX GOODPUT (PAGES/S)\tAT USERS\tVS BEST\tEXPERIMENTS")
 	row := func(label string, v ValidateAllocation, exps string) {
@@ -120,17 +120,22 @@ func PlotValidation(path string, doc ValidateJSON) error {
 	for _, v := range doc.Compared {
 		add(v.Role, v)
 	}
-	seeds := make([]string, len(doc.Seeds))
-	for i, sd := range doc.Seeds {
-		seeds[i] = fmt.Sprint(sd)
-	}
-	title := fmt.Sprintf("%s: goodput at %.3g s", doc.Topology, doc.SLA)
-	switch len(seeds) {
-	case 0: // a real deployment
-	case 1:
-		title += ", seed " + seeds[0]
-	default:
-		title += ", mean of seeds " + strings.Join(seeds, ", ")
-	}
+	title := fmt.Sprintf("%s: goodput at %.3g s%s", doc.Topology, doc.SLA, seedsText(doc.Seeds))
 	return SavePlot(path, title, "workload [users]", "goodput [pages/s]", curves)
+}
+
+// seedsText names the simulator's seeds after a title: ", seed 1" or
+// ", mean of seeds 1, 2"; nothing for a real deployment's trials.
+func seedsText(seeds []uint64) string {
+	names := make([]string, len(seeds))
+	for i, sd := range seeds {
+		names[i] = strconv.FormatUint(sd, 10)
+	}
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return ", seed " + names[0]
+	}
+	return ", mean of seeds " + strings.Join(names, ", ")
 }
