@@ -21,6 +21,17 @@ func main() {
 		signal.Stop(sigs)
 		cancel(cli.Signaled{Signal: s})
 	}()
+	// A reader that went away (tee, stopped by the same Ctrl-C) makes every
+	// write to stdout or stderr fail; by default Go then dies of SIGPIPE at
+	// the first one, mid-way through stopping a trial, whose processes ran
+	// on. Caught, a write fails with EPIPE and the run stops as if
+	// interrupted: the trial's group stopped, the journal closed.
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	go func() {
+		<-pipe
+		cancel(cli.Signaled{Signal: syscall.SIGPIPE})
+	}()
 	code := cli.Run(ctx, os.Args[1:], cli.StandardStreams())
 	cancel(nil)
 	os.Exit(code)

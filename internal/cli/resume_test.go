@@ -193,3 +193,43 @@ func TestInterruptDuringThePushExits130(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(stderr.String(), "interrupted"), "one line says it: %q", stderr.String())
 	assert.Contains(t, stderr.String(), "softalloc: interrupted: push to ")
 }
+
+// Ctrl-C on `softalloc ... 2>&1 | tee log` reaches tee too: softalloc's
+// stderr is then a broken pipe. Its note on stopping the trial died of
+// SIGPIPE before the trial's process group was stopped, and the exec
+// program's children ran on. Here stderr's reader is gone before the signal.
+func TestInterruptWithABrokenStderrStopsTheTrial(t *testing.T) {
+	bin := softallocBinary(t)
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child.pid")
+	prog := filepath.Join(dir, "trial.sh")
+	require.NoError(t, os.WriteFile(prog, []byte("#!/bin/sh\nsleep 1000 &\necho $! > "+pidFile+"\nwait\n"), 0o755))
+
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	cmd := exec.Command(bin, "simulate", "--topology", "1/2/1/2", "--users", "100", "--runner", "exec", "--runner-cmd", prog,
+		"--runtime", "10s", "--ramp-up", "1s", "--no-journal", "--progress", "plain")
+	cmd.Stderr = w
+	require.NoError(t, cmd.Start())
+	require.NoError(t, w.Close())
+	require.NoError(t, r.Close()) // the reader is gone: every write to stderr fails
+
+	var child int
+	deadline := time.Now().Add(30 * time.Second)
+	for child == 0 {
+		require.True(t, time.Now().Before(deadline), "the program never started its child")
+		if b, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(b), "\n") {
+			child, err = strconv.Atoi(strings.TrimSpace(string(b)))
+			require.NoError(t, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, 130, exit.ExitCode(), "interrupted, not killed by SIGPIPE")
+	assert.Eventually(t, func() bool { return syscall.Kill(child, 0) != nil }, 10*time.Second, 10*time.Millisecond,
+		"the trial's child %d was stopped", child)
+	_ = syscall.Kill(child, syscall.SIGKILL)
+}
