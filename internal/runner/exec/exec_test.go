@@ -511,3 +511,32 @@ func TestEveryRangeProblemAtOnce(t *testing.T) {
 		"observation.servers[2].gcShare: want a number in [0,1], got 2",
 	}, inv.Problems)
 }
+
+// An adaptive trial's window is held to what it claims: the precision the
+// experiment asked, and half-widths within it when it says it is precise.
+func TestAdaptiveWindowIsHeldToItsClaim(t *testing.T) {
+	e := testExperiment()
+	e.Timing.Precision = 0.02
+	adaptive := func(precision, throughputHalfWidth float64) []byte {
+		m := observationJSON(t)
+		m["throughputHalfWidth"] = throughputHalfWidth
+		m["window"] = map[string]any{"warmUpSeconds": 10, "intervalSeconds": 1, "batches": 20, "precision": precision, "precise": true}
+		return marshal(t, m)
+	}
+	o, err := ParseObservation(adaptive(0.02, 15.9), e)
+	require.NoError(t, err, "±15.9 of 800 pages/s is within 2%")
+	assert.True(t, o.Window.Precise)
+
+	for _, c := range []struct {
+		data []byte
+		want string
+	}{
+		{adaptive(0.02, 400), "observation.throughputHalfWidth: 400 is wider than the precision 0.02 allows (16) while window.precise is true"},
+		{adaptive(0.0001, 15.9), "observation.window.precision: want the experiment's timing.precision 0.02 (or no window, for a trial that ignored it), got 0.0001"},
+	} {
+		_, err := ParseObservation(c.data, e)
+		var inv *InvalidObservationError
+		require.ErrorAs(t, err, &inv)
+		assert.Equal(t, []string{c.want}, inv.Problems)
+	}
+}

@@ -507,7 +507,56 @@ func ParseObservation(stdout []byte, e algorithms.Experiment) (algorithms.Observ
 		// Every range problem at once, as the shape check gives every type problem.
 		return algorithms.Observation{}, &InvalidObservationError{Problems: o.Problems()}
 	}
-	return matchServers(o, e)
+	if o, err = matchServers(o, e); err != nil {
+		return o, err
+	}
+	return o, checkWindow(o, e)
+}
+
+// checkWindow holds an adaptive trial's window to what it claims: the
+// precision the experiment asked, and, when precise, half-widths within it
+// by the rule softalloc's own runners stop on (algorithms.Stopping.
+// Estimate). A program that claimed 2% over a ±50% interval once had
+// find-critical read "throughput stopped growing" from noise.
+func checkWindow(o algorithms.Observation, e algorithms.Experiment) error {
+	w := o.Window
+	if w == nil || w.Precision == 0 {
+		return nil // a fixed trial: a program may ignore the precision asked
+	}
+	p := e.Timing.Precision
+	if w.Precision != p {
+		return &InvalidObservationError{Problems: []string{fmt.Sprintf(
+			"observation.window.precision: want the experiment's timing.precision %g (or no window, for a trial that ignored it), got %g", p, w.Precision)}}
+	}
+	if !w.Precise {
+		return nil
+	}
+	var c checker
+	within := func(path string, halfWidth, mean, whole float64) {
+		// A rounding's worth of slack: a program may print 6 digits.
+		if allow := p * max(math.Abs(mean), whole); halfWidth > allow*(1+1e-6)+1e-12 {
+			c.add(path, "%g is wider than the precision %g allows (%g) while window.precise is true", halfWidth, p, allow)
+		}
+	}
+	within("observation.throughputHalfWidth", o.ThroughputHalfWidth, o.Throughput, 0)
+	for i, g := range o.GoodputIntervals {
+		within(fmt.Sprintf("observation.goodput[%d].halfWidth", i), g.HalfWidth, g.Goodput, o.Throughput)
+	}
+	if !e.Timing.GoodputOnly {
+		for i, s := range o.Servers {
+			within(fmt.Sprintf("observation.servers[%d].cpuHalfWidth", i), s.CPUHalfWidth, s.CPU, 1)
+			for j, pl := range s.Pools {
+				// Only the pools under test hold a trial (Stopping.holds).
+				if e.Allocation[s.Tier].Size(pl.Name) > 0 {
+					within(fmt.Sprintf("observation.servers[%d].pools[%d].busyHalfWidth", i, j), pl.BusyHalfWidth, pl.Busy, float64(pl.Size))
+				}
+			}
+		}
+	}
+	if len(c.problems) > 0 {
+		return &InvalidObservationError{Problems: c.problems}
+	}
+	return nil
 }
 
 // matchServers checks the observation's servers against the deployment's
