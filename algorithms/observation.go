@@ -382,16 +382,23 @@ func (h Histogram) Quantile(q float64) float64 {
 	return lo
 }
 
-// Validate checks that bounds ascend and counts are non-negative.
+// maxHistogramCount bounds a histogram's values: a million pages a second
+// for a year is 3.2e13, and counts near 2^63 wrapped Count to a negative.
+const maxHistogramCount = 1 << 50
+
+// Validate checks that bounds ascend and counts are non-negative, and that
+// they add up to a count that fits.
 func (h Histogram) Validate() error {
 	prev := 0.0
+	var total int64
 	for i, b := range h.Buckets {
 		if !(b.LE > prev) || math.IsInf(b.LE, 0) {
 			return fmt.Errorf("buckets[%d].le: want a finite number above the previous bound %g, got %g", i, prev, b.LE)
 		}
-		if b.Count < 0 {
-			return fmt.Errorf("buckets[%d].count: want an integer >= 0, got %d", i, b.Count)
+		if b.Count < 0 || b.Count > maxHistogramCount-total {
+			return fmt.Errorf("buckets[%d].count: want an integer >= 0 that keeps the total at most %d, got %d", i, int64(maxHistogramCount), b.Count)
 		}
+		total += b.Count
 		prev = b.LE
 	}
 	if !(h.Sum >= 0) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -214,6 +215,10 @@ func TestParseObservation(t *testing.T) {
 		{name: "allocation not applied", edit: func(t *testing.T, m map[string]any) map[string]any {
 			return set(t, m, "servers.0.pools.0.size", 512)
 		}, want: []string{"observation.servers[0].pools[0].size: want 400 (the allocation's web threads), got 512; was the allocation applied?"}},
+		{name: "histogram counts that overflow", edit: func(t *testing.T, m map[string]any) map[string]any {
+			set(t, m, "responseTimes.buckets.0.count", int64(1)<<49)
+			return set(t, m, "responseTimes.buckets.1.count", int64(math.MaxInt64))
+		}, want: []string{"observation.responseTimes.buckets[1].count: want an integer >= 0 that keeps the total at most 1125899906842624, got 9223372036854775807"}},
 		{name: "empty stdout", raw: " \n", want: nil},
 		{name: "two values", raw: `{"a": 1} {"b": 2}`, want: nil},
 		{name: "an array", raw: `[1, 2]`, want: []string{"observation: want an object, got [1,2]"}},
