@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -219,6 +220,10 @@ func TestParseObservation(t *testing.T) {
 			set(t, m, "responseTimes.buckets.0.count", int64(1)<<49)
 			return set(t, m, "responseTimes.buckets.1.count", int64(math.MaxInt64))
 		}, want: []string{"observation.responseTimes.buckets[1].count: want an integer >= 0 that keeps the total at most 1125899906842624, got 9223372036854775807"}},
+		{name: "an integer beyond 64 bits", edit: func(t *testing.T, m map[string]any) map[string]any {
+			m["drops"] = json.Number("99999999999999999999")
+			return m
+		}, want: []string{"observation.drops: want an integer of at most 64 bits, got 99999999999999999999"}},
 		{name: "empty stdout", raw: " \n", want: nil},
 		{name: "two values", raw: `{"a": 1} {"b": 2}`, want: nil},
 		{name: "an array", raw: `[1, 2]`, want: []string{"observation: want an object, got [1,2]"}},
@@ -544,4 +549,21 @@ func TestAdaptiveWindowIsHeldToItsClaim(t *testing.T) {
 		require.ErrorAs(t, err, &inv)
 		assert.Equal(t, []string{c.want}, inv.Problems)
 	}
+}
+
+// A message about stdout that is not one JSON object quotes where it went
+// wrong: the second value whole, and the place of a NaN deep in the object.
+func TestParseErrorsQuoteWhereStdoutWentWrong(t *testing.T) {
+	_, err := ParseObservation([]byte(`{"a": 1} {"b": 2}`), testExperiment())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `after the first came "{\"b\": 2}"`)
+
+	m := observationJSON(t)
+	data := marshal(t, m)
+	data = bytes.Replace(data, []byte(`"sum":900`), []byte(`"sum":NaN`), 1)
+	require.Contains(t, string(data), "NaN", "the sample holds a histogram sum to spoil")
+	_, err = ParseObservation(data, testExperiment())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "invalid character 'N'")
+	assert.Contains(t, err.Error(), `\"sum\":NaN`, "the place is quoted")
 }

@@ -482,11 +482,19 @@ func ParseObservation(stdout []byte, e algorithms.Experiment) (algorithms.Observ
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
+		// Show where it broke (a NaN deep in the object), not only the start.
+		var se *json.SyntaxError
+		if errors.As(err, &se) && se.Offset > 120 {
+			from := max(0, int(se.Offset)-60)
+			return algorithms.Observation{}, fmt.Errorf("stdout is not a JSON observation: %v at byte %d, in %q", err, se.Offset,
+				shorten(string(text[from:]), 80))
+		}
 		return algorithms.Observation{}, fmt.Errorf("stdout is not a JSON observation: %v; stdout began %q", err, shorten(string(text), 120))
 	}
+	first := dec.InputOffset() // Token below consumes the next value's first byte
 	if _, err := dec.Token(); err != io.EOF {
 		return algorithms.Observation{}, fmt.Errorf("stdout holds more than one JSON value (print diagnostics to stderr); after the first came %q",
-			shorten(string(text[dec.InputOffset():]), 120))
+			shorten(string(bytes.TrimSpace(text[first:])), 120))
 	}
 	problems := schemaProblems(v)
 	outOfRange(v, nil, &problems)
@@ -495,7 +503,15 @@ func ParseObservation(stdout []byte, e algorithms.Experiment) (algorithms.Observ
 	}
 	var r Response
 	if err := json.Unmarshal(text, &r); err != nil {
-		// The shape check admits only what decodes; keep the error anyway.
+		// The shape check admits integers of any size; one beyond 64 bits
+		// does not decode.
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			// Field holds the Go field's name where it leads the path.
+			field := "observation." + strings.TrimPrefix(strings.TrimPrefix(te.Field, "Observation."), "observation.")
+			return algorithms.Observation{}, &InvalidObservationError{Problems: []string{fmt.Sprintf("%s: want an integer of at most 64 bits, got %s",
+				field, strings.TrimPrefix(te.Value, "number "))}}
+		}
 		return algorithms.Observation{}, fmt.Errorf("decode observation: %w", err)
 	}
 	if r.ProtocolVersion != ProtocolVersion {
