@@ -26,6 +26,7 @@ import (
 
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/runner"
+	execrunner "github.com/softalloc/softalloc/internal/runner/exec"
 	"github.com/softalloc/softalloc/internal/topology"
 	"github.com/softalloc/softalloc/internal/version"
 )
@@ -148,6 +149,9 @@ func runWith(ctx context.Context, args []string, f *factory) int {
 	var wb *algorithms.WorkloadBoundError
 	if errors.As(err, &wb) {
 		msg += " (--max-workload)" // the algorithms package knows no flags
+	}
+	if errors.Is(err, execrunner.ErrTimeout) {
+		msg += " (--runner-timeout)" // nor does the exec runner's
 	}
 	// Whatever failed once a signal cancelled the run (an experiment, the
 	// push to a Pushgateway, whose error carries the signal, not

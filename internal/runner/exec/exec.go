@@ -200,7 +200,7 @@ func (r *Runner) attempt(ctx context.Context, req Request, e algorithms.Experime
 		return algorithms.Observation{}, err
 	}
 	if res.overflow {
-		return algorithms.Observation{}, fmt.Errorf("stdout: more than %d bytes; want one observation", limit)
+		return algorithms.Observation{}, withTail(fmt.Errorf("stdout: more than %d bytes; want one observation", limit), res.tail)
 	}
 	obs, err := ParseObservation(res.stdout, e)
 	if err != nil {
