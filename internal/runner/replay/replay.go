@@ -131,9 +131,11 @@ func Read(r io.Reader, name string) (*Runner, error) {
 		if err != nil {
 			return nil, fmt.Errorf("replay campaign %q: line %d: %w", name, i+1, err)
 		}
+		// Other keys are ignored, as they always were: a line whose runner
+		// or settings are not a journal's has no origin.
 		var from origin
-		if err := json.Unmarshal(line, &from); err != nil {
-			return nil, fmt.Errorf("replay campaign %q: line %d: %w", name, i+1, err)
+		if json.Unmarshal(line, &from) != nil {
+			from = origin{}
 		}
 		k := Key(e)
 		run.records[k] = append(run.records[k], recorded{rec.Experiment.Timing, o})
