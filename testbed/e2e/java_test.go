@@ -128,7 +128,7 @@ func TestLiveJavaStack(t *testing.T) {
 		start := time.Now()
 		msg := softallocFails(t, "simulate", "--runner", "live", "-f", slow, "--no-journal", "--users", "5",
 			"--alloc", "100-21-10", "--ramp-up", "1s", "--runtime", "2s", "--ramp-down", "0s", "--runner-retries", "0")
-		assert.Contains(t, msg, "hook sleep 30 21: context deadline exceeded")
+		assert.Contains(t, msg, "hook sleep 30 21: timed out after 1s (hookTimeout): context deadline exceeded")
 		assert.Less(t, time.Since(start), 20*time.Second, "the hook was stopped at its timeout")
 	})
 

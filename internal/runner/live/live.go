@@ -311,6 +311,9 @@ func (r *Runner) apply(ctx context.Context, a algorithms.Allocation) error {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Run(); err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("hook %s: timed out after %v (hookTimeout): %w", strings.Join(argv, " "), r.cfg.HookTimeout.Duration(), ctx.Err())
+		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("hook %s: %w", strings.Join(argv, " "), ctx.Err())
 		}

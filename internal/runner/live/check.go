@@ -1,0 +1,136 @@
+package live
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/softalloc/softalloc/algorithms"
+)
+
+// CheckExperiment refuses, before the hook runs or any load starts, what the
+// runner section says wrongly of e's deployment: a tier it does not know (a
+// misspelt one, which left the real tier "missing"), a tier without a cpu
+// query or with the wrong number of servers, a placeholder no server
+// defines, a hook placeholder that names no pool, or a hook that cannot
+// run. Each was found after a whole trial of load, or never: a hook
+// argument {web.thread} went to the hook as written, and the campaign
+// measured allocations that were never applied.
+func (r *Runner) CheckExperiment(e algorithms.Experiment) error {
+	d := e.Deployment
+	var names []string
+	for _, t := range d.Tiers {
+		names = append(names, t.Name)
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.cfg.Tiers)) {
+		if !slices.Contains(names, name) {
+			return fmt.Errorf("runner section: tiers.%s: no such tier in the deployment (its tiers: %s)", name, strings.Join(names, ", "))
+		}
+	}
+	for _, t := range d.Tiers {
+		tc, q, err := r.tier(t)
+		if err != nil {
+			return err
+		}
+		for i := 0; i < t.Replicas; i++ {
+			vars := serverVars(t, i, tc, "1s")
+			var bad error
+			q.each(func(field, query string) {
+				if _, err := expand(query, vars); err != nil && bad == nil {
+					known := slices.Sorted(maps.Keys(vars))
+					bad = fmt.Errorf("runner section: tiers.%s: %s of %s: %s has no value; the placeholders are {%s}",
+						t.Name, field, t.ServerName(i), unknownPlaceholder(query, vars), strings.Join(known, "}, {"))
+				}
+			})
+			if bad != nil {
+				return bad
+			}
+		}
+	}
+	return r.checkHook(d)
+}
+
+// checkHook refuses a hook argument's placeholder that names no pool of the
+// deployment, and a hook program that is not there to run.
+func (r *Runner) checkHook(d algorithms.Deployment) error {
+	if len(r.cfg.Hook) == 0 {
+		return nil
+	}
+	var pools []string
+	for _, t := range d.Tiers {
+		for _, p := range t.Pools {
+			pools = append(pools, t.Name+"."+p)
+		}
+	}
+	for i, arg := range r.cfg.Hook {
+		for _, m := range anyBraces.FindAllString(arg, -1) {
+			if !slices.Contains(pools, m[1:len(m)-1]) {
+				return fmt.Errorf("runner section: hook[%d]: %s names no pool of the deployment; want one of {%s}", i, m, strings.Join(pools, "}, {"))
+			}
+		}
+	}
+	prog := r.cfg.Hook[0]
+	if prog == "" {
+		return fmt.Errorf("runner section: hook[0]: empty; want the program that applies an allocation")
+	}
+	// As exec.Command finds it: a name with a slash is a path (here
+	// relative to the deployment file's directory), else one on $PATH.
+	if !strings.Contains(prog, "/") {
+		if _, err := osexec.LookPath(prog); err != nil {
+			return fmt.Errorf("runner section: hook[0]: %q is not a program on $PATH", prog)
+		}
+		return nil
+	}
+	p := prog
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(r.cfg.dir, p)
+	}
+	fi, err := os.Stat(p)
+	switch {
+	case err != nil:
+		return fmt.Errorf("runner section: hook[0]: %w", err)
+	case fi.IsDir() || fi.Mode().Perm()&0o111 == 0:
+		return fmt.Errorf("runner section: hook[0]: %s is not an executable file", p)
+	}
+	return nil
+}
+
+// anyBraces is any {...} of a hook argument: {tier.pool} is the only kind.
+var anyBraces = regexp.MustCompile(`\{[^{}]*\}`)
+
+// unknownPlaceholder is the first placeholder of q that vars lacks.
+func unknownPlaceholder(q string, vars map[string]string) string {
+	for _, m := range placeholder.FindAllStringSubmatch(q, -1) {
+		if _, ok := vars[m[1]]; !ok {
+			return m[0]
+		}
+	}
+	return ""
+}
+
+// each calls f with every query set, by its field path.
+func (q Queries) each(f func(field, query string)) {
+	for _, x := range []struct{ field, query string }{
+		{"cpu", q.CPU}, {"throttled", q.Throttled}, {"throughput", q.Throughput}, {"responseTime", q.ResponseTime}, {"gcShare", q.GCShare},
+	} {
+		if x.query != "" {
+			f(x.field, x.query)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(q.Pools)) {
+		p := q.Pools[name]
+		for _, x := range []struct{ field, query string }{{"busy", p.Busy}, {"size", p.Size}, {"fullShare", p.FullShare}} {
+			if x.query != "" {
+				f("pools."+name+"."+x.field, x.query)
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(q.Resources)) {
+		f("resources."+name, q.Resources[name])
+	}
+}

@@ -1,0 +1,102 @@
+package live
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/topology"
+)
+
+// A runner section's mistakes about the deployment are refused before the
+// hook runs or any load starts; each was found after a whole trial, or
+// never (a hook argument {web.thread} reached the hook as written).
+func TestCheckExperimentBeforeAnyLoad(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "hook.sh"), []byte("#!/bin/sh\n"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "plain.sh"), []byte("#!/bin/sh\n"), 0o644))
+	e := algorithms.Experiment{Deployment: algorithms.Deployment{Topology: "shop", Tiers: []algorithms.Tier{
+		{Name: "web", Role: algorithms.RoleWeb, Replicas: 1, Cores: 1, Pools: []string{"threads"}},
+		{Name: "app", Role: algorithms.RoleApp, Replicas: 2, Cores: 1, Pools: []string{"threads", "connections"}},
+		{Name: "db", Role: algorithms.RoleDB, Replicas: 1, Cores: 1},
+	}}}
+	cpu := func(q string) map[string]any { return map[string]any{"queries": map[string]any{"cpu": q}} }
+	servers := []any{map[string]any{"instance": "a:1"}, map[string]any{"instance": "b:1"}}
+	tiers := func(edit func(map[string]any)) map[string]any {
+		ts := map[string]any{"web": cpu("web_cpu[{window}]"), "app": map[string]any{"servers": servers,
+			"queries": map[string]any{"cpu": `app_cpu{instance="{instance}"}`}}, "db": cpu("db_cpu")}
+		if edit != nil {
+			edit(ts)
+		}
+		return ts
+	}
+	check := func(extra map[string]any) error {
+		c, err := ParseConfig(section(extra), filepath.Join(dir, "deployment.yaml"))
+		require.NoError(t, err)
+		return (&Runner{cfg: c.withDefaults()}).CheckExperiment(e)
+	}
+	hook := []any{"./hook.sh", "{web.threads}", "{app.threads}-{app.connections}"}
+	require.NoError(t, check(map[string]any{"tiers": tiers(nil), "hook": hook}))
+
+	for name, c := range map[string]struct {
+		extra map[string]any
+		want  string
+	}{
+		"misspelt tier": {map[string]any{"tiers": tiers(func(ts map[string]any) { ts["dbb"] = ts["db"]; delete(ts, "db") })},
+			"runner section: tiers.dbb: no such tier in the deployment (its tiers: web, app, db)"},
+		"a tier left out": {map[string]any{"tiers": tiers(func(ts map[string]any) { delete(ts, "db") })},
+			"runner section: tiers.db: missing"},
+		"placeholder typo": {map[string]any{"tiers": tiers(func(ts map[string]any) { ts["web"] = cpu("web_cpu[{windw}]") })},
+			"runner section: tiers.web: cpu of web-1: {windw} has no value; the placeholders are {cores}, {server}, {tier}, {window}"},
+		"a server short": {map[string]any{"tiers": tiers(func(ts map[string]any) {
+			ts["app"] = map[string]any{"servers": servers[:1], "queries": map[string]any{"cpu": "app_cpu"}}
+		})}, "runner section: tiers.app.servers: 1 entries for 2 replicas"},
+		"hook placeholder typo": {map[string]any{"tiers": tiers(nil), "hook": []any{"./hook.sh", "{web.thread}"}},
+			"runner section: hook[1]: {web.thread} names no pool of the deployment; want one of {web.threads}, {app.threads}, {app.connections}"},
+		"hook not executable": {map[string]any{"tiers": tiers(nil), "hook": []any{"./plain.sh"}},
+			"runner section: hook[0]: " + filepath.Join(dir, "plain.sh") + " is not an executable file"},
+		"hook missing": {map[string]any{"tiers": tiers(nil), "hook": []any{"./nohook.sh"}}, "no such file or directory"},
+		"hook not on PATH": {map[string]any{"tiers": tiers(nil), "hook": []any{"no-such-hook-program"}},
+			`runner section: hook[0]: "no-such-hook-program" is not a program on $PATH`},
+	} {
+		err := check(c.extra)
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), c.want, name)
+	}
+}
+
+// Times the runner cannot keep are refused with the section: an interval
+// of 1ns ran it out of memory, and two timeouts of 6e9 s overflowed a sum.
+func TestTimesTheRunnerCannotKeep(t *testing.T) {
+	for extra, want := range map[string]string{
+		"1ns":         "interval: want at least 10ms, got 1ns",
+		"6000000000s": "hookTimeout: want a duration >= 0 and at most 1000h0m0s, got 6e+09 seconds",
+	} {
+		sec := map[string]any{"interval": extra}
+		if extra == "6000000000s" {
+			sec = map[string]any{"hookTimeout": extra}
+		}
+		_, err := ParseConfig(section(sec), "d.yaml")
+		require.Error(t, err, extra)
+		assert.Contains(t, err.Error(), want)
+	}
+	_, err := ParseConfig(section(map[string]any{"interval": "10ms", "runtime": "10h"}), "d.yaml")
+	assert.ErrorContains(t, err, "rampUp + runtime: at most 1000000 intervals of 10ms, got 10h0m0s")
+}
+
+// The repository's own deployment files pass the check (the testbed's e2e
+// tests would otherwise fail before their first trial).
+func TestRepositoryDeploymentFilesPassTheCheck(t *testing.T) {
+	for _, name := range []string{"deployment.yaml", "deployment-java.yaml"} {
+		path := filepath.Join("..", "..", "..", "testbed", name)
+		df, err := topology.LoadDeployment(path)
+		require.NoError(t, err, name)
+		r, err := New(df.Runner, path)
+		require.NoError(t, err, name)
+		assert.NoError(t, r.CheckExperiment(algorithms.Experiment{Deployment: df.Deployment, Allocation: df.Allocation}), name)
+	}
+}
