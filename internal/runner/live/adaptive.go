@@ -347,8 +347,8 @@ func (r *Runner) errorShare(e algorithms.Experiment, pages int64, errs ErrorCoun
 	causes := fmt.Sprintf("%d refused, %d timed out, %d 5xx, %d other", errs.Refused, errs.TimedOut, errs.ServerErrors, errs.Other)
 	if share := float64(n) / float64(n+pages); share > *r.cfg.MaxErrorShare {
 		// An outage, not a measurement: retried, and never journaled.
-		return fmt.Errorf("%d of %d pages failed in the window (%.0f%%: %s), more than maxErrorShare %.0f%%: the trial measured an outage, not the deployment",
-			n, n+pages, 100*share, causes, 100**r.cfg.MaxErrorShare)
+		return fmt.Errorf("%d of %d pages to %s failed in the window (%.0f%%: %s), more than maxErrorShare %.0f%%: the trial measured an outage, not the deployment",
+			n, n+pages, r.cfg.Target, 100*share, causes, 100**r.cfg.MaxErrorShare)
 	}
 	r.logf("%d users: %d failed pages in the window (%s)", e.Workload.Users, n, causes)
 	return nil

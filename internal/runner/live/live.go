@@ -305,7 +305,10 @@ func (r *Runner) apply(ctx context.Context, a algorithms.Allocation) error {
 	cmd := osexec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = r.cfg.dir
 	out := &prefixWriter{w: r.Log, prefix: "live: hook: "}
-	cmd.Stdout, cmd.Stderr = out, out
+	tail := &lastLines{n: 3}
+	// One writer for both: exec then gives them one pipe, in order.
+	both := io.MultiWriter(out, tail)
+	cmd.Stdout, cmd.Stderr = both, both
 	// Its own process group, so that a timeout stops whatever it started.
 	cmd.SysProcAttr = procattr.Child()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -316,6 +319,10 @@ func (r *Runner) apply(ctx context.Context, a algorithms.Allocation) error {
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("hook %s: %w", strings.Join(argv, " "), ctx.Err())
+		}
+		// The reason is usually in what the hook printed last.
+		if t := tail.String(); t != "" {
+			return fmt.Errorf("hook %s: %w; its last output: %s", strings.Join(argv, " "), err, t)
 		}
 		return fmt.Errorf("hook %s: %w", strings.Join(argv, " "), err)
 	}
@@ -374,12 +381,16 @@ func (r *Runner) waitHealthy(ctx context.Context) error {
 		}
 		resp, err := r.client.Do(req)
 		if err == nil {
-			io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 			resp.Body.Close()
 			if resp.StatusCode/100 == 2 {
 				return nil
 			}
 			err = fmt.Errorf("status %s", resp.Status)
+			// A health endpoint usually says what is unhealthy.
+			if b := strings.Join(strings.Fields(string(body)), " "); b != "" {
+				err = fmt.Errorf("status %s: %q", resp.Status, shorten(b, 200))
+			}
 		}
 		last = err
 		if !sleepUntil(ctx, time.Now().Add(200*time.Millisecond)) {
@@ -599,6 +610,45 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // prefixWriter writes each line with a prefix (the hook's output in the log).
+// lastLines keeps the last n lines written to it, for an error's one line.
+type lastLines struct {
+	n     int
+	mu    sync.Mutex
+	lines []string
+	part  string
+}
+
+func (l *lastLines) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	text := l.part + string(b)
+	parts := strings.Split(text, "\n")
+	l.part = parts[len(parts)-1]
+	if len(l.part) > 1<<10 {
+		l.part = l.part[len(l.part)-1<<10:]
+	}
+	for _, line := range parts[:len(parts)-1] {
+		if line = strings.TrimSpace(line); line != "" {
+			l.lines = append(l.lines, line)
+		}
+	}
+	if len(l.lines) > l.n {
+		l.lines = l.lines[len(l.lines)-l.n:]
+	}
+	return len(b), nil
+}
+
+// String is the lines joined by " | ", a line not yet ended last.
+func (l *lastLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lines := l.lines
+	if p := strings.TrimSpace(l.part); p != "" {
+		lines = append(append([]string{}, lines...), p)
+	}
+	return strings.Join(lines, " | ")
+}
+
 type prefixWriter struct {
 	w      io.Writer
 	prefix string
@@ -622,4 +672,12 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 		p.buf = p.buf[i+1:]
 	}
 	return len(b), nil
+}
+
+// shorten cuts s to at most n bytes, marking the cut.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }

@@ -184,7 +184,7 @@ func TestAnOutageIsNotAMeasurement(t *testing.T) {
 		Timing: algorithms.Timing{RampUp: 50 * time.Millisecond, Runtime: 300 * time.Millisecond}}
 	_, err = r.RunExperiment(context.Background(), e)
 	require.Error(t, err)
-	assert.Regexp(t, `[0-9]+ of [0-9]+ pages failed in the window \(100%: 0 refused, 0 timed out, [0-9]+ 5xx, 0 other\), more than maxErrorShare 50%`, err.Error())
+	assert.Regexp(t, `[0-9]+ of [0-9]+ pages to http://127.0.0.1:[0-9]+ failed in the window \(100%: 0 refused, 0 timed out, [0-9]+ 5xx, 0 other\), more than maxErrorShare 50%`, err.Error())
 	assert.Positive(t, pages.Load())
 
 	// A share the user allows is a measurement, with its errors counted.
@@ -211,4 +211,44 @@ func TestPassiveRunnerRunsNoExperiment(t *testing.T) {
 	assert.ErrorContains(t, err, "allowedHosts", "Prometheus elsewhere must be listed")
 	_, err = NewPassive(map[string]any{"target": "http://127.0.0.1:1"}, "d.yaml")
 	assert.ErrorContains(t, err, "prometheus: missing")
+}
+
+// A failure names what the user can look at: the hook's last output, the
+// health endpoint's answer, and a prometheus URL that is not Prometheus.
+func TestFailuresSayWhatTheyGot(t *testing.T) {
+	dir := t.TempDir()
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, "db down")
+		}
+	}))
+	defer app.Close()
+	html := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "<html><body>Grafana</body></html>")
+	}))
+	defer html.Close()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "w.yaml"), []byte(
+		"thinkTime: {mean: 20ms}\nstart: A\ninteractions:\n  - {name: A, path: /a, next: {A: 1}}\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "fail.sh"), []byte("#!/bin/sh\necho applying\necho cannot write httpd.conf >&2\nexit 3\n"), 0o755))
+	d := algorithms.Deployment{Tiers: []algorithms.Tier{{Name: "web", Role: "web", Replicas: 1, Cores: 1, Pools: []string{"threads"}}}}
+	e := algorithms.Experiment{Deployment: d, Allocation: algorithms.Allocation{"web": {Threads: 10}}, Workload: algorithms.Workload{Users: 2},
+		Timing: algorithms.Timing{RampUp: 50 * time.Millisecond, Runtime: 300 * time.Millisecond}}
+	run := func(extra map[string]any) error {
+		sec := map[string]any{"target": app.URL, "prometheus": html.URL, "workload": "w.yaml", "healthTimeout": "300ms",
+			"tiers": map[string]any{"web": map[string]any{"queries": map[string]any{"cpu": "cpu_usage"}}}}
+		for k, v := range extra {
+			sec[k] = v
+		}
+		r, err := New(sec, filepath.Join(dir, "deployment.yaml"))
+		require.NoError(t, err)
+		r.Retries = 0
+		_, err = r.RunExperiment(context.Background(), e)
+		require.Error(t, err)
+		return err
+	}
+	assert.ErrorContains(t, run(map[string]any{"hook": []any{"./fail.sh", "{web.threads}"}}),
+		"hook ./fail.sh 10: exit status 3; its last output: applying | cannot write httpd.conf")
+	assert.ErrorContains(t, run(map[string]any{"health": app.URL + "/health"}), `status 503 Service Unavailable: "db down"`)
+	assert.ErrorContains(t, run(nil), "did not answer as Prometheus's HTTP API does (is it the Prometheus URL?)")
 }

@@ -16,7 +16,8 @@ import (
 
 // prom evaluates the deployment file's queries over Prometheus's HTTP API.
 type prom struct {
-	api v1.API
+	api     v1.API
+	address string
 }
 
 func newProm(address string, rt http.RoundTripper) (*prom, error) {
@@ -24,7 +25,7 @@ func newProm(address string, rt http.RoundTripper) (*prom, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prometheus %q: %w", address, err)
 	}
-	return &prom{api: v1.NewAPI(c)}, nil
+	return &prom{api: v1.NewAPI(c), address: address}, nil
 }
 
 // errNoData is a query that matched no series.
@@ -43,11 +44,7 @@ func (p *prom) value(ctx context.Context, q string, t time.Time) (float64, error
 	defer cancel()
 	v, _, _, err := p.api.Query(ctx, q, t)
 	if err != nil {
-		var ae *v1.Error
-		if errors.As(err, &ae) && ae.Type == v1.ErrBadData {
-			return 0, errQuery{fmt.Errorf("query %s: %w", q, err)}
-		}
-		return 0, fmt.Errorf("query %s: %w", q, err)
+		return 0, p.queryError(q, err)
 	}
 	switch r := v.(type) {
 	case *model.Scalar:
@@ -76,11 +73,7 @@ func (p *prom) series(ctx context.Context, q string, start, end time.Time, step 
 	defer cancel()
 	v, _, _, err := p.api.QueryRange(ctx, q, v1.Range{Start: start, End: end, Step: step})
 	if err != nil {
-		var ae *v1.Error
-		if errors.As(err, &ae) && ae.Type == v1.ErrBadData {
-			return nil, errQuery{fmt.Errorf("query %s: %w", q, err)}
-		}
-		return nil, fmt.Errorf("query %s: %w", q, err)
+		return nil, p.queryError(q, err)
 	}
 	m, ok := v.(model.Matrix)
 	if !ok {
@@ -126,6 +119,8 @@ func (p *prom) waitScraped(ctx context.Context, t time.Time, timeout time.Durati
 		switch {
 		case err == nil && !math.IsNaN(v) && v >= float64(t.UnixMilli())/1000:
 			return nil
+		case errors.As(err, new(errQuery)):
+			return err // not Prometheus, or a query it refuses: waiting will not help
 		case err != nil:
 			last = err
 		default:
@@ -142,4 +137,18 @@ func (p *prom) waitScraped(ctx context.Context, t time.Time, timeout time.Durati
 			return ctx.Err()
 		}
 	}
+}
+
+// queryError classifies a failed query: one Prometheus refuses (bad
+// syntax), or an answer that is not its HTTP API at all (the prometheus URL
+// names another server), cannot work whatever the retry.
+func (p *prom) queryError(q string, err error) error {
+	var ae *v1.Error
+	switch {
+	case errors.As(err, &ae) && ae.Type == v1.ErrBadData:
+		return errQuery{fmt.Errorf("query %s: %w", q, err)}
+	case errors.As(err, &ae) && ae.Type == v1.ErrBadResponse:
+		return errQuery{fmt.Errorf("query %s: %s did not answer as Prometheus's HTTP API does (is it the Prometheus URL?): %w", q, p.address, err)}
+	}
+	return fmt.Errorf("query %s: %w", q, err)
 }
