@@ -192,12 +192,10 @@ func parseConfig(section map[string]any, path string, passive bool) (Config, err
 	if err != nil {
 		return c, fmt.Errorf("runner section: %w", err)
 	}
-	dec := yaml.NewDecoder(strings.NewReader(string(b)))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil && len(rest) > 0 {
+	if err := oneline.DecodeYAML(b, &c); err != nil && len(rest) > 0 {
 		// The lines are those of the section written out again, not of the
-		// file: drop them, and yaml.v3's Go type names with them.
-		msg := sectionLine.ReplaceAllString(oneline.YAMLError(err).Error(), "")
+		// file: drop them; the paths DecodeYAML gives are the section's.
+		msg := sectionLine.ReplaceAllString(err.Error(), "")
 		return c, fmt.Errorf("runner section: %s", strings.ReplaceAll(msg, "yaml: ", ""))
 	}
 	c.dir = filepath.Dir(path)

@@ -59,6 +59,11 @@ func TestParseConfig(t *testing.T) {
 			"runner section: pages.users: placeholder {instance} has no value; a page query has only {window}"},
 		{"bad precision", section(map[string]any{"precision": 0.7}), "precision: want a share in [0, 0.5] such as 0.02 (0: fixed trials), got 0.7"},
 		{"bad interval", section(map[string]any{"interval": -1}), "interval: want a duration >= 0"},
+		// A wrong type is named by its path in the section (it said "want a string, got a list").
+		{"a list for a string", section(map[string]any{"target": []any{"x"}}), "runner section: target: want a string, got a list"},
+		{"a string for a list", section(map[string]any{"hook": "./hook.sh"}), "runner section: hook: want a list, got `./hook.sh`"},
+		{"a nested misspelt key", section(map[string]any{"tiers": map[string]any{"web": map[string]any{"queries": map[string]any{"cpuu": "x"}}}}),
+			`runner section: unknown field "cpuu" in tiers.web.queries; want one of: cpu,`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseConfig(tc.sec, "d.yaml")
