@@ -34,3 +34,12 @@ func Quote(s string) string {
 	}
 	return s
 }
+
+// Shorten cuts s to at most n bytes, marking the cut, for an excerpt of
+// user input in a message.
+func Shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/softalloc/softalloc/internal/oneline"
 	"github.com/softalloc/softalloc/internal/procattr"
 )
 
@@ -279,7 +280,7 @@ func (t *tailBuffer) add(s string) {
 	if len(t.buf) == t.max {
 		t.buf = t.buf[1:]
 	}
-	t.buf = append(t.buf, shorten(s, 500))
+	t.buf = append(t.buf, oneline.Shorten(s, 500))
 }
 
 func (t *tailBuffer) lines() []string { return append([]string(nil), t.buf...) }

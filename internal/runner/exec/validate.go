@@ -456,14 +456,7 @@ func raw(v any) string {
 	if err != nil {
 		return fmt.Sprintf("%v", v)
 	}
-	return shorten(string(b), 60)
-}
-
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
+	return oneline.Shorten(string(b), 60)
 }
 
 // maxStdout bounds what is kept of a program's stdout; an observation with
@@ -487,14 +480,14 @@ func ParseObservation(stdout []byte, e algorithms.Experiment) (algorithms.Observ
 		if errors.As(err, &se) && se.Offset > 120 {
 			from := max(0, int(se.Offset)-60)
 			return algorithms.Observation{}, fmt.Errorf("stdout is not a JSON observation: %v at byte %d, in %q", err, se.Offset,
-				shorten(string(text[from:]), 80))
+				oneline.Shorten(string(text[from:]), 80))
 		}
-		return algorithms.Observation{}, fmt.Errorf("stdout is not a JSON observation: %v; stdout began %q", err, shorten(string(text), 120))
+		return algorithms.Observation{}, fmt.Errorf("stdout is not a JSON observation: %v; stdout began %q", err, oneline.Shorten(string(text), 120))
 	}
 	first := dec.InputOffset() // Token below consumes the next value's first byte
 	if _, err := dec.Token(); err != io.EOF {
 		return algorithms.Observation{}, fmt.Errorf("stdout holds more than one JSON value (print diagnostics to stderr); after the first came %q",
-			shorten(string(bytes.TrimSpace(text[first:])), 120))
+			oneline.Shorten(string(bytes.TrimSpace(text[first:])), 120))
 	}
 	problems := schemaProblems(v)
 	outOfRange(v, nil, &problems)

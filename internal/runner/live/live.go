@@ -38,6 +38,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/oneline"
 	"github.com/softalloc/softalloc/internal/procattr"
 	"github.com/softalloc/softalloc/internal/safefile"
 	"github.com/softalloc/softalloc/internal/workload"
@@ -304,11 +305,8 @@ func (r *Runner) apply(ctx context.Context, a algorithms.Allocation) error {
 	defer cancel()
 	cmd := osexec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = r.cfg.dir
-	out := &prefixWriter{w: r.Log, prefix: "live: hook: "}
-	tail := &lastLines{n: 3}
-	// One writer for both: exec then gives them one pipe, in order.
-	both := io.MultiWriter(out, tail)
-	cmd.Stdout, cmd.Stderr = both, both
+	out := &prefixWriter{w: r.Log, prefix: "live: hook: ", keep: 3}
+	cmd.Stdout, cmd.Stderr = out, out // one writer: exec gives them one pipe, in order
 	// Its own process group, so that a timeout stops whatever it started.
 	cmd.SysProcAttr = procattr.Child()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -321,7 +319,7 @@ func (r *Runner) apply(ctx context.Context, a algorithms.Allocation) error {
 			return fmt.Errorf("hook %s: %w", strings.Join(argv, " "), ctx.Err())
 		}
 		// The reason is usually in what the hook printed last.
-		if t := tail.String(); t != "" {
+		if t := out.lastOutput(); t != "" {
 			return fmt.Errorf("hook %s: %w; its last output: %s", strings.Join(argv, " "), err, t)
 		}
 		return fmt.Errorf("hook %s: %w", strings.Join(argv, " "), err)
@@ -389,7 +387,7 @@ func (r *Runner) waitHealthy(ctx context.Context) error {
 			err = fmt.Errorf("status %s", resp.Status)
 			// A health endpoint usually says what is unhealthy.
 			if b := strings.Join(strings.Fields(string(body)), " "); b != "" {
-				err = fmt.Errorf("status %s: %q", resp.Status, shorten(b, 200))
+				err = fmt.Errorf("status %s: %q", resp.Status, oneline.Shorten(b, 200))
 			}
 		}
 		last = err
@@ -610,56 +608,18 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // prefixWriter writes each line with a prefix (the hook's output in the log).
-// lastLines keeps the last n lines written to it, for an error's one line.
-type lastLines struct {
-	n     int
-	mu    sync.Mutex
-	lines []string
-	part  string
-}
-
-func (l *lastLines) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	text := l.part + string(b)
-	parts := strings.Split(text, "\n")
-	l.part = parts[len(parts)-1]
-	if len(l.part) > 1<<10 {
-		l.part = l.part[len(l.part)-1<<10:]
-	}
-	for _, line := range parts[:len(parts)-1] {
-		if line = strings.TrimSpace(line); line != "" {
-			l.lines = append(l.lines, line)
-		}
-	}
-	if len(l.lines) > l.n {
-		l.lines = l.lines[len(l.lines)-l.n:]
-	}
-	return len(b), nil
-}
-
-// String is the lines joined by " | ", a line not yet ended last.
-func (l *lastLines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	lines := l.lines
-	if p := strings.TrimSpace(l.part); p != "" {
-		lines = append(append([]string{}, lines...), p)
-	}
-	return strings.Join(lines, " | ")
-}
-
+// prefixWriter writes each line to w (nil: nowhere) behind prefix, and
+// keeps the last keep lines, for an error's one line.
 type prefixWriter struct {
 	w      io.Writer
 	prefix string
+	keep   int
 	mu     sync.Mutex
 	buf    []byte
+	last   []string
 }
 
 func (p *prefixWriter) Write(b []byte) (int, error) {
-	if p.w == nil {
-		return len(b), nil
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.buf = append(p.buf, b...)
@@ -668,16 +628,27 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf[:i])
+		if p.w != nil {
+			fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf[:i])
+		}
+		if line := strings.TrimSpace(string(p.buf[:i])); line != "" && p.keep > 0 {
+			p.last = append(p.last, oneline.Shorten(line, 500))
+			if len(p.last) > p.keep {
+				p.last = p.last[1:]
+			}
+		}
 		p.buf = p.buf[i+1:]
 	}
 	return len(b), nil
 }
 
-// shorten cuts s to at most n bytes, marking the cut.
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
+// lastOutput is the last lines kept, joined by " | ", a line not yet ended last.
+func (p *prefixWriter) lastOutput() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	lines := p.last
+	if part := strings.TrimSpace(string(p.buf)); part != "" {
+		lines = append(append([]string{}, lines...), oneline.Shorten(part, 500))
 	}
-	return s[:n] + "..."
+	return strings.Join(lines, " | ")
 }
