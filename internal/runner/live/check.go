@@ -6,7 +6,6 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -14,11 +13,11 @@ import (
 )
 
 // CheckExperiment refuses, before the hook runs or any load starts, what the
-// runner section says wrongly of e's deployment: a tier it does not know (a
-// misspelt one, which left the real tier "missing"), a tier without a cpu
-// query or with the wrong number of servers, a placeholder no server
-// defines, a hook placeholder that names no pool, or a hook that cannot
-// run. Each was found after a whole trial of load, or never: a hook
+// runner section says wrongly of e's deployment and allocation: a tier it
+// does not know (a misspelt one, which left the real tier "missing"), a
+// tier without a cpu query or with the wrong number of servers, a
+// placeholder no server defines, a hook placeholder that names no pool of
+// the allocation, or a hook that cannot run. Each was found after a whole trial of load, or never: a hook
 // argument {web.thread} went to the hook as written, and the campaign
 // measured allocations that were never applied.
 func (r *Runner) CheckExperiment(e algorithms.Experiment) error {
@@ -52,27 +51,18 @@ func (r *Runner) CheckExperiment(e algorithms.Experiment) error {
 			}
 		}
 	}
-	return r.checkHook(d)
+	return r.checkHook(e.Allocation)
 }
 
-// checkHook refuses a hook argument's placeholder that names no pool of the
-// deployment, and a hook program that is not there to run.
-func (r *Runner) checkHook(d algorithms.Deployment) error {
+// checkHook refuses what hookArgv would refuse of e's allocation (a
+// placeholder naming no pool it sets), and a hook program that is not
+// there to run.
+func (r *Runner) checkHook(a algorithms.Allocation) error {
 	if len(r.cfg.Hook) == 0 {
 		return nil
 	}
-	var pools []string
-	for _, t := range d.Tiers {
-		for _, p := range t.Pools {
-			pools = append(pools, t.Name+"."+p)
-		}
-	}
-	for i, arg := range r.cfg.Hook {
-		for _, m := range anyBraces.FindAllString(arg, -1) {
-			if !slices.Contains(pools, m[1:len(m)-1]) {
-				return fmt.Errorf("runner section: hook[%d]: %s names no pool of the deployment; want one of {%s}", i, m, strings.Join(pools, "}, {"))
-			}
-		}
+	if _, err := hookArgv(r.cfg.Hook, a); err != nil {
+		return fmt.Errorf("runner section: hook: %w", err)
 	}
 	prog := r.cfg.Hook[0]
 	if prog == "" {
@@ -99,9 +89,6 @@ func (r *Runner) checkHook(d algorithms.Deployment) error {
 	}
 	return nil
 }
-
-// anyBraces is any {...} of a hook argument: {tier.pool} is the only kind.
-var anyBraces = regexp.MustCompile(`\{[^{}]*\}`)
 
 // unknownPlaceholder is the first placeholder of q that vars lacks.
 func unknownPlaceholder(q string, vars map[string]string) string {

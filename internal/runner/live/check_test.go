@@ -19,11 +19,12 @@ func TestCheckExperimentBeforeAnyLoad(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "hook.sh"), []byte("#!/bin/sh\n"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "plain.sh"), []byte("#!/bin/sh\n"), 0o644))
-	e := algorithms.Experiment{Deployment: algorithms.Deployment{Topology: "shop", Tiers: []algorithms.Tier{
-		{Name: "web", Role: algorithms.RoleWeb, Replicas: 1, Cores: 1, Pools: []string{"threads"}},
-		{Name: "app", Role: algorithms.RoleApp, Replicas: 2, Cores: 1, Pools: []string{"threads", "connections"}},
-		{Name: "db", Role: algorithms.RoleDB, Replicas: 1, Cores: 1},
-	}}}
+	e := algorithms.Experiment{Allocation: algorithms.Allocation{"web": {Threads: 400}, "app": {Threads: 150, Connections: 60}},
+		Deployment: algorithms.Deployment{Topology: "shop", Tiers: []algorithms.Tier{
+			{Name: "web", Role: algorithms.RoleWeb, Replicas: 1, Cores: 1, Pools: []string{"threads"}},
+			{Name: "app", Role: algorithms.RoleApp, Replicas: 2, Cores: 1, Pools: []string{"threads", "connections"}},
+			{Name: "db", Role: algorithms.RoleDB, Replicas: 1, Cores: 1},
+		}}}
 	cpu := func(q string) map[string]any { return map[string]any{"queries": map[string]any{"cpu": q}} }
 	servers := []any{map[string]any{"instance": "a:1"}, map[string]any{"instance": "b:1"}}
 	tiers := func(edit func(map[string]any)) map[string]any {
@@ -56,7 +57,7 @@ func TestCheckExperimentBeforeAnyLoad(t *testing.T) {
 			ts["app"] = map[string]any{"servers": servers[:1], "queries": map[string]any{"cpu": "app_cpu"}}
 		})}, "runner section: tiers.app.servers: 1 entries for 2 replicas"},
 		"hook placeholder typo": {map[string]any{"tiers": tiers(nil), "hook": []any{"./hook.sh", "{web.thread}"}},
-			"runner section: hook[1]: {web.thread} names no pool of the deployment; want one of {web.threads}, {app.threads}, {app.connections}"},
+			`runner section: hook: hook argument "{web.thread}": the allocation sets no {web.thread} (it sets {app.connections}, {app.threads}, {web.threads})`},
 		"hook not executable": {map[string]any{"tiers": tiers(nil), "hook": []any{"./plain.sh"}},
 			"runner section: hook[0]: " + filepath.Join(dir, "plain.sh") + " is not an executable file"},
 		"hook missing": {map[string]any{"tiers": tiers(nil), "hook": []any{"./nohook.sh"}}, "no such file or directory"},

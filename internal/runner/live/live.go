@@ -328,8 +328,10 @@ func (r *Runner) apply(ctx context.Context, a algorithms.Allocation) error {
 	return nil
 }
 
-// hookVar is a {tier.pool} placeholder of the hook.
-var hookVar = regexp.MustCompile(`\{[A-Za-z0-9][A-Za-z0-9_.-]*\.(?:threads|connections)\}`)
+// hookVar is a {tier.pool} placeholder of the hook: any dotted name, so
+// that a misspelt pool ({web.thread}) is refused rather than passed on as
+// written; braces without a dot ({keep}) are the hook's own.
+var hookVar = regexp.MustCompile(`\{[A-Za-z0-9][A-Za-z0-9_-]*\.[A-Za-z0-9_]+\}`)
 
 // hookArgv substitutes {tier.pool} in the hook's arguments.
 func hookArgv(hook []string, a algorithms.Allocation) ([]string, error) {

@@ -155,6 +155,9 @@ func TestHookArgv(t *testing.T) {
 	assert.Equal(t, []string{"apply", "--web=400", "15", "8", "{keep}"}, got)
 	_, err = hookArgv([]string{"{db.threads}"}, a)
 	assert.ErrorContains(t, err, "sets no {db.threads}")
+	// A misspelt pool is refused, not passed to the hook as written.
+	_, err = hookArgv([]string{"{web.thread}"}, a)
+	assert.ErrorContains(t, err, "sets no {web.thread}")
 }
 
 // Issue 25: with every page refused the trial reported throughput 0 and was

@@ -184,9 +184,8 @@ func (p *prom) rangeQuery(ctx context.Context, q string, g grid, f func(m model.
 		v, _, _, err := p.api.QueryRange(qctx, q, v1.Range{Start: g.end(lo), End: g.end(hi - 1), Step: g.step})
 		cancel()
 		if err != nil {
-			var ae *v1.Error
-			if errors.As(err, &ae) && ae.Type == v1.ErrBadData {
-				return errQuery{fmt.Errorf("query %s: %w", q, err)}
+			if qe := p.queryError(q, err); errors.As(qe, new(errQuery)) {
+				return qe
 			}
 			return fmt.Errorf("query %s over %s: %w", q, g.span(), err)
 		}
