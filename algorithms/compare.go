@@ -22,6 +22,9 @@ const (
 type GridEntry struct {
 	Allocation Allocation
 	Role       string
+	// Also are the other named roles the same allocation fills: a
+	// recommendation may be the practitioners' 400-150-60.
+	Also []string
 }
 
 // Around lists pool sizes near r (halves to doubles) and the anchors, sorted.
@@ -68,17 +71,20 @@ func Grid(d Deployment, rec Allocation, threads, conns []int) []GridEntry {
 	}
 	web := rec["web"].Threads
 	named := []GridEntry{
-		{rec, RoleRecommended},
-		{Allocation{"web": {Threads: 400}, "app": {Threads: 150, Connections: 60}}, RolePractitioners},
-		{Allocation{"web": {Threads: web}, "app": {Threads: 200, Connections: 8}}, RoleTomcatDefaults},
-		{Allocation{"web": {Threads: web}, "app": {Threads: 150, Connections: 2*dbCores + 1}}, RoleHikari},
+		{Allocation: rec, Role: RoleRecommended},
+		{Allocation: Allocation{"web": {Threads: 400}, "app": {Threads: 150, Connections: 60}}, Role: RolePractitioners},
+		{Allocation: Allocation{"web": {Threads: web}, "app": {Threads: 200, Connections: 8}}, Role: RoleTomcatDefaults},
+		{Allocation: Allocation{"web": {Threads: web}, "app": {Threads: 150, Connections: 2*dbCores + 1}}, Role: RoleHikari},
 	}
-	seen := map[string]bool{}
+	seen := map[string]int{}
 	var out []GridEntry
 	add := func(e GridEntry) {
-		if !seen[e.Allocation.Key()] {
-			seen[e.Allocation.Key()] = true
+		i, ok := seen[e.Allocation.Key()]
+		if !ok {
+			seen[e.Allocation.Key()] = len(out)
 			out = append(out, e)
+		} else if e.Role != RoleGrid {
+			out[i].Also = append(out[i].Also, e.Role)
 		}
 	}
 	for _, n := range named {
@@ -87,7 +93,7 @@ func Grid(d Deployment, rec Allocation, threads, conns []int) []GridEntry {
 	for _, t := range threads {
 		for _, c := range conns {
 			if c <= t {
-				add(GridEntry{Allocation{"web": {Threads: web}, "app": {Threads: t, Connections: c}}, RoleGrid})
+				add(GridEntry{Allocation: Allocation{"web": {Threads: web}, "app": {Threads: t, Connections: c}}, Role: RoleGrid})
 			}
 		}
 	}

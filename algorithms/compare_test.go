@@ -32,6 +32,14 @@ func TestGrid(t *testing.T) {
 		"8-8 is the recommendation already; 4-4, 8-4 and 8-8 are the pairs, one of them the recommendation")
 	assert.Equal(t, 3, g[3].Allocation["app"].Connections, "HikariCP: 2 x 1 DB core + 1")
 
+	// The recommendation is the practitioners' pools: one allocation, both roles.
+	both := algorithms.Grid(d, allocation(t, "400-150-60"), []int{150}, []int{60})
+	assert.Equal(t, algorithms.RoleRecommended, both[0].Role)
+	assert.Equal(t, []string{algorithms.RolePractitioners}, both[0].Also)
+	for _, e := range both[1:] {
+		assert.NotEqual(t, both[0].Allocation.Key(), e.Allocation.Key(), "measured once")
+	}
+
 	def := algorithms.Grid(d, rec, nil, nil)
 	assert.GreaterOrEqual(t, len(def), 50, "the default grid has at least 50 allocations")
 	assert.Equal(t, []int{4, 6, 8, 10, 12, 16, 20, 50, 100, 150, 200}, algorithms.Around(8, algorithms.DefaultGridThreads))

@@ -164,3 +164,42 @@ func TestValidateAgainstAGrid(t *testing.T) {
 	assert.Equal(t, 8*2, plain.GridExperiments)
 	assert.Equal(t, doc.Best.Allocation, plain.Best.Allocation)
 }
+
+// An allocation that fills two roles is measured once and shown in both:
+// recommending the practitioners' pools must not hide the practitioners.
+func TestValidateShowsEveryRoleOfAnAllocation(t *testing.T) {
+	dir := t.TempDir()
+	prom := filepath.Join(dir, "validate.prom")
+	args := []string{"validate", "--topology", "1/2/1/2", "--recommended", "400-150-60", "--users", "5000",
+		"--grid-threads", "150", "--grid-connections", "60", "--ramp-up", "10s", "--runtime", "20s", "--no-journal"}
+	out, stderr, code := run(t, "", append(args, "--output", "json", "--metrics-file", prom)...)
+	require.Equal(t, 0, code, stderr)
+	var doc struct {
+		Best     struct{ Allocation string }
+		Compared []struct{ Role, Allocation string }
+		Grid     []struct {
+			Allocation string
+			Roles      []string
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	roles := map[string]string{}
+	for _, c := range doc.Compared {
+		roles[c.Role] = c.Allocation
+	}
+	assert.Equal(t, "400-150-60", roles["practitioners"])
+	require.Len(t, doc.Grid, 3, "400-150-60 once, 400-200-8 and 400-150-3")
+	assert.Equal(t, "400-150-60", doc.Grid[0].Allocation)
+	assert.Equal(t, []string{"recommended", "practitioners"}, doc.Grid[0].Roles)
+
+	text, err := os.ReadFile(prom)
+	require.NoError(t, err)
+	for _, role := range []string{"recommended", "practitioners", "tomcat-defaults", "hikari", "best"} {
+		assert.Contains(t, string(text), `role="`+role+`"`, "a ratio series for every role, the best's among them")
+	}
+
+	out, stderr, code = run(t, "", append(args, "--output", "csv")...)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "1/2/1/2,400-150-60,recommended+practitioners,")
+	assert.Contains(t, out, ","+doc.Best.Allocation+",")
+}

@@ -180,19 +180,24 @@ func runValidate(o *validateOptions) error {
 	doc.GridExperiments = cmp.Experiments
 	results := make([]report.ValidateAllocation, len(cmp.Entries))
 	for i, e := range cmp.Entries {
-		results[i] = report.ValidateAllocation{Allocation: formatAllocation(e.Allocation), Role: e.Role, Goodput: e.Goodput[0],
+		results[i] = report.ValidateAllocation{Allocation: formatAllocation(e.Allocation), Role: e.Role,
+			Roles: append([]string{e.Role}, e.Also...), Goodput: e.Goodput[0],
 			MaxGoodput: e.MaxGoodput[0], AtUsers: e.AtUsers[0], Ratio: e.Ratio[0], MaxHalfWidth: e.MaxHalfWidth[0],
 			Indistinguishable: e.Indistinguishable[0]}
 	}
 	doc.Best = results[cmp.Best[0]]
 	doc.Grid = results
 	for _, v := range results {
-		switch v.Role {
-		case "recommended":
-			doc.Recommended = v
-		case "grid":
-		default:
-			doc.Compared = append(doc.Compared, v)
+		for _, role := range v.Roles {
+			switch role {
+			case algorithms.RoleRecommended:
+				doc.Recommended = v
+			case algorithms.RoleGrid:
+			default:
+				c := v
+				c.Role = role
+				doc.Compared = append(doc.Compared, c)
+			}
 		}
 	}
 	if o.plot != "" {
@@ -204,14 +209,13 @@ func runValidate(o *validateOptions) error {
 	set.Experiments(doc.RecommendExperiments + doc.GridExperiments*len(seeds))
 	for _, v := range results {
 		set.Goodput(v.Allocation, doc.SLA, v.MaxGoodput)
-		if v.Role != "grid" || v.Allocation == doc.Best.Allocation {
-			role := v.Role
-			if v.Allocation == doc.Best.Allocation {
-				role = "best"
+		for _, role := range v.Roles {
+			if role != algorithms.RoleGrid {
+				set.GoodputRatio(v.Allocation, role, v.Ratio)
 			}
-			set.GoodputRatio(v.Allocation, role, v.Ratio)
 		}
 	}
+	set.GoodputRatio(doc.Best.Allocation, "best", doc.Best.Ratio)
 	switch o.campaign.output {
 	case "json":
 		err = report.WriteJSON(s.Out, doc)

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -564,7 +565,7 @@ func evaluateTopology(ctx context.Context, cfg Config, topo string, seed uint64,
 			a = recP.Allocation
 		default:
 			for _, g := range grid {
-				if g.Role == role {
+				if g.Role == role || slices.Contains(g.Also, role) {
 					a = g.Allocation
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/softalloc/softalloc/algorithms"
 )
@@ -79,7 +80,7 @@ func WriteSizeCSV(w io.Writer, d algorithms.Deployment, sz algorithms.Sizing, ti
 func WriteValidateCSV(w io.Writer, doc ValidateJSON) error {
 	var rows [][]string
 	for _, v := range doc.Grid {
-		role := v.Role
+		role := strings.Join(v.Roles, "+")
 		if v.Allocation == doc.Best.Allocation {
 			role += "+best"
 		}

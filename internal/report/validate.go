@@ -14,6 +14,9 @@ type ValidateAllocation struct {
 	Allocation string `json:"allocation"`
 	// Role: "recommended", "practitioners", "tomcat-defaults", "hikari", or "grid".
 	Role string `json:"role"`
+	// Roles are every role the allocation fills, Role first: the
+	// recommendation may be the practitioners' 400-150-60 as well.
+	Roles []string `json:"roles"`
 	// MaxGoodput is the highest goodput at the SLA over the workloads (pages/s),
 	// the mean over seeds; Goodput is the curve, one value per workload.
 	MaxGoodput float64   `json:"maxGoodput"`
