@@ -411,7 +411,7 @@ feed:
 	}
 	if first >= 0 {
 		e := exps[first]
-		return nil, fmt.Errorf("%s at %d users: %w", e.Allocation.Key(), e.Workload.Users, errs[first])
+		return nil, fmt.Errorf("%s at %d users: %w", e.Allocation, e.Workload.Users, errs[first])
 	}
 	// No experiment failed, yet the context ended: the caller cancelled.
 	if err := ctx.Err(); err != nil {

@@ -106,13 +106,22 @@ func TestRunAllReportsTheFailureNotTheCancellation(t *testing.T) {
 	}
 	_, err := algorithms.RunAll(context.Background(), failingAt{300}, exps, 4)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "at 300 users: the deployment fell over")
+	assert.Equal(t, "400-150-60 at 300 users: the deployment fell over", err.Error(), "the allocation as the user writes it")
 	assert.NotErrorIs(t, err, context.Canceled)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err = algorithms.RunAll(ctx, failingAt{-1}, exps, 2)
 	assert.ErrorIs(t, err, context.Canceled)
+}
+
+func TestAllocationString(t *testing.T) {
+	assert.Equal(t, "400-150-60", allocation(t, "400-150-60").String())
+	// What the notation cannot say stays the canonical key.
+	odd := algorithms.Allocation{"web": {Threads: 100}, "app": {Threads: 20, Connections: 10}, "cache": {Threads: 4}}
+	assert.Equal(t, odd.Key(), odd.String())
+	noConns := algorithms.Allocation{"web": {Threads: 100}, "app": {Threads: 20}}
+	assert.Equal(t, noConns.Key(), noConns.String())
 }
 
 func TestSweepMeasuresTheAllocationAsConfigured(t *testing.T) {

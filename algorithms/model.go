@@ -116,6 +116,17 @@ func (a Allocation) Scaled(f int) Allocation {
 	return c
 }
 
+// String is the paper's notation, "400-150-60" (web threads, app threads,
+// app connections), for an allocation of those pools alone, and Key for any
+// other: what a message names an allocation by.
+func (a Allocation) String() string {
+	web, app := a["web"], a["app"]
+	if len(a) == 2 && web.Threads > 0 && web.Connections == 0 && app.Threads > 0 && app.Connections > 0 {
+		return fmt.Sprintf("%d-%d-%d", web.Threads, app.Threads, app.Connections)
+	}
+	return a.Key()
+}
+
 // Key is a canonical, order-independent text of the allocation, for journals
 // and maps: "app:threads=150,connections=60;web:threads=400".
 func (a Allocation) Key() string {

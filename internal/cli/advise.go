@@ -205,7 +205,7 @@ func runAdvise(o *adviseOptions) error {
 		}
 		return configError(fmt.Errorf("advise: %w", err))
 	}
-	doc := report.NewAdviseJSON(d, adv, formatAllocation(adv.Allocation))
+	doc := report.NewAdviseJSON(d, adv, adv.Allocation.String())
 	doc.Version = version.String()
 	doc.Snippets = report.Snippets(d, adv.Tiers, formats)
 	set := metrics.New(o.cmd.Name(), d.Topology, "advise")
@@ -304,9 +304,9 @@ func oneDeployment(d algorithms.Deployment, recorded []wire.RecordedWindow, curr
 		case e.Deployment.Topology != d.Topology:
 			windows[i].Problem = fmt.Sprintf("recorded on %s, not %s", oneline.Quote(e.Deployment.Topology), oneline.Quote(d.Topology))
 		case current != nil && e.Allocation.Key() != current.Key():
-			windows[i].Problem = fmt.Sprintf("allocation %s, not --alloc %s", formatAllocation(e.Allocation), formatAllocation(current))
+			windows[i].Problem = fmt.Sprintf("allocation %s, not --alloc %s", e.Allocation.String(), current.String())
 		default:
-			counts[formatAllocation(e.Allocation)]++
+			counts[e.Allocation.String()]++
 		}
 	}
 	if len(counts) > 1 {

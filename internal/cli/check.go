@@ -202,7 +202,7 @@ func runCheck(o *checkOptions) error {
 		if err = o.campaign.finish(cp, err); err != nil {
 			return err
 		}
-		capacity = capacityOf(cp.deployment, cp.runner.Name, formatAllocation(cp.start), cp.opts, trials)
+		capacity = capacityOf(cp.deployment, cp.runner.Name, cp.start.String(), cp.opts, trials)
 	}
 	// Checks is [] in JSON when there are none, never null.
 	doc := report.CheckJSON{Capacity: capacity, Checks: []report.CheckResult{}, OK: true, Version: version.String()}
@@ -322,7 +322,7 @@ func (o *checkOptions) capacityFromJournal() (report.Capacity, campaign, error) 
 			continue
 		}
 		id := journal.Identity{Runner: e.Runner, Settings: e.Settings}
-		k := e.Experiment.Deployment.Topology + " " + formatAllocation(e.Experiment.Allocation) + " " + id.String()
+		k := e.Experiment.Deployment.Topology + " " + e.Experiment.Allocation.String() + " " + id.String()
 		groups[k] = append(groups[k], e)
 	}
 	want := o.campaign.deployment.topology
@@ -346,7 +346,7 @@ func (o *checkOptions) capacityFromJournal() (report.Capacity, campaign, error) 
 		if _, start, err := o.campaign.deployment.resolve(); err == nil {
 			var started []string
 			for _, k := range keys {
-				if _, rest, _ := strings.Cut(k, " "); strings.HasPrefix(rest, formatAllocation(start)+" ") {
+				if _, rest, _ := strings.Cut(k, " "); strings.HasPrefix(rest, start.String()+" ") {
 					started = append(started, k)
 				}
 			}
@@ -374,7 +374,7 @@ func (o *checkOptions) capacityFromJournal() (report.Capacity, campaign, error) 
 		trials[i] = algorithms.Trial{Experiment: r.Experiment, Observation: r.Observation}
 	}
 	d := recs[0].Experiment.Deployment
-	c = capacityOf(d, recs[0].Runner, formatAllocation(recs[0].Experiment.Allocation), opts, trials)
+	c = capacityOf(d, recs[0].Runner, recs[0].Experiment.Allocation.String(), opts, trials)
 	cp.deployment = d
 	cp.runner.Name = c.Runner
 	return c, cp, nil

@@ -450,13 +450,6 @@ func parseTopologyArg(s string) (algorithms.Deployment, error) {
 	return d, nil
 }
 
-func formatAllocation(a algorithms.Allocation) string {
-	if s, err := topology.FormatAllocation(a); err == nil {
-		return s
-	}
-	return a.Key()
-}
-
 // deprecatedAlias keeps an old flag name working for a renamed flag (one
 // name, one meaning across commands), hidden from help; noteDeprecated
 // tells the user on stderr (pflag's own notice goes to stdout, into the

@@ -169,7 +169,7 @@ type progressExperimenter struct {
 
 func (p progressExperimenter) RunExperiment(ctx context.Context, e algorithms.Experiment) (algorithms.Observation, error) {
 	u := p.u
-	label := fmt.Sprintf("%s at %d users", formatAllocation(e.Allocation), e.Workload.Users)
+	label := fmt.Sprintf("%s at %d users", e.Allocation.String(), e.Workload.Users)
 	began := time.Now()
 	u.mu.Lock()
 	u.running[label] = began

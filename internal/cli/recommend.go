@@ -167,16 +167,16 @@ func runFindCritical(o *findCriticalOptions) error {
 	set := o.metricSet(cp)
 	set.Critical(c)
 	set.Experiments(c.Experiments)
-	set.TrialsGoodput(c.Trials, cp.opts.SLA, formatAllocation)
+	set.TrialsGoodput(c.Trials, cp.opts.SLA, algorithms.Allocation.String)
 	// The answer is printed first, so a failed push never hides it.
 	switch o.output {
 	case "json":
 		err = report.WriteJSON(s.Out, report.FindCriticalJSON{Topology: d.Topology, Critical: report.NewCriticalJSON(c),
-			Reserve: formatAllocation(c.Reserve), Experiments: c.Experiments, Warnings: nonNilStrings(c.Warnings), Version: version.String()})
+			Reserve: c.Reserve.String(), Experiments: c.Experiments, Warnings: nonNilStrings(c.Warnings), Version: version.String()})
 	case "csv":
-		err = report.WriteCriticalCSV(s.Out, d.Topology, c, formatAllocation(c.Reserve))
+		err = report.WriteCriticalCSV(s.Out, d.Topology, c, c.Reserve.String())
 	default:
-		err = report.WriteCriticalTable(s.Out, d.Topology, c, formatAllocation(c.Reserve))
+		err = report.WriteCriticalTable(s.Out, d.Topology, c, c.Reserve.String())
 	}
 	if err != nil {
 		return err
@@ -255,13 +255,13 @@ func runRecommend(o *recommendOptions) error {
 	if err = o.finish(cp, err); err != nil {
 		return err
 	}
-	doc := report.NewRecommendJSON(d, rec, formatAllocation(rec.Allocation))
+	doc := report.NewRecommendJSON(d, rec, rec.Allocation.String())
 	doc.Version = version.String()
 	doc.Snippets = report.Snippets(d, rec.Tiers, formats)
 	set := o.metricSet(cp)
 	set.Recommendation(rec)
 	set.Experiments(rec.Experiments)
-	set.TrialsGoodput(append(rec.Critical.Trials, rec.MinJobs.Trials...), cp.opts.SLA, formatAllocation)
+	set.TrialsGoodput(append(rec.Critical.Trials, rec.MinJobs.Trials...), cp.opts.SLA, algorithms.Allocation.String)
 	switch o.output {
 	case "json":
 		err = report.WriteJSON(s.Out, doc)

@@ -161,7 +161,7 @@ func runSimulate(o *simulateOptions) error {
 	}
 	rows := make([]report.SimulateRow, len(exps))
 	for i, e := range exps {
-		rows[i] = report.NewSimulateRow(formatAllocation(e.Allocation), e, obs[i], slas)
+		rows[i] = report.NewSimulateRow(e.Allocation.String(), e, obs[i], slas)
 	}
 	set := metrics.New(o.cmd.Name(), d.Topology, r.Name)
 	set.Duration(time.Since(started))

@@ -180,7 +180,7 @@ func runValidate(o *validateOptions) error {
 	doc.GridExperiments = cmp.Experiments
 	results := make([]report.ValidateAllocation, len(cmp.Entries))
 	for i, e := range cmp.Entries {
-		results[i] = report.ValidateAllocation{Allocation: formatAllocation(e.Allocation), Role: e.Role,
+		results[i] = report.ValidateAllocation{Allocation: e.Allocation.String(), Role: e.Role,
 			Roles: append([]string{e.Role}, e.Also...), Goodput: e.Goodput[0],
 			MaxGoodput: e.MaxGoodput[0], AtUsers: e.AtUsers[0], Ratio: e.Ratio[0], MaxHalfWidth: e.MaxHalfWidth[0],
 			Indistinguishable: e.Indistinguishable[0]}

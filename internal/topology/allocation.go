@@ -3,7 +3,6 @@ package topology
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/softalloc/softalloc/algorithms"
@@ -62,15 +61,12 @@ func FormatAllocation(a algorithms.Allocation) (string, error) {
 	if a["web"].Connections != 0 {
 		return fail("has web connections")
 	}
-	parts := make([]string, len(allocationPools))
-	for i, p := range allocationPools {
-		n := a[p.tier].Size(p.pool)
-		if n < 1 {
+	for _, p := range allocationPools {
+		if n := a[p.tier].Size(p.pool); n < 1 {
 			return fail("%s is %d, want a positive size", p.label, n)
 		}
-		parts[i] = strconv.Itoa(n)
 	}
-	return strings.Join(parts, "-"), nil
+	return a.String(), nil
 }
 
 // ValidateAllocation checks that a sets every pool the deployment's tiers
