@@ -183,7 +183,7 @@ type Comparison struct {
 // Adaptive trials are held to the precision on throughput and goodput
 // alone (Timing.GoodputOnly), and screened (CompareOptions.Screening).
 func Compare(ctx context.Context, xs []Experimenter, d Deployment, grid []GridEntry, o CompareOptions) (Comparison, error) {
-	cmp := Comparison{Options: o, Entries: make([]Compared, len(grid)), Best: make([]int, len(o.SLAs))}
+	cmp := Comparison{Options: o, Entries: make([]Compared, len(grid))}
 	if len(xs) == 0 || len(grid) == 0 || len(o.Workloads) == 0 || len(o.SLAs) == 0 {
 		return cmp, errors.New("compare: want at least one experimenter, allocation, workload and SLA")
 	}
@@ -191,18 +191,13 @@ func Compare(ctx context.Context, xs []Experimenter, d Deployment, grid []GridEn
 	// A comparison reads goodput at its thresholds and nothing else, so
 	// only that need be precise.
 	timing := o.Timing
+	timing.SLAs = o.SLAs // each goodput with its interval, fixed trials' too
 	if timing.Adaptive() {
-		timing.GoodputOnly, timing.SLAs = true, o.SLAs
+		timing.GoodputOnly = true
 	}
 	var exps []Experiment
 	for i, g := range grid {
-		cmp.Entries[i] = Compared{GridEntry: g, Goodput: make([][]float64, len(o.SLAs)), HalfWidth: make([][]float64, len(o.SLAs)),
-			MaxGoodput: make([]float64, len(o.SLAs)), MaxHalfWidth: make([]float64, len(o.SLAs)), AtUsers: make([]int, len(o.SLAs)),
-			Ratio: make([]float64, len(o.SLAs)), Indistinguishable: make([]bool, len(o.SLAs))}
-		for s := range o.SLAs {
-			cmp.Entries[i].Goodput[s] = make([]float64, nw)
-			cmp.Entries[i].HalfWidth[s] = make([]float64, nw)
-		}
+		cmp.Entries[i] = NewCompared(g, len(o.SLAs), nw)
 		for _, u := range o.Workloads {
 			exps = append(exps, Experiment{Deployment: d, Allocation: g.Allocation, Workload: Workload{Users: u}, Timing: timing})
 		}
@@ -235,18 +230,58 @@ func Compare(ctx context.Context, xs []Experimenter, d Deployment, grid []GridEn
 		cmp.Experiments += len(batch)
 		cmp.fill(obs)
 	}
-	for s := range o.SLAs {
+	cmp.Rank()
+	return cmp, nil
+}
+
+// Rank sets, from the entries' curves (Goodput and HalfWidth), each
+// entry's maximum, the best entry at each SLA, and every entry's ratio to
+// it and whether it can be told from it. Compare ranks what it measured;
+// a caller that holds curves measured elsewhere (a reference's grid, with
+// allocations measured since at the same workloads and timing) ranks them
+// together with this.
+func (cmp *Comparison) Rank() {
+	cmp.Best = make([]int, len(cmp.Options.SLAs))
+	for i := range cmp.Entries {
+		cmp.Entries[i].setMax(cmp.Options.Workloads)
+	}
+	for s := range cmp.Options.SLAs {
 		best := cmp.best(s)
 		cmp.Best[s] = best
 		for i := range cmp.Entries {
 			e := &cmp.Entries[i]
+			e.Ratio[s] = 0
 			if top := cmp.Entries[best].MaxGoodput[s]; top > 0 {
 				e.Ratio[s] = e.MaxGoodput[s] / top
 			}
 			e.Indistinguishable[s] = e.MaxInterval(s).Versus(cmp.Entries[best].MaxInterval(s)) != Below
 		}
 	}
-	return cmp, nil
+}
+
+// NewCompared is an entry of a comparison over nw workloads and nslas
+// thresholds, its curves still zero.
+func NewCompared(g GridEntry, nslas, nw int) Compared {
+	c := Compared{GridEntry: g, Goodput: make([][]float64, nslas), HalfWidth: make([][]float64, nslas),
+		MaxGoodput: make([]float64, nslas), MaxHalfWidth: make([]float64, nslas), AtUsers: make([]int, nslas),
+		Ratio: make([]float64, nslas), Indistinguishable: make([]bool, nslas)}
+	for s := range nslas {
+		c.Goodput[s] = make([]float64, nw)
+		c.HalfWidth[s] = make([]float64, nw)
+	}
+	return c
+}
+
+// setMax sets the maximum of each curve, its workload and its half-width.
+func (e *Compared) setMax(workloads []int) {
+	for s := range e.Goodput {
+		e.MaxGoodput[s], e.AtUsers[s], e.MaxHalfWidth[s] = 0, 0, 0
+		for k, m := range e.Goodput[s] {
+			if m > e.MaxGoodput[s] {
+				e.MaxGoodput[s], e.AtUsers[s], e.MaxHalfWidth[s] = m, workloads[k], e.HalfWidth[s][k]
+			}
+		}
+	}
 }
 
 // maxScreeningPrecision bounds the screening's first precision: wider
@@ -289,7 +324,6 @@ func (cmp *Comparison) fill(obs [][]Observation) {
 	for i := range cmp.Entries {
 		e := &cmp.Entries[i]
 		for s, sla := range cmp.Options.SLAs {
-			e.MaxGoodput[s], e.AtUsers[s], e.MaxHalfWidth[s] = 0, 0, 0
 			for k := range nw {
 				// The mean over experimenters of independent estimates:
 				// its half-width is the root of the summed squares over n.
@@ -300,11 +334,9 @@ func (cmp *Comparison) fill(obs [][]Observation) {
 					h2 += g.HalfWidth * g.HalfWidth
 				}
 				e.Goodput[s][k], e.HalfWidth[s][k] = m, math.Sqrt(h2)/n
-				if m > e.MaxGoodput[s] {
-					e.MaxGoodput[s], e.AtUsers[s], e.MaxHalfWidth[s] = m, cmp.Options.Workloads[k], e.HalfWidth[s][k]
-				}
 			}
 		}
+		e.setMax(cmp.Options.Workloads)
 	}
 }
 
@@ -375,6 +407,18 @@ func (cmp *Comparison) remeasure(exps []Experiment, obs [][]Observation, precisi
 // the observations in the order of exps. Each experiment's result depends on
 // the experiment alone, so the numbers equal a serial run's.
 func RunAll(ctx context.Context, x Experimenter, exps []Experiment, parallel int) ([]Observation, error) {
+	if parallel <= 1 {
+		// In the caller's goroutine: a caller that measures its own
+		// thread's CPU (softalloc evaluate) counts these trials too.
+		obs := make([]Observation, len(exps))
+		for i, e := range exps {
+			var err error
+			if obs[i], err = x.RunExperiment(ctx, e); err != nil {
+				return nil, fmt.Errorf("%s at %d users: %w", e.Allocation, e.Workload.Users, err)
+			}
+		}
+		return obs, nil
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	obs := make([]Observation, len(exps))

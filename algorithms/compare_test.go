@@ -86,6 +86,32 @@ func TestCompareAveragesSeedsAndFindsTheBest(t *testing.T) {
 	}
 }
 
+// A grid compared in two parts, ranked together, is the grid compared
+// whole: Rank is how a reference's grid and the allocations measured since
+// become one comparison.
+func TestRankJoinsTheParts(t *testing.T) {
+	d := deployment(t, "1/2/1/2")
+	grid := algorithms.Grid(d, allocation(t, "400-13-13"), []int{2, 13, 20}, []int{1, 13})
+	o := algorithms.CompareOptions{Workloads: []int{4000, 5000, 6000}, SLAs: []float64{0.5, 2}, Timing: shortOptions().Timing, Parallel: 1}
+	ctx := context.Background()
+	whole, err := algorithms.Compare(ctx, []algorithms.Experimenter{rubbosFake()}, d, grid, o)
+	require.NoError(t, err)
+	first, err := algorithms.Compare(ctx, []algorithms.Experimenter{rubbosFake()}, d, grid[:3], o)
+	require.NoError(t, err)
+	rest, err := algorithms.Compare(ctx, []algorithms.Experimenter{rubbosFake()}, d, grid[3:], o)
+	require.NoError(t, err)
+	joined := algorithms.Comparison{Options: o, Entries: append(first.Entries, rest.Entries...)}
+	joined.Rank()
+	assert.Equal(t, whole.Best, joined.Best)
+	for i, e := range whole.Entries {
+		j := joined.Entries[i]
+		assert.Equal(t, e.MaxGoodput, j.MaxGoodput)
+		assert.Equal(t, e.AtUsers, j.AtUsers)
+		assert.Equal(t, e.Ratio, j.Ratio, e.Allocation.String())
+		assert.Equal(t, e.Indistinguishable, j.Indistinguishable)
+	}
+}
+
 // failingAt fails the experiment at one workload and waits for the
 // cancellation in every other.
 type failingAt struct{ users int }
