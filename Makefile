@@ -36,9 +36,11 @@ demo: build
 	$(BIN) recommend --topology 1/4/1/4
 
 # Regenerates docs/evaluation.md, its JSON twin and plots: one run on this machine,
-# adaptive trials (at most 2 min measured), every quality ratio compared with the
-# fixed-length reference in docs/fixed (make evaluate-fixed regenerates that, with
-# 2 min fixed trials as the evaluation had before trials were adaptive).
+# adaptive trials (at most 2 min measured), judged on the fixed-length reference in
+# docs/fixed: its grids (evaluation-grids.jsonl) and the coverage's long-run means are
+# the ground truth, measured once. make evaluate-fixed regenerates that, with 2 min
+# fixed trials as the evaluation had before trials were adaptive; evaluate refuses a
+# reference the simulator no longer reproduces.
 evaluate: build
 	$(BIN) evaluate --out docs --runtime 2m --reference docs/fixed/evaluation.json
 

@@ -2,7 +2,10 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -50,10 +53,18 @@ func newCmdEvaluate(f *factory, runF func(*evaluateOptions) error) *cobra.Comman
   4. the wall time of whole recommend campaigns.
 Trials are adaptive (--precision; --runtime is the longest window) and the
 default campaign also runs with fixed-length trials beside them (--ramp-up
-and --runtime); --reference compares every ratio with a fixed-length
-evaluation (softalloc evaluate --fixed); the coverage of the intervals is
-measured over --coverage-seeds seeds at three workloads.
-It writes evaluation.md, evaluation.json and SVG plots to --out.`,
+and --runtime); the coverage of the intervals is measured over
+--coverage-seeds seeds at three workloads.
+--reference names a fixed-length evaluation (softalloc evaluate --fixed).
+Its grids (evaluation-grids.jsonl beside it) are the ground truth: each
+topology and seed it holds is judged on its grid, measured once, after one
+of its trials is reproduced exactly (a reference of another simulator is
+refused); this run measures only the answers the grid lacks, and one grid
+of its own as validate would (1/4/1/4 seed 1) to set beside it. The
+coverage's long-run means come from it too. Every ratio is compared with
+the reference's answers on the same grid.
+It writes evaluation.md, evaluation.json, the grids it measured
+(evaluation-grids.jsonl) and SVG plots to --out.`,
 		Example: `  softalloc evaluate --out docs --runtime 2m --reference docs/fixed/evaluation.json
   softalloc evaluate --fixed --out /tmp/fixed --runtime 2m
   softalloc evaluate --topologies 1/4/1/4 --seeds 1 --runtime 3m --coverage-seeds 0 --out /tmp/eval`,
@@ -77,7 +88,7 @@ It writes evaluation.md, evaluation.json and SVG plots to --out.`,
 	fs.BoolVar(&o.fixed, "fixed", false, "every trial fixed-length, as before trials were adaptive (a reference for --reference)")
 	fs.StringVar(&o.reference, "reference", "", "a fixed-length evaluation.json to compare every quality ratio with")
 	fs.IntVar(&o.coverage, "coverage-seeds", def.Coverage.Seeds, "seeds per workload of the coverage measurement (0: none)")
-	registerParallel(fs, &o.parallel, "grid trials at once")
+	registerParallel(fs, &o.parallel, "jobs at once (campaigns, grids, trials), one core each")
 	fs.StringVar(&o.model, "model", "", "simulator parameter file (default: the embedded RUBBoS testbed)")
 	o.progress.register(fs)
 	return cmd
@@ -152,6 +163,18 @@ func runEvaluate(o *evaluateOptions) error {
 			return usagef("--reference %q: not an evaluation.json with results (%v)", o.reference, err)
 		}
 		cfg.Reference = &ref
+		// Its grids, beside it: the ground truth this run's answers are
+		// judged on. A reference without them leaves each run its own.
+		grids := filepath.Join(filepath.Dir(o.reference), evaluate.GridsFile)
+		switch g, err := evaluate.ReadGrids(grids); {
+		case err == nil:
+			if ref.Config.Precision > 0 {
+				return usagef("--reference %q: an adaptive evaluation; its grids are no ground truth (want one of evaluate --fixed)", o.reference)
+			}
+			cfg.ReferenceGrids = g
+		case !errors.Is(err, fs.ErrNotExist):
+			return configError(fmt.Errorf("--reference: %w", err))
+		}
 	}
 	if o.model != "" {
 		// Read once now: a bad file is refused before any measurement.

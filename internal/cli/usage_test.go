@@ -3,6 +3,7 @@ package cli_test
 import (
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -52,6 +53,18 @@ func writeFile(t *testing.T, dir, name, body string) string {
 func TestConfigurationErrorsAreUsageErrors(t *testing.T) {
 	dir := t.TempDir()
 	torn := writeFile(t, dir, "torn.jsonl", "{\"runner\": \"sim\"}\nnot json\n{}\n")
+	// A reference's grids: a bad line is named; an adaptive evaluation's
+	// grids are no ground truth.
+	reference := func(name, precision, grids string) string {
+		d := filepath.Join(dir, name)
+		require.NoError(t, os.Mkdir(d, 0o755))
+		writeFile(t, d, "evaluation-grids.jsonl", grids)
+		return writeFile(t, d, "evaluation.json", `{"config":{"topologies":["1/2/1/2"],"seeds":[1],"runtimeSeconds":120,"warmUpSeconds":60,`+
+			`"precision":`+precision+`,"slas":[0.2]},"results":[{"topology":"1/2/1/2","seed":1,"campaigns":[]}]}`)
+	}
+	line := `{"topology":"1/2/1/2","seed":1,"allocation":"%s","workloads":[5000],"slas":[0.2],"goodput":[[1]],"halfWidth":[[0]]}` + "\n"
+	badGrid := reference("bad", "0", fmt.Sprintf(line, "400-15"))
+	adaptiveGrid := reference("adaptive", "0.02", fmt.Sprintf(line, "400-15-15"))
 	check := []string{"check", "--min-goodput", "1"}
 	runUsageCases(t, []usageCase{
 		{"runner", append(check, "--topology", "1/2/1/2", "--runner", "foo"), `runner "foo": want one of`},
@@ -62,6 +75,10 @@ func TestConfigurationErrorsAreUsageErrors(t *testing.T) {
 		{"nojournal from-journal bad line", append(check, "--from-journal", torn), `--from-journal: journal "` + torn + `": line 1: experiment: want a topology`},
 		{"recommend model", []string{"recommend", "--topology", "1/2/1/2", "--model", "/nonexist"}, "/nonexist"},
 		{"nojournal evaluate model", []string{"evaluate", "--model", "/nonexist", "--out", dir}, "--model: runner sim: load model"},
+		{"nojournal evaluate reference grids", []string{"evaluate", "--reference", badGrid, "--out", dir},
+			"--reference: " + filepath.Join(dir, "bad", "evaluation-grids.jsonl") + " line 1: "},
+		{"nojournal evaluate adaptive reference", []string{"evaluate", "--reference", adaptiveGrid, "--out", dir},
+			"an adaptive evaluation; its grids are no ground truth"},
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -84,6 +85,9 @@ type Coverage struct {
 	Rows           []CoverageRow      `json:"rows"`
 	Overall        float64            `json:"overall"`
 	CRN            []CRNRow           `json:"crn"`
+	// TruthFromReference says the long-run means and CRN came from the
+	// reference (Report.CoverageTruth), measured once.
+	TruthFromReference bool `json:"truthFromReference,omitempty"`
 }
 
 // figures are an observation's intervals by figure name.
@@ -103,81 +107,200 @@ func figures(o algorithms.Observation) map[string]algorithms.Interval {
 
 func kindOf(name string) string { return strings.Fields(name)[0] }
 
-func measureCoverage(ctx context.Context, cfg Config, logf func(string, ...any)) (Coverage, error) {
+// CoverageTruth is what the coverage is measured against: each figure's
+// long-run mean at each workload (the mean of LongSeeds fixed trials of
+// LongRunSeconds), and what common random numbers do to the difference
+// between neighbouring workloads. Both come from fixed-length trials, so a
+// fixed-length evaluation measures them once (Report.CoverageTruth) for
+// the adaptive evaluations that use it as their reference.
+type CoverageTruth struct {
+	Topology       string    `json:"topology"`
+	Allocation     string    `json:"allocation"`
+	Workloads      []int     `json:"workloads"`
+	SLAs           []float64 `json:"slas"`
+	LongSeeds      int       `json:"longSeeds"`
+	LongRunSeconds float64   `json:"longRunSeconds"`
+	WarmUpSeconds  float64   `json:"warmUpSeconds"`
+	// Means has, per workload, every figure's long-run mean and the
+	// half-width of that mean.
+	Means    []map[string]algorithms.Interval `json:"means"`
+	CRNSeeds int                              `json:"crnSeeds"`
+	Step     int                              `json:"step"`
+	CRN      []CRNRow                         `json:"crn"`
+}
+
+// coverageRun is the coverage's trials, as jobs, and what they found.
+type coverageRun struct {
+	cfg   Config
+	d     algorithms.Deployment
+	a     algorithms.Allocation
+	truth *CoverageTruth
+	// measured says this run measures the truth (no reference holds it).
+	measured bool
+	long     [][]algorithms.Observation // per workload, per long seed
+	shorts   [][]algorithms.Observation // per workload, per seed
+	crn      [][3][]algorithms.Observation
+}
+
+// newCoverageRun lays out the coverage's trials: the truth's, unless the
+// reference measured it with this run's settings, and the adaptive trials
+// whose intervals are checked against it (an adaptive run with seeds).
+// Nil: nothing to measure.
+func newCoverageRun(cfg Config) (*coverageRun, error) {
 	cc := cfg.Coverage
-	cov := Coverage{Topology: cc.Topology, Allocation: cc.Allocation, Precision: cc.Timing.Precision, Seeds: cc.Seeds,
-		LongSeeds: cc.LongSeeds, LongRunSeconds: cc.LongRuntime.Seconds(), CRNSeeds: cc.CRNSeeds}
-	d, err := parse(cc.Topology)
-	if err != nil {
-		return cov, err
+	short := cc.Seeds > 0 && cfg.Timing.Adaptive()
+	if !short && (cfg.Timing.Adaptive() || cc.LongSeeds == 0) {
+		return nil, nil
 	}
-	a, err := topology.ParseAllocation(cc.Allocation)
-	if err != nil {
-		return cov, err
+	c := &coverageRun{cfg: cfg}
+	var err error
+	if c.d, err = parse(cc.Topology); err != nil {
+		return nil, err
 	}
-	run := func(users int, seeds []uint64, t algorithms.Timing) ([]algorithms.Observation, error) {
-		out := make([]algorithms.Observation, len(seeds))
-		errs := make(chan error, len(seeds))
-		next := make(chan int)
-		for w := 0; w < max(1, cfg.Parallel); w++ {
-			go func() {
-				for i := range next {
-					x, err := cfg.experimenter(seeds[i])
-					if err == nil {
-						out[i], err = x.RunExperiment(ctx, algorithms.Experiment{Deployment: d, Allocation: a, Workload: algorithms.Workload{Users: users}, Timing: t})
-					}
-					errs <- err
+	if c.a, err = topology.ParseAllocation(cc.Allocation); err != nil {
+		return nil, err
+	}
+	want := CoverageTruth{Topology: cc.Topology, Allocation: cc.Allocation, Workloads: cc.Workloads, SLAs: cc.SLAs, LongSeeds: cc.LongSeeds,
+		LongRunSeconds: cc.LongRuntime.Seconds(), WarmUpSeconds: cfg.FixedTiming.RampUp.Seconds(), CRNSeeds: cc.CRNSeeds, Step: cc.Step}
+	if r := cfg.Reference; r != nil && r.CoverageTruth != nil && r.CoverageTruth.sameSettings(want) {
+		c.truth = r.CoverageTruth
+	} else {
+		c.truth, c.measured = &want, true
+		c.long = make([][]algorithms.Observation, len(cc.Workloads))
+		c.crn = make([][3][]algorithms.Observation, len(cc.Workloads))
+		for k := range cc.Workloads {
+			c.long[k] = make([]algorithms.Observation, cc.LongSeeds)
+			for v := range c.crn[k] {
+				c.crn[k][v] = make([]algorithms.Observation, cc.CRNSeeds)
+			}
+		}
+	}
+	if short {
+		c.shorts = make([][]algorithms.Observation, len(cc.Workloads))
+		for k := range cc.Workloads {
+			c.shorts[k] = make([]algorithms.Observation, cc.Seeds)
+		}
+	}
+	return c, nil
+}
+
+// sameSettings says t was measured as want would be.
+func (t CoverageTruth) sameSettings(want CoverageTruth) bool {
+	return t.Topology == want.Topology && t.Allocation == want.Allocation && slices.Equal(t.Workloads, want.Workloads) &&
+		slices.Equal(t.SLAs, want.SLAs) && t.LongSeeds == want.LongSeeds && t.LongRunSeconds == want.LongRunSeconds &&
+		t.WarmUpSeconds == want.WarmUpSeconds && t.CRNSeeds == want.CRNSeeds && t.Step == want.Step && len(t.Means) == len(t.Workloads)
+}
+
+// Seeds of the coverage's trials: the short ones from 1, the long ones
+// and common random numbers' pairs far from them.
+const (
+	longSeedBase = 10001
+	crnSeedBase  = 20001
+	crnOtherBase = 30001
+)
+
+// jobs are one trial each, the long ones first.
+func (c *coverageRun) jobs() []job {
+	cc := c.cfg.Coverage
+	trial := func(name string, users int, seed uint64, t algorithms.Timing, out *algorithms.Observation) job {
+		return job{name: name, run: func(ctx context.Context) error {
+			x, err := c.cfg.experimenter(seed)
+			if err != nil {
+				return err
+			}
+			*out, err = x.RunExperiment(ctx, algorithms.Experiment{Deployment: c.d, Allocation: c.a, Workload: algorithms.Workload{Users: users}, Timing: t})
+			return err
+		}}
+	}
+	var jobs []job
+	if c.measured {
+		long := c.cfg.FixedTiming
+		long.Runtime, long.SLAs = cc.LongRuntime, cc.SLAs
+		for k, users := range cc.Workloads {
+			for i := range cc.LongSeeds {
+				seed := uint64(longSeedBase + i)
+				jobs = append(jobs, trial(fmt.Sprintf("coverage: the long trial at %d users, seed %d", users, seed), users, seed, long, &c.long[k][i]))
+			}
+		}
+	}
+	if c.shorts != nil {
+		for k, users := range cc.Workloads {
+			for i := range cc.Seeds {
+				seed := uint64(1 + i)
+				jobs = append(jobs, trial(fmt.Sprintf("coverage: the adaptive trial at %d users, seed %d", users, seed), users, seed, cc.Timing, &c.shorts[k][i]))
+			}
+		}
+	}
+	if c.measured {
+		// Fixed trials, so that both windows of a pair are alike.
+		short := c.cfg.FixedTiming
+		short.Runtime = 2 * time.Minute
+		for k, users := range cc.Workloads {
+			for i := range cc.CRNSeeds {
+				for v, w := range [3]struct {
+					users int
+					base  int
+				}{{users, crnSeedBase}, {users + cc.Step, crnSeedBase}, {users + cc.Step, crnOtherBase}} {
+					seed := uint64(w.base + i)
+					jobs = append(jobs, trial(fmt.Sprintf("coverage: common random numbers at %d users, seed %d", w.users, seed), w.users, seed, short, &c.crn[k][v][i]))
 				}
-			}()
-		}
-		go func() {
-			for i := range seeds {
-				next <- i
-			}
-			close(next)
-		}()
-		var first error
-		for range seeds {
-			if err := <-errs; err != nil && first == nil {
-				first = err
 			}
 		}
-		return out, first
 	}
-	seedRange := func(from, n int) []uint64 {
-		s := make([]uint64, n)
-		for i := range s {
-			s[i] = uint64(from + i)
+	return jobs
+}
+
+// result is the coverage of the short trials' intervals (nil without
+// short trials) and its truth if this run measured it (nil: the
+// reference's).
+func (c *coverageRun) result() (*Coverage, *CoverageTruth) {
+	cc, t := c.cfg.Coverage, c.truth
+	if c.measured {
+		t.Means = make([]map[string]algorithms.Interval, len(cc.Workloads))
+		for k := range cc.Workloads {
+			// The long-run mean: the mean of the long trials, with the
+			// half-width of a mean of independent estimates.
+			ref := map[string]algorithms.Interval{}
+			for _, o := range c.long[k] {
+				for name, v := range figures(o) {
+					r := ref[name]
+					r.Mean += v.Mean / float64(len(c.long[k]))
+					r.HalfWidth += v.HalfWidth * v.HalfWidth
+					ref[name] = r
+				}
+			}
+			for name, r := range ref {
+				r.HalfWidth = math.Sqrt(r.HalfWidth) / float64(len(c.long[k]))
+				ref[name] = r
+			}
+			t.Means[k] = ref
 		}
-		return s
+		for k, users := range cc.Workloads {
+			if cc.CRNSeeds == 0 {
+				break
+			}
+			base, same, other := c.crn[k][0], c.crn[k][1], c.crn[k][2]
+			var ds, di []float64
+			for i := range base {
+				ds = append(ds, same[i].Throughput-base[i].Throughput)
+				di = append(di, other[i].Throughput-base[i].Throughput)
+			}
+			t.CRN = append(t.CRN, CRNRow{Users: users, Step: cc.Step, SameSeedSD: sd(ds), IndependentSD: sd(di)})
+		}
 	}
-	long := cfg.FixedTiming
-	long.Runtime, long.SLAs = cc.LongRuntime, cc.SLAs
+	measured := t
+	if !c.measured {
+		measured = nil
+	}
+	if c.shorts == nil {
+		return nil, measured
+	}
+	cov := &Coverage{Topology: cc.Topology, Allocation: cc.Allocation, Precision: cc.Timing.Precision, Seeds: cc.Seeds,
+		LongSeeds: t.LongSeeds, LongRunSeconds: t.LongRunSeconds, CRNSeeds: t.CRNSeeds, CRN: t.CRN, TruthFromReference: !c.measured}
 	hit, total := 0, 0
-	for _, users := range cc.Workloads {
-		refs, err := run(users, seedRange(10001, cc.LongSeeds), long)
-		if err != nil {
-			return cov, err
-		}
-		// The long-run mean: the mean of the long trials, with the
-		// half-width of a mean of independent estimates.
-		ref := map[string]algorithms.Interval{}
-		for _, o := range refs {
-			for k, v := range figures(o) {
-				r := ref[k]
-				r.Mean += v.Mean / float64(len(refs))
-				r.HalfWidth += v.HalfWidth * v.HalfWidth
-				ref[k] = r
-			}
-		}
-		for k, r := range ref {
-			r.HalfWidth = math.Sqrt(r.HalfWidth) / float64(len(refs))
-			ref[k] = r
-		}
-		shorts, err := run(users, seedRange(1, cc.Seeds), cc.Timing)
-		if err != nil {
-			return cov, err
-		}
+	for k, users := range cc.Workloads {
+		ref := t.Means[k]
+		shorts := c.shorts[k]
 		type acc struct {
 			n, hit       int
 			refHW, ourHW float64
@@ -226,38 +349,11 @@ func measureCoverage(ctx context.Context, cfg Config, logf func(string, ...any))
 			hit += ac.hit
 			total += ac.n
 		}
-		logf("coverage at %d users: %d trials, mean window %.0f s", users, len(shorts), wl.WindowSeconds)
 	}
 	if total > 0 {
 		cov.Overall = float64(hit) / float64(total)
 	}
-	// Common random numbers: the same seed at two neighbouring workloads
-	// against two seeds. Fixed trials, so that both windows are alike.
-	if cc.CRNSeeds > 0 {
-		short := cfg.FixedTiming
-		short.Runtime = 2 * time.Minute
-		for _, users := range cc.Workloads {
-			base, err := run(users, seedRange(20001, cc.CRNSeeds), short)
-			if err != nil {
-				return cov, err
-			}
-			same, err := run(users+cc.Step, seedRange(20001, cc.CRNSeeds), short)
-			if err != nil {
-				return cov, err
-			}
-			other, err := run(users+cc.Step, seedRange(30001, cc.CRNSeeds), short)
-			if err != nil {
-				return cov, err
-			}
-			var ds, di []float64
-			for i := range base {
-				ds = append(ds, same[i].Throughput-base[i].Throughput)
-				di = append(di, other[i].Throughput-base[i].Throughput)
-			}
-			cov.CRN = append(cov.CRN, CRNRow{Users: users, Step: cc.Step, SameSeedSD: sd(ds), IndependentSD: sd(di)})
-		}
-	}
-	return cov, nil
+	return cov, measured
 }
 
 func sd(x []float64) float64 {
@@ -298,8 +394,12 @@ type Reference struct {
 	// GridSimulatedSeconds is the simulated time of the reference's grids.
 	GridSimulatedSeconds float64        `json:"gridSimulatedSeconds"`
 	Rows                 []ReferenceRow `json:"rows"`
-	// MaxDiff is the largest difference of any ratio, in points (0.01).
-	MaxDiff float64 `json:"maxDiffPoints"`
+	// MaxDiff is the largest difference of any ratio, in points (0.01);
+	// MaxRecommendedDiff and MaxRecommendedShortfall the recommendation's
+	// (ReferenceRow).
+	MaxDiff                 float64 `json:"maxDiffPoints"`
+	MaxRecommendedDiff      float64 `json:"maxRecommendedDiffPoints"`
+	MaxRecommendedShortfall float64 `json:"maxRecommendedShortfallPoints"`
 }
 
 // ReferenceRow is one topology and seed.
@@ -314,6 +414,12 @@ type ReferenceRow struct {
 	// points, and Where names it.
 	MaxDiff float64 `json:"maxDiffPoints"`
 	Where   string  `json:"where"`
+	// RecommendedDiff is the largest difference of the recommendation's
+	// ratios (the adaptive answer's against the reference's) at any SLA,
+	// in points, and RecommendedShortfall the most the adaptive one's is
+	// below (0: never below).
+	RecommendedDiff      float64 `json:"recommendedDiffPoints"`
+	RecommendedShortfall float64 `json:"recommendedShortfallPoints"`
 }
 
 func compareReference(ref, rep Report) Reference {
@@ -328,8 +434,14 @@ func compareReference(ref, rep Report) Reference {
 			}
 			row := ReferenceRow{Topology: r.Topology, Seed: r.Seed, Fixed: f.Campaigns[0].Allocation, Adaptive: r.Campaigns[0].Allocation}
 			row.Same = row.Fixed == row.Adaptive
+			// The reference's answers on this run's grid when it is the
+			// reference's (the same ground truth), else on its own.
 			fq := map[string]Quality{}
-			for _, q := range append([]Quality{f.GridBest}, f.Compared...) {
+			theirs := append([]Quality{f.GridBest}, f.Compared...)
+			if len(r.ReferenceCompared) > 0 {
+				theirs = r.ReferenceCompared
+			}
+			for _, q := range theirs {
 				fq[q.Role] = q
 			}
 			for _, q := range r.Compared {
@@ -338,12 +450,22 @@ func compareReference(ref, rep Report) Reference {
 					continue
 				}
 				for s, v := range q.Ratio {
-					if w, ok := fr.Ratio[s]; ok && math.Abs(v-w)*100 > row.MaxDiff {
+					w, ok := fr.Ratio[s]
+					if !ok {
+						continue
+					}
+					if q.Role == algorithms.RoleRecommended {
+						row.RecommendedDiff = math.Max(row.RecommendedDiff, math.Abs(v-w)*100)
+						row.RecommendedShortfall = math.Max(row.RecommendedShortfall, (w-v)*100)
+					}
+					if math.Abs(v-w)*100 > row.MaxDiff {
 						row.MaxDiff, row.Where = math.Abs(v-w)*100, fmt.Sprintf("%s at %s s", q.Role, s)
 					}
 				}
 			}
 			out.MaxDiff = math.Max(out.MaxDiff, row.MaxDiff)
+			out.MaxRecommendedDiff = math.Max(out.MaxRecommendedDiff, row.RecommendedDiff)
+			out.MaxRecommendedShortfall = math.Max(out.MaxRecommendedShortfall, row.RecommendedShortfall)
 			out.Rows = append(out.Rows, row)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
-	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +19,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/report"
 	"github.com/softalloc/softalloc/internal/runner"
 	"github.com/softalloc/softalloc/internal/sim"
 	"github.com/softalloc/softalloc/internal/topology"
@@ -53,6 +54,16 @@ type Config struct {
 	Precisions []float64
 	// Reference is a fixed-length evaluation to compare the ratios with.
 	Reference *Report
+	// ReferenceGrids are the Reference's grids (its GridsFile): the ground
+	// truth this run's answers are judged against on every topology and
+	// seed they hold, measured once with fixed-length trials. A topology and
+	// seed they lack measures its own grid.
+	ReferenceGrids map[GridKey][]GridCurves
+	// ScreenedGrid names the topology and seed whose own grid is measured
+	// too when the reference's is the ground truth, as validate measures
+	// one (adaptive trials, screened): what such a grid costs, and whether
+	// it ranks the allocations as the reference's does.
+	ScreenedGrid GridKey
 	// Log receives one line per finished piece of work (nil: silent).
 	Log func(format string, a ...any)
 }
@@ -69,16 +80,17 @@ func AdaptiveTiming() algorithms.Timing {
 // DefaultConfig measures six topologies on two seeds.
 func DefaultConfig() Config {
 	return Config{
-		Topologies:  []string{"1/1/1/1", "1/2/1/2", "1/4/1/4", "1/2/1", "2/4/1/4", "1/6/2/6"},
-		Seeds:       []uint64{1, 2},
-		Timing:      AdaptiveTiming(),
-		FixedTiming: sim.DefaultTiming(),
-		SLAs:        []float64{0.2, 0.5, 2},
-		Parallel:    runtime.GOMAXPROCS(0),
-		SpeedUsers:  []int{1000, 10000, 100000},
-		SpeedTiming: sim.DefaultTiming(),
-		Coverage:    DefaultCoverage(),
-		Precisions:  []float64{0.01, 0.02, 0.05},
+		Topologies:   []string{"1/1/1/1", "1/2/1/2", "1/4/1/4", "1/2/1", "2/4/1/4", "1/6/2/6"},
+		Seeds:        []uint64{1, 2},
+		Timing:       AdaptiveTiming(),
+		FixedTiming:  sim.DefaultTiming(),
+		SLAs:         []float64{0.2, 0.5, 2},
+		Parallel:     runtime.GOMAXPROCS(0),
+		SpeedUsers:   []int{1000, 10000, 100000},
+		SpeedTiming:  sim.DefaultTiming(),
+		Coverage:     DefaultCoverage(),
+		Precisions:   []float64{0.01, 0.02, 0.05},
+		ScreenedGrid: GridKey{"1/4/1/4", 1},
 	}
 }
 
@@ -95,34 +107,89 @@ type PrecisionRun struct {
 	Experiments      int     `json:"experiments"`
 	CPUSeconds       float64 `json:"cpuSeconds"`
 	SimulatedSeconds float64 `json:"simulatedSeconds"`
+	// FromReference says a fixed campaign is the reference's, measured once.
+	FromReference bool `json:"fromReference,omitempty"`
 }
 
-// measurePrecisions runs the default campaign at each precision and fixed.
-func measurePrecisions(ctx context.Context, cfg Config, logf func(string, ...any)) ([]PrecisionRun, error) {
-	var out []PrecisionRun
-	for _, topo := range cfg.Topologies {
-		d, err := parse(topo)
-		if err != nil {
-			return nil, err
-		}
-		for _, seed := range cfg.Seeds {
-			for _, p := range append([]float64{0}, cfg.Precisions...) {
+// precisionJobs are the default campaign on every topology and seed at
+// each precision and fixed, one job each, writing into out in that order.
+// An adaptive run takes the fixed ones from a reference that holds them
+// all, and a fixed run measures only those.
+func precisionJobs(cfg Config, logf func(string, ...any)) ([]job, []PrecisionRun, error) {
+	ps := append([]float64{0}, cfg.Precisions...)
+	if !cfg.Timing.Adaptive() {
+		ps = ps[:1]
+	}
+	out := make([]PrecisionRun, 0, len(cfg.Topologies)*len(cfg.Seeds)*len(ps))
+	if fixed := cfg.referenceFixedRuns(); fixed != nil && cfg.Timing.Adaptive() {
+		out, ps = append(out, fixed...), ps[1:]
+	}
+	var jobs []job
+	for _, p := range ps {
+		for _, topo := range cfg.Topologies {
+			d, err := parse(topo)
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, seed := range cfg.Seeds {
 				t := sim.DefaultTiming()
 				if p > 0 {
 					t = AdaptiveTiming()
 					t.Precision = p
 				}
-				_, c, err := runCampaign(ctx, cfg, d, seed, algorithms.ModeEfficient, algorithms.DefaultOptions().MinJobsAt, t)
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, PrecisionRun{Topology: topo, Seed: seed, Precision: p, Allocation: c.Allocation, Critical: c.Critical,
-					MinJobs: c.MinJobs, Experiments: c.Experiments, CPUSeconds: c.CPUSeconds, SimulatedSeconds: c.SimulatedSeconds})
+				slot := len(out)
+				out = append(out, PrecisionRun{Topology: topo, Seed: seed, Precision: p})
+				jobs = append(jobs, job{name: fmt.Sprintf("the default campaign on %s seed %d at %s", topo, seed, precisionName(p)),
+					run: func(ctx context.Context) error {
+						_, c, err := runCampaign(ctx, cfg, d, seed, algorithms.ModeEfficient, algorithms.DefaultOptions().MinJobsAt, t)
+						if err != nil {
+							return err
+						}
+						r := &out[slot]
+						r.Allocation, r.Critical, r.MinJobs, r.Experiments, r.CPUSeconds, r.SimulatedSeconds = c.Allocation, c.Critical,
+							c.MinJobs, c.Experiments, c.CPUSeconds, c.SimulatedSeconds
+						logf("precision %s: %s seed %d: %s (%.2f s)", precisionName(p), topo, seed, c.Allocation, c.CPUSeconds)
+						return nil
+					}})
 			}
-			logf("precisions: %s seed %d done", topo, seed)
 		}
 	}
-	return out, nil
+	return jobs, out, nil
+}
+
+// referenceFixedRuns are the reference's fixed campaigns of the precision
+// table, if it holds one for every topology and seed of this run (nil if
+// not), in this run's order.
+func (cfg Config) referenceFixedRuns() []PrecisionRun {
+	if cfg.Reference == nil {
+		return nil
+	}
+	have := map[GridKey]PrecisionRun{}
+	for _, r := range cfg.Reference.Precisions {
+		if r.Precision == 0 {
+			have[GridKey{r.Topology, r.Seed}] = r
+		}
+	}
+	var out []PrecisionRun
+	for _, topo := range cfg.Topologies {
+		for _, seed := range cfg.Seeds {
+			r, ok := have[GridKey{topo, seed}]
+			if !ok {
+				return nil
+			}
+			r.FromReference = true
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// precisionName is a precision as the reports write it (0: fixed).
+func precisionName(p float64) string {
+	if p == 0 {
+		return "fixed"
+	}
+	return report.Percent(100*p, 0, false)
 }
 
 // experimenter is the sim runner with a seed, as --runner sim builds it.
@@ -240,36 +307,83 @@ type TopologyResult struct {
 	GridTrials           int     `json:"gridTrials"`
 	GridWallSeconds      float64 `json:"gridWallSeconds"`
 	GridImprecise        int     `json:"gridImprecise,omitempty"`
+	// GridSource is where the grid's curves came from: "measured" by this
+	// run, or the "reference" (Config.ReferenceGrids), this run having
+	// measured only the allocations it lacked (GridTrials and the other
+	// grid figures count those).
+	GridSource string `json:"gridSource,omitempty"`
+	// ReferenceCompared are the reference's own answers (its roles) judged
+	// on the same grid as Compared, when the grid is the reference's.
+	ReferenceCompared []Quality `json:"referenceCompared,omitempty"`
+	// Grid is the grid's curves when this run measured it (GridsFile).
+	Grid []GridCurves `json:"-"`
+}
+
+// ScreenedGrid is a topology's own grid as validate measures one
+// (adaptive trials, screened) beside the reference's fixed-length grid of
+// the same topology and seed.
+type ScreenedGrid struct {
+	Topology    string `json:"topology"`
+	Seed        uint64 `json:"seed"`
+	Allocations int    `json:"allocations"`
+	Workloads   []int  `json:"workloads"`
+	// Trials (re-measures included), their simulated time, how many ended
+	// at the longest window, and the grid's wall and CPU time (one core).
+	Trials           int     `json:"trials"`
+	SimulatedSeconds float64 `json:"simulatedSeconds"`
+	Imprecise        int     `json:"imprecise"`
+	WallSeconds      float64 `json:"wallSeconds"`
+	CPUSeconds       float64 `json:"cpuSeconds"`
+	// The reference's grid of the same topology and seed: its allocations,
+	// trials and their simulated time.
+	ReferenceAllocations      int     `json:"referenceAllocations"`
+	ReferenceTrials           int     `json:"referenceTrials"`
+	ReferenceSimulatedSeconds float64 `json:"referenceSimulatedSeconds"`
+	// Best is this grid's best at the highest threshold; BestOnReference its
+	// ratios on the reference's grid (measured there if the grid lacks it).
+	Best            Quality            `json:"best"`
+	BestOnReference map[string]float64 `json:"bestOnReference,omitempty"`
+	// Compared are this run's roles on this grid (their ratios on the
+	// reference's grid are the topology's Compared).
+	Compared []Quality `json:"compared"`
 }
 
 // Report is the whole evaluation.
 type Report struct {
-	Machine    Machine          `json:"machine"`
-	Config     ReportConfig     `json:"config"`
-	Speed      Speed            `json:"speed"`
-	Results    []TopologyResult `json:"results"`
-	Coverage   *Coverage        `json:"coverage,omitempty"`
-	Reference  *Reference       `json:"reference,omitempty"`
-	Precisions []PrecisionRun   `json:"precisions,omitempty"`
-	WallTotal  float64          `json:"wallSeconds"`
-	CPUTotal   float64          `json:"cpuSeconds,omitempty"`
-	// Sections is the wall time of each part of the run.
+	Machine  Machine          `json:"machine"`
+	Config   ReportConfig     `json:"config"`
+	Speed    Speed            `json:"speed"`
+	Results  []TopologyResult `json:"results"`
+	Coverage *Coverage        `json:"coverage,omitempty"`
+	// CoverageTruth is the long-run means the coverage is measured
+	// against, and common random numbers' effect: fixed-length trials, so
+	// a fixed-length evaluation measures them once for the adaptive ones.
+	CoverageTruth *CoverageTruth `json:"coverageTruth,omitempty"`
+	ScreenedGrid  *ScreenedGrid  `json:"screenedGrid,omitempty"`
+	Reference     *Reference     `json:"reference,omitempty"`
+	Precisions    []PrecisionRun `json:"precisions,omitempty"`
+	WallTotal     float64        `json:"wallSeconds"`
+	CPUTotal      float64        `json:"cpuSeconds,omitempty"`
+	// Sections is the time of each part of the run.
 	Sections Sections `json:"sections"`
 	// Load is the machine's load average (1, 5, 15 min) at the start and
 	// the end of the run: the machine is shared.
 	Load [2][3]float64 `json:"load,omitempty"`
 }
 
-// Sections is the wall time of each part of an evaluation, seconds: a
-// fixed-length run has no precision or coverage section, so only Speed
-// and Topologies compare with it.
+// Sections is the time of each part of an evaluation, seconds. The speed
+// trials run alone first; every other part is made of jobs that run
+// Config.Parallel at a time, one core each, so a part's cost is the CPU
+// time of its jobs.
 type Sections struct {
 	Speed float64 `json:"speedSeconds"`
-	// Topologies is the campaigns and grids of every topology and seed
-	// (each grid's own is TopologyResult.GridWallSeconds).
-	Topologies float64 `json:"topologiesSeconds"`
-	Precisions float64 `json:"precisionsSeconds,omitempty"`
-	Coverage   float64 `json:"coverageSeconds,omitempty"`
+	// Topologies is every topology and seed's campaigns and grid (the
+	// reference's, with the allocations it lacked, or its own), and
+	// ScreenedGrid the one grid measured beside the reference's.
+	TopologiesCPU   float64 `json:"topologiesCPUSeconds"`
+	ScreenedGridCPU float64 `json:"screenedGridCPUSeconds,omitempty"`
+	PrecisionsCPU   float64 `json:"precisionsCPUSeconds,omitempty"`
+	CoverageCPU     float64 `json:"coverageCPUSeconds,omitempty"`
 }
 
 // ReportConfig records the settings of the run.
@@ -281,19 +395,22 @@ type ReportConfig struct {
 	Precision      float64   `json:"precision,omitempty"`
 	FixedWarmUp    float64   `json:"fixedWarmUpSeconds,omitempty"`
 	SLAs           []float64 `json:"slas"`
+	// Parallel is how many jobs ran at once.
+	Parallel int `json:"parallel,omitempty"`
 }
 
-// Run measures everything.
+// Run measures everything: the speed trials alone, then every other
+// measurement as independent jobs, Config.Parallel at a time.
 func Run(ctx context.Context, cfg Config) (Report, error) {
 	start := time.Now()
-	logf := cfg.Log
-	if logf == nil {
-		logf = func(string, ...any) {}
-	}
+	logf := cfg.logger()
 	cpu0 := cpuSeconds()
 	rep := Report{Machine: describeMachine(), Config: ReportConfig{Topologies: cfg.Topologies, Seeds: cfg.Seeds,
 		RuntimeSeconds: cfg.Timing.Runtime.Seconds(), WarmUpSeconds: cfg.Timing.RampUp.Seconds(), Precision: cfg.Timing.Precision,
-		SLAs: cfg.SLAs}}
+		SLAs: cfg.SLAs, Parallel: cfg.Parallel}}
+	if !threadCPU {
+		rep.Config.Parallel = 1
+	}
 	if cfg.Timing.Adaptive() {
 		rep.Config.FixedWarmUp = cfg.FixedTiming.RampUp.Seconds()
 	}
@@ -303,33 +420,82 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		return rep, err
 	}
 	rep.Sections.Speed = time.Since(start).Seconds()
-	mark := time.Now()
-	for _, topo := range cfg.Topologies {
-		for _, seed := range cfg.Seeds {
-			r, err := evaluateTopology(ctx, cfg, topo, seed, logf)
-			if err != nil {
-				return rep, fmt.Errorf("evaluate %s seed %d: %w", topo, seed, err)
-			}
-			rep.Results = append(rep.Results, r)
+
+	// The jobs, longest first: the topology with the screened grid, the
+	// other topologies, the campaigns at each precision (fixed ones first),
+	// the coverage's trials.
+	var jobs []job
+	var sections []*float64
+	add := func(section *float64, js ...job) {
+		jobs = append(jobs, js...)
+		for range js {
+			sections = append(sections, section)
 		}
 	}
-	rep.Sections.Topologies = time.Since(mark).Seconds()
-	mark = time.Now()
-	if len(cfg.Precisions) > 0 && cfg.Timing.Adaptive() {
-		if rep.Precisions, err = measurePrecisions(ctx, cfg, logf); err != nil {
+	rep.Results = make([]TopologyResult, len(cfg.Topologies)*len(cfg.Seeds))
+	var topoJobs []job
+	// The largest deployments first: their campaigns and grids take longest.
+	order := make([]int, len(cfg.Topologies))
+	servers := make([]int, len(cfg.Topologies))
+	for ti, topo := range cfg.Topologies {
+		order[ti] = ti
+		if d, err := parse(topo); err == nil {
+			for _, t := range d.Tiers {
+				servers[ti] += t.Replicas
+			}
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool { return servers[order[i]] > servers[order[j]] })
+	for _, ti := range order {
+		topo := cfg.Topologies[ti]
+		for si, seed := range cfg.Seeds {
+			slot := ti*len(cfg.Seeds) + si
+			j := job{name: fmt.Sprintf("evaluate %s seed %d", topo, seed), run: func(ctx context.Context) error {
+				r, sg, err := evaluateTopology(ctx, cfg, topo, seed, logf)
+				rep.Results[slot] = r
+				if sg != nil {
+					rep.ScreenedGrid = sg
+				}
+				return err
+			}}
+			if (GridKey{topo, seed}) == cfg.ScreenedGrid && cfg.referenceGrid(topo, seed) != nil && cfg.Timing.Adaptive() {
+				topoJobs = append([]job{j}, topoJobs...)
+			} else {
+				topoJobs = append(topoJobs, j)
+			}
+		}
+	}
+	add(&rep.Sections.TopologiesCPU, topoJobs...)
+	if len(cfg.Precisions) > 0 {
+		pj, runs, err := precisionJobs(cfg, logf)
+		if err != nil {
 			return rep, fmt.Errorf("evaluate precisions: %w", err)
 		}
+		rep.Precisions = runs
+		add(&rep.Sections.PrecisionsCPU, pj...)
 	}
-	rep.Sections.Precisions = time.Since(mark).Seconds()
-	mark = time.Now()
-	if cfg.Coverage.Seeds > 0 {
-		cov, err := measureCoverage(ctx, cfg, logf)
-		if err != nil {
-			return rep, fmt.Errorf("evaluate coverage: %w", err)
-		}
-		rep.Coverage = &cov
+	cov, err := newCoverageRun(cfg)
+	if err != nil {
+		return rep, fmt.Errorf("evaluate coverage: %w", err)
 	}
-	rep.Sections.Coverage = time.Since(mark).Seconds()
+	if cov != nil {
+		add(&rep.Sections.CoverageCPU, cov.jobs()...)
+	}
+	cpu, err := runJobs(ctx, cfg.Parallel, jobs)
+	if err != nil {
+		return rep, err
+	}
+	for i, c := range cpu {
+		*sections[i] += c
+	}
+	if sg := rep.ScreenedGrid; sg != nil {
+		// Counted in its topology's job, shown apart.
+		rep.Sections.ScreenedGridCPU = sg.CPUSeconds
+		rep.Sections.TopologiesCPU -= sg.CPUSeconds
+	}
+	if cov != nil {
+		rep.Coverage, rep.CoverageTruth = cov.result()
+	}
 	rep.WallTotal = time.Since(start).Seconds()
 	rep.CPUTotal = cpuSeconds() - cpu0
 	rep.Load[1] = loadAverage()
@@ -338,6 +504,44 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		rep.Reference = &ref
 	}
 	return rep, nil
+}
+
+// checkReferenceCampaign wants this run's fixed-length default campaign
+// to be the reference's, trial for trial (the same answer, experiments and
+// minJobs to the last digit), where the reference ran it with the same
+// trials: else the reference was measured by another campaign or
+// simulator, and its fixed-length figures are not this code's.
+func (cfg Config) checkReferenceCampaign(topo string, seed uint64, c Campaign) error {
+	ref := cfg.Reference
+	if ref == nil || ref.Config.Precision > 0 || ref.Config.RuntimeSeconds != cfg.FixedTiming.Runtime.Seconds() ||
+		ref.Config.WarmUpSeconds != cfg.FixedTiming.RampUp.Seconds() {
+		return nil
+	}
+	for _, r := range ref.Results {
+		if r.Topology != topo || r.Seed != seed || len(r.Campaigns) == 0 {
+			continue
+		}
+		f := r.Campaigns[0]
+		if f.Allocation != c.Allocation || f.Experiments != c.Experiments || f.MinJobs != c.MinJobs {
+			return fmt.Errorf("the reference is stale: its fixed-length campaign recommended %s from minJobs %g in %d experiments, "+
+				"this run's %s from %g in %d (regenerate it: make evaluate-fixed)", f.Allocation, f.MinJobs, f.Experiments,
+				c.Allocation, c.MinJobs, c.Experiments)
+		}
+	}
+	return nil
+}
+
+// logger is cfg.Log made safe for the jobs' goroutines (nil: silent).
+func (cfg Config) logger() func(string, ...any) {
+	if cfg.Log == nil {
+		return func(string, ...any) {}
+	}
+	var mu sync.Mutex
+	return func(format string, a ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		cfg.Log(format, a...)
+	}
 }
 
 // counting counts what an experimenter ran: simulated seconds (warm-up
@@ -436,7 +640,7 @@ func runCampaign(ctx context.Context, cfg Config, d algorithms.Deployment, seed 
 	opts := algorithms.DefaultOptions()
 	opts.Mode, opts.Timing, opts.MinJobsAt = mode, campaignTiming(t), reading
 	start, _ := topology.ParseAllocation("400-150-60")
-	t0, cpu0 := time.Now(), cpuSeconds()
+	t0, cpu0 := time.Now(), threadCPUSeconds()
 	sx, err := cfg.experimenter(seed)
 	if err != nil {
 		return algorithms.Recommendation{}, Campaign{}, err
@@ -444,7 +648,7 @@ func runCampaign(ctx context.Context, cfg Config, d algorithms.Deployment, seed 
 	x := &counting{x: sx}
 	rec, err := algorithms.Recommend(ctx, x, d, start, opts)
 	c := Campaign{Mode: string(mode) + " (" + string(reading) + ")", Seed: seed, Experiments: rec.Experiments, WallSeconds: time.Since(t0).Seconds(),
-		CPUSeconds: cpuSeconds() - cpu0, SimulatedSeconds: x.simulated, Precision: t.Precision, Imprecise: x.imprecise,
+		CPUSeconds: threadCPUSeconds() - cpu0, SimulatedSeconds: x.simulated, Precision: t.Precision, Imprecise: x.imprecise,
 		Critical: rec.Critical.Tier + "/" + rec.Critical.Resource, Saturation: rec.Critical.SaturationWorkload,
 		Predicted: rec.Critical.PredictedSaturation, MinJobs: rec.MinJobs.MinJobs, Reading: rec.MinJobs.Reading}
 	if err != nil {
@@ -460,11 +664,11 @@ func runCampaign(ctx context.Context, cfg Config, d algorithms.Deployment, seed 
 	return rec, c, nil
 }
 
-func evaluateTopology(ctx context.Context, cfg Config, topo string, seed uint64, logf func(string, ...any)) (TopologyResult, error) {
+func evaluateTopology(ctx context.Context, cfg Config, topo string, seed uint64, logf func(string, ...any)) (TopologyResult, *ScreenedGrid, error) {
 	res := TopologyResult{Topology: topo, Seed: seed}
 	d, err := parse(topo)
 	if err != nil {
-		return res, err
+		return res, nil, err
 	}
 	// The default reading of minJobs, the other one, and the paper's procedure.
 	defReading := algorithms.DefaultOptions().MinJobsAt
@@ -474,115 +678,108 @@ func evaluateTopology(ctx context.Context, cfg Config, topo string, seed uint64,
 	}
 	recE, cE, err := runCampaign(ctx, cfg, d, seed, algorithms.ModeEfficient, defReading, cfg.Timing)
 	if err != nil {
-		return res, err
+		return res, nil, err
 	}
 	logf("%s seed %d: efficient recommend %s in %d experiments (%.1f s)", topo, seed, cE.Allocation, cE.Experiments, cE.WallSeconds)
 	var recF algorithms.Recommendation
 	if cfg.Timing.Adaptive() {
 		var cF Campaign
 		if recF, cF, err = runCampaign(ctx, cfg, d, seed, algorithms.ModeEfficient, defReading, cfg.FixedTiming); err != nil {
-			return res, err
+			return res, nil, err
 		}
 		res.Fixed = &cF
 		logf("%s seed %d: efficient recommend with fixed trials %s in %d experiments (%.1f s)", topo, seed, cF.Allocation, cF.Experiments, cF.WallSeconds)
+		if err := cfg.checkReferenceCampaign(topo, seed, cF); err != nil {
+			return res, nil, err
+		}
 	}
 	recO, cO, err := runCampaign(ctx, cfg, d, seed, algorithms.ModeEfficient, other, cfg.Timing)
 	if err != nil {
-		return res, err
+		return res, nil, err
 	}
 	recP, cP, err := runCampaign(ctx, cfg, d, seed, algorithms.ModePaper, algorithms.ReadAtKnee, cfg.Timing)
 	if err != nil {
-		return res, err
+		return res, nil, err
 	}
 	logf("%s seed %d: paper recommend %s in %d experiments (%.1f s)", topo, seed, cP.Allocation, cP.Experiments, cP.WallSeconds)
 	res.Campaigns = []Campaign{cE, cP, cO}
 	if cE.Error != "" {
-		return res, nil
+		return res, nil, nil
 	}
-	grid := algorithms.Grid(d, recE.Allocation, nil, nil)
-	if cO.Error == "" {
-		grid = append(grid, algorithms.GridEntry{Allocation: recO.Allocation, Role: "recommended-" + string(other)})
-	}
-	if cP.Error == "" {
-		grid = append(grid, algorithms.GridEntry{Allocation: recP.Allocation, Role: "recommended-paper"})
-	}
-	if res.Fixed != nil && res.Fixed.Error == "" {
-		grid = append(grid, algorithms.GridEntry{Allocation: recF.Allocation, Role: roleFixed})
-	}
-	res.GridWorkloads = algorithms.GridWorkloads(recE.Critical.SaturationWorkload)
-	res.GridAllocations = len(grid)
-	sx, err := cfg.experimenter(seed)
-	if err != nil {
-		return res, err
-	}
-	x := &counting{x: sx}
-	gt := cfg.Timing // Compare holds its trials to the thresholds it compares
-	gridStart := time.Now()
-	cmp, err := algorithms.Compare(ctx, []algorithms.Experimenter{x}, d, grid,
-		algorithms.CompareOptions{Workloads: res.GridWorkloads, SLAs: cfg.SLAs, Timing: gt, Parallel: cfg.Parallel,
-			Screening: algorithms.DefaultScreening, NamedPrecision: gt.Precision / 4})
-	if err != nil {
-		return res, err
-	}
-	res.GridSimulatedSeconds, res.GridImprecise = x.simulated, x.imprecise
-	res.GridWallSeconds, res.GridTrials = time.Since(gridStart).Seconds(), cmp.Experiments
-	nw := len(res.GridWorkloads)
-	key := func(t float64) string { return fmt.Sprintf("%g", t) }
-	ratio := func(i int) map[string]float64 {
-		r := map[string]float64{}
-		for s, t := range cfg.SLAs {
-			if cmp.Entries[cmp.Best[s]].MaxGoodput[s] > 0 {
-				r[key(t)] = cmp.Entries[i].Ratio[s]
-			}
+	// The roles, in the report's order; a failed campaign has none.
+	answer := func(c Campaign, r algorithms.Recommendation) algorithms.Allocation {
+		if c.Error != "" {
+			return nil
 		}
-		return r
+		return r.Allocation
 	}
-	same := func(i int) []string {
-		var out []string
-		for s, t := range cfg.SLAs {
-			if cmp.Entries[i].Indistinguishable[s] && cmp.Best[s] != i {
-				out = append(out, key(t))
-			}
-		}
-		return out
+	roles := []role{{algorithms.RoleRecommended, recE.Allocation}}
+	if res.Fixed != nil {
+		roles = append(roles, role{roleFixed, answer(*res.Fixed, recF)})
 	}
-	top := len(cfg.SLAs) - 1
-	slaTop := key(cfg.SLAs[top])
-	res.GridBest = Quality{Role: "grid best at " + slaTop + " s", Allocation: format(grid[cmp.Best[top]].Allocation), Ratio: ratio(cmp.Best[top]),
-		Indistinguishable: same(cmp.Best[top])}
-	// An allocation can fill several roles (the two readings may agree).
-	for _, role := range []string{algorithms.RoleRecommended, roleFixed, "recommended-" + string(other), "recommended-paper",
-		algorithms.RolePractitioners, algorithms.RoleTomcatDefaults, algorithms.RoleHikari} {
-		var a algorithms.Allocation
-		switch role {
-		case algorithms.RoleRecommended:
-			a = recE.Allocation
-		case roleFixed:
-			a = recF.Allocation
-		case "recommended-" + string(other):
-			a = recO.Allocation
-		case "recommended-paper":
-			a = recP.Allocation
-		default:
-			for _, g := range grid {
-				if g.Role == role || slices.Contains(g.Also, role) {
-					a = g.Allocation
-				}
-			}
-		}
-		for i, g := range grid {
-			if a != nil && g.Allocation.Key() == a.Key() {
-				res.Compared = append(res.Compared, Quality{Role: role, Allocation: format(g.Allocation), Ratio: ratio(i), Indistinguishable: same(i)})
-				break
-			}
+	roles = append(roles, role{"recommended-" + string(other), answer(cO, recO)}, role{"recommended-paper", answer(cP, recP)})
+	for _, g := range algorithms.Grid(d, recE.Allocation, []int{}, []int{}) {
+		if g.Role != algorithms.RoleRecommended {
+			roles = append(roles, role{g.Role, g.Allocation})
 		}
 	}
+	var cmp algorithms.Comparison
+	var sg *ScreenedGrid
+	if ref := cfg.referenceGrid(topo, seed); ref != nil {
+		sx, err := cfg.experimenter(seed)
+		if err != nil {
+			return res, nil, err
+		}
+		x := &counting{x: sx}
+		t0 := time.Now()
+		if err := ref.checkReproduced(ctx, x, d); err != nil {
+			return res, nil, err
+		}
+		wall := time.Since(t0).Seconds()
+		// The screened grid next: its best is measured on the reference's
+		// grid too, if that lacks it.
+		var also []algorithms.Allocation
+		var screened gridRun
+		if (GridKey{topo, seed}) == cfg.ScreenedGrid && cfg.Timing.Adaptive() {
+			cpu0 := threadCPUSeconds()
+			if screened, err = measureGrid(ctx, cfg, d, seed, withAnswers(algorithms.Grid(d, recE.Allocation, nil, nil), roles),
+				ref.curves[0].Workloads); err != nil {
+				return res, nil, fmt.Errorf("screened grid: %w", err)
+			}
+			screened.cpu = threadCPUSeconds() - cpu0
+			also = append(also, screened.cmp.Entries[screened.cmp.Best[len(cfg.SLAs)-1]].Allocation)
+		}
+		t0 = time.Now()
+		var trials int
+		if cmp, trials, err = judgeOnReference(ctx, x, d, ref, roles, also); err != nil {
+			return res, nil, err
+		}
+		res.GridSource, res.GridTrials = "reference", 1+trials
+		res.GridSimulatedSeconds, res.GridWallSeconds = x.simulated, wall+time.Since(t0).Seconds()
+		res.ReferenceCompared = referenceRoles(*cfg.Reference, topo, seed, cmp, cfg.SLAs)
+		if screened.cmp.Entries != nil {
+			sg = screenedGrid(cfg, res, screened, roles, cmp)
+		}
+	} else {
+		m, err := measureGrid(ctx, cfg, d, seed, withAnswers(algorithms.Grid(d, recE.Allocation, nil, nil), roles),
+			algorithms.GridWorkloads(recE.Critical.SaturationWorkload))
+		if err != nil {
+			return res, nil, err
+		}
+		cmp = m.cmp
+		res.GridSource, res.Grid = "measured", curvesOf(topo, seed, cmp)
+		res.GridSimulatedSeconds, res.GridImprecise, res.GridWallSeconds, res.GridTrials = m.simulated, m.imprecise, m.wall, cmp.Experiments
+	}
+	res.GridWorkloads = cmp.Options.Workloads
+	res.GridAllocations = distinctAllocations(cmp)
+	res.GridBest, res.Compared = qualities(cmp, roles, cfg.SLAs)
 	// Random search: the efficient mode's budget of random (allocation,
 	// workload) picks; it recommends the allocation with the best goodput it
 	// saw, judged by that allocation's true maximum.
 	res.RandomBudget = cE.Experiments
+	nw := len(cmp.Options.Workloads)
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	cells := len(grid) * nw
+	cells := len(cmp.Entries) * nw
 	picks := rng.Perm(cells)[:min(res.RandomBudget, cells)]
 	for s, t := range cfg.SLAs {
 		chosen, seen := -1, -1.0
@@ -592,11 +789,172 @@ func evaluateTopology(ctx context.Context, cfg Config, topo string, seed uint64,
 			}
 		}
 		best := cmp.Entries[cmp.Best[s]].MaxGoodput[s]
-		q := Quality{Role: "random search", Allocation: format(grid[chosen].Allocation), Ratio: map[string]float64{key(t): cmp.Entries[chosen].MaxGoodput[s] / best}}
+		q := Quality{Role: "random search", Allocation: format(cmp.Entries[chosen].Allocation),
+			Ratio: map[string]float64{slaKey(t): cmp.Entries[chosen].MaxGoodput[s] / best}}
 		res.Compared = append(res.Compared, q)
 	}
-	logf("%s seed %d: grid of %d allocations x %d workloads; recommended at %s s: %.3f", topo, seed, len(grid), nw, slaTop, ratio(0)[slaTop])
-	return res, nil
+	top := slaKey(cfg.SLAs[len(cfg.SLAs)-1])
+	logf("%s seed %d: grid (%s) of %d allocations x %d workloads; recommended at %s s: %.3f", topo, seed, res.GridSource,
+		res.GridAllocations, nw, top, res.Compared[0].Ratio[top])
+	return res, sg, nil
+}
+
+// role is a named allocation of a comparison: an answer of this run's
+// campaigns, or one the practitioners would pick.
+type role struct {
+	name       string
+	allocation algorithms.Allocation
+}
+
+func slaKey(t float64) string { return fmt.Sprintf("%g", t) }
+
+// qualities are the grid's best at the highest threshold and each role's
+// showing, from a ranked comparison that holds every role's allocation.
+func qualities(cmp algorithms.Comparison, roles []role, slas []float64) (Quality, []Quality) {
+	at := map[string]int{}
+	for i := len(cmp.Entries) - 1; i >= 0; i-- {
+		at[cmp.Entries[i].Allocation.Key()] = i
+	}
+	quality := func(name string, i int) Quality {
+		q := Quality{Role: name, Allocation: format(cmp.Entries[i].Allocation), Ratio: map[string]float64{}}
+		for s, t := range slas {
+			if cmp.Entries[cmp.Best[s]].MaxGoodput[s] > 0 {
+				q.Ratio[slaKey(t)] = cmp.Entries[i].Ratio[s]
+			}
+			if cmp.Entries[i].Indistinguishable[s] && cmp.Best[s] != i {
+				q.Indistinguishable = append(q.Indistinguishable, slaKey(t))
+			}
+		}
+		return q
+	}
+	top := len(slas) - 1
+	best := quality("grid best at "+slaKey(slas[top])+" s", cmp.Best[top])
+	var out []Quality
+	for _, r := range roles {
+		if r.allocation == nil {
+			continue
+		}
+		if i, ok := at[r.allocation.Key()]; ok {
+			out = append(out, quality(r.name, i))
+		}
+	}
+	return best, out
+}
+
+// withAnswers is grid with the campaigns' other answers (the other
+// reading's, the paper mode's, the fixed trials') as named entries: their
+// maxima are measured as finely as the recommendation's.
+func withAnswers(grid []algorithms.GridEntry, roles []role) []algorithms.GridEntry {
+	for _, r := range roles[1:] {
+		if r.allocation != nil && strings.HasPrefix(r.name, "recommended-") {
+			grid = append(grid, algorithms.GridEntry{Allocation: r.allocation, Role: r.name})
+		}
+	}
+	return grid
+}
+
+// gridRun is a grid this run measured.
+type gridRun struct {
+	cmp                  algorithms.Comparison
+	simulated, wall, cpu float64
+	imprecise            int
+}
+
+// measureGrid runs a grid (algorithms.Compare, screened when its trials
+// are adaptive) in the caller's goroutine, one trial at a time: the job
+// runs on one core, beside others.
+func measureGrid(ctx context.Context, cfg Config, d algorithms.Deployment, seed uint64, grid []algorithms.GridEntry, workloads []int) (gridRun, error) {
+	var g gridRun
+	sx, err := cfg.experimenter(seed)
+	if err != nil {
+		return g, err
+	}
+	x := &counting{x: sx}
+	t0 := time.Now()
+	g.cmp, err = algorithms.Compare(ctx, []algorithms.Experimenter{x}, d, grid,
+		algorithms.CompareOptions{Workloads: workloads, SLAs: cfg.SLAs, Timing: cfg.Timing, Parallel: 1,
+			Screening: algorithms.DefaultScreening, NamedPrecision: cfg.Timing.Precision / 4})
+	g.simulated, g.imprecise, g.wall = x.simulated, x.imprecise, time.Since(t0).Seconds()
+	return g, err
+}
+
+// judgeOnReference ranks the roles on the reference's grid: it measures
+// the allocations the grid lacks (the roles', and also) at its workloads
+// with its trials, and ranks them with the reference's. It returns the
+// trials it ran.
+func judgeOnReference(ctx context.Context, x algorithms.Experimenter, d algorithms.Deployment, ref *referenceGrid, roles []role,
+	also []algorithms.Allocation) (algorithms.Comparison, int, error) {
+	cmp, err := ref.comparison()
+	if err != nil {
+		return cmp, 0, fmt.Errorf("the reference's grid: %w", err)
+	}
+	have := map[string]bool{}
+	for _, e := range cmp.Entries {
+		have[e.Allocation.Key()] = true
+	}
+	for _, r := range roles {
+		also = append(also, r.allocation)
+	}
+	var lacking []algorithms.GridEntry
+	for _, a := range also {
+		if a != nil && !have[a.Key()] {
+			have[a.Key()] = true
+			lacking = append(lacking, algorithms.GridEntry{Allocation: a, Role: algorithms.RoleGrid})
+		}
+	}
+	trials := 0
+	if len(lacking) > 0 {
+		m, err := algorithms.Compare(ctx, []algorithms.Experimenter{x}, d, lacking,
+			algorithms.CompareOptions{Workloads: cmp.Options.Workloads, SLAs: cmp.Options.SLAs, Timing: ref.timing, Parallel: 1})
+		if err != nil {
+			return cmp, 0, err
+		}
+		cmp.Entries = append(cmp.Entries, m.Entries...)
+		trials = m.Experiments
+	}
+	cmp.Rank()
+	return cmp, trials, nil
+}
+
+// referenceRoles are the reference's answers for topo and seed (its
+// campaigns' roles), judged on cmp, the same grid as this run's.
+func referenceRoles(ref Report, topo string, seed uint64, cmp algorithms.Comparison, slas []float64) []Quality {
+	for _, r := range ref.Results {
+		if r.Topology != topo || r.Seed != seed {
+			continue
+		}
+		var roles []role
+		for _, q := range r.Compared {
+			if !strings.HasPrefix(q.Role, algorithms.RoleRecommended) {
+				continue
+			}
+			if a, err := topology.ParseAllocation(q.Allocation); err == nil {
+				roles = append(roles, role{q.Role, a})
+			}
+		}
+		_, out := qualities(cmp, roles, slas)
+		return out
+	}
+	return nil
+}
+
+// screenedGrid sets the grid measured as validate would (around this
+// run's recommendation, adaptive trials, screened, at the reference grid's
+// workloads) beside the reference's, ranked in onReference.
+func screenedGrid(cfg Config, res TopologyResult, m gridRun, roles []role, onReference algorithms.Comparison) *ScreenedGrid {
+	sg := &ScreenedGrid{Topology: res.Topology, Seed: res.Seed, Allocations: distinctAllocations(m.cmp), Workloads: m.cmp.Options.Workloads,
+		Trials: m.cmp.Experiments, SimulatedSeconds: m.simulated, Imprecise: m.imprecise, WallSeconds: m.wall, CPUSeconds: m.cpu}
+	sg.Best, sg.Compared = qualities(m.cmp, roles, cfg.SLAs)
+	best := m.cmp.Entries[m.cmp.Best[len(cfg.SLAs)-1]].Allocation
+	if _, on := qualities(onReference, []role{{"best", best}}, cfg.SLAs); len(on) == 1 {
+		sg.BestOnReference = on[0].Ratio
+	}
+	for _, r := range cfg.Reference.Results {
+		if r.Topology == res.Topology && r.Seed == res.Seed {
+			sg.ReferenceAllocations, sg.ReferenceTrials, sg.ReferenceSimulatedSeconds = r.GridAllocations, r.GridTrials, r.GridSimulatedSeconds
+		}
+	}
+	return sg
 }
 
 // roleFixed is the default campaign's answer with fixed-length trials.

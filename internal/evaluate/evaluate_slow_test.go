@@ -17,12 +17,11 @@ import (
 	"github.com/softalloc/softalloc/algorithms"
 )
 
-// Long-running (the race detector would make it ten times slower); the
-// Makefile's second pass runs it.
-// A small evaluation end to end: every section is measured and written.
-func TestSlowRunAndWrite(t *testing.T) {
+// smallConfig is a short evaluation of 1/2/1/2: trials of seconds, a
+// coverage of a few seeds at one workload.
+func smallConfig(seeds ...uint64) Config {
 	cfg := DefaultConfig()
-	cfg.Topologies, cfg.Seeds = []string{"1/2/1/2"}, []uint64{1, 2}
+	cfg.Topologies, cfg.Seeds = []string{"1/2/1/2"}, seeds
 	cfg.Timing = algorithms.Timing{RampUp: 10 * time.Second, Runtime: 30 * time.Second, Precision: 0.05}
 	cfg.FixedTiming = algorithms.Timing{RampUp: 10 * time.Second, Runtime: 20 * time.Second}
 	cfg.Coverage.Topology, cfg.Coverage.Workloads, cfg.Coverage.Seeds = "1/2/1/2", []int{2000}, 4
@@ -31,7 +30,44 @@ func TestSlowRunAndWrite(t *testing.T) {
 	cfg.Precisions = []float64{0.05}
 	cfg.SpeedTiming = algorithms.Timing{RampUp: 5 * time.Second, Runtime: 10 * time.Second}
 	cfg.SpeedUsers = []int{1000}
-	rep, err := Run(context.Background(), cfg)
+	cfg.ScreenedGrid = GridKey{"1/2/1/2", 1}
+	return cfg
+}
+
+// The reference and the run judged on it, end to end: a fixed-length
+// evaluation measures its grid and the coverage's truth and writes them;
+// an adaptive one reads them back, judges seed 1 on the reference's grid
+// (the screened grid of its own beside it) and measures seed 2's own grid,
+// which the reference lacks; a reference the simulator does not reproduce
+// is refused.
+func TestSlowRunAndWrite(t *testing.T) {
+	ctx := context.Background()
+	fixed := smallConfig(1)
+	fixed.Timing, fixed.Coverage.Seeds = fixed.FixedTiming, 0
+	ref, err := Run(ctx, fixed)
+	require.NoError(t, err)
+	require.Len(t, ref.Results, 1)
+	assert.Equal(t, "measured", ref.Results[0].GridSource)
+	assert.Nil(t, ref.Coverage, "a fixed run checks no intervals")
+	require.NotNil(t, ref.CoverageTruth, "but measures what they are checked against")
+	assert.Len(t, ref.CoverageTruth.Means, 1)
+	assert.Len(t, ref.CoverageTruth.CRN, 1)
+	require.Len(t, ref.Precisions, 1, "the precision table's fixed campaign, for the adaptive runs")
+	assert.Zero(t, ref.Precisions[0].Precision)
+	refDir := t.TempDir()
+	require.NoError(t, Write(refDir, ref))
+	grids, err := ReadGrids(filepath.Join(refDir, GridsFile))
+	require.NoError(t, err)
+	require.Len(t, grids[GridKey{"1/2/1/2", 1}], ref.Results[0].GridAllocations)
+	for _, g := range grids[GridKey{"1/2/1/2", 1}] {
+		for _, hw := range g.HalfWidth {
+			assert.Positive(t, hw[0], "fixed trials' goodput carries its interval: %s", g.Allocation)
+		}
+	}
+
+	cfg := smallConfig(1, 2)
+	cfg.Reference, cfg.ReferenceGrids = &ref, grids
+	rep, err := Run(ctx, cfg)
 	require.NoError(t, err)
 	require.Len(t, rep.Results, 2)
 	assert.Len(t, rep.Speed.Trials, 4)
@@ -46,6 +82,7 @@ func TestSlowRunAndWrite(t *testing.T) {
 		assert.Zero(t, r.Fixed.Precision)
 		assert.Equal(t, 0.05, e.Precision)
 		assert.Positive(t, e.SimulatedSeconds)
+		assert.Positive(t, e.CPUSeconds, "a campaign's CPU is its thread's")
 		assert.Positive(t, r.GridSimulatedSeconds)
 		assert.InDelta(t, 1, r.GridBest.Ratio["2"], 1e-12)
 		for _, q := range r.Compared {
@@ -54,17 +91,51 @@ func TestSlowRunAndWrite(t *testing.T) {
 			}
 		}
 	}
+	one, two := rep.Results[0], rep.Results[1]
+	assert.Equal(t, "reference", one.GridSource)
+	assert.Equal(t, ref.Results[0].GridWorkloads, one.GridWorkloads, "the reference's grid, at its workloads")
+	assert.GreaterOrEqual(t, one.GridAllocations, ref.Results[0].GridAllocations)
+	assert.Less(t, one.GridTrials, ref.Results[0].GridTrials/10, "only the check and the answers the reference lacks")
+	assert.Equal(t, "measured", two.GridSource, "seed 2 is not in the reference")
+	assert.NotEmpty(t, two.Grid, "its grid is written")
+	// On one grid, the same allocation has the same ratio whoever names it.
+	require.NotEmpty(t, one.ReferenceCompared)
+	theirs := map[string]Quality{}
+	for _, q := range one.ReferenceCompared {
+		theirs[q.Role] = q
+	}
+	for _, q := range one.Compared {
+		if f, ok := theirs[q.Role]; ok && f.Allocation == q.Allocation {
+			assert.Equal(t, f.Ratio, q.Ratio, q.Role)
+		}
+	}
+	require.NotNil(t, rep.ScreenedGrid)
+	sg := rep.ScreenedGrid
+	assert.Equal(t, "1/2/1/2", sg.Topology)
+	assert.Equal(t, one.GridWorkloads, sg.Workloads)
+	assert.GreaterOrEqual(t, sg.Trials, sg.Allocations*len(sg.Workloads), "every cell at least once")
+	assert.Positive(t, sg.SimulatedSeconds)
+	assert.Len(t, sg.BestOnReference, len(cfg.SLAs), "the screened grid's best is measured on the reference's grid too")
+	assert.Positive(t, rep.Sections.ScreenedGridCPU)
+	assert.Positive(t, rep.Sections.TopologiesCPU)
+	require.NotNil(t, rep.Coverage)
+	assert.True(t, rep.Coverage.TruthFromReference)
+	assert.Equal(t, ref.CoverageTruth.CRN, rep.Coverage.CRN)
+	assert.Positive(t, rep.Coverage.Overall)
+	assert.Len(t, rep.Precisions, 4, "fixed and 5%, two seeds")
+	for _, r := range rep.Precisions {
+		assert.False(t, r.FromReference, "the reference lacks seed 2: every campaign is measured here")
+	}
+	require.NotNil(t, rep.Reference)
+	assert.Len(t, rep.Reference.Rows, 1, "the reference holds seed 1 alone")
+
 	dir := t.TempDir()
 	require.NoError(t, Write(dir, rep))
 	md, err := os.ReadFile(filepath.Join(dir, "evaluation.md"))
 	require.NoError(t, err)
-	require.NotNil(t, rep.Coverage)
-	assert.Len(t, rep.Coverage.Workloads, 1)
-	assert.Positive(t, rep.Coverage.Overall)
-	assert.Len(t, rep.Coverage.CRN, 1)
-	assert.Len(t, rep.Precisions, 4, "fixed and 5%, two seeds")
-	for _, section := range []string{"## 1. Simulator speed", "## 2. Experiments needed", "### Adaptive against fixed-length trials", "## 3. Quality",
-		"Seed-to-seed spread", "## 5. Coverage of the intervals", "Common random numbers", "### Choosing the default precision", "## 6. Wall time"} {
+	for _, section := range []string{"## 1. Simulator speed", "## 2. Experiments needed", "### Adaptive against fixed-length trials",
+		"### A grid with adaptive trials beside the reference's", "## 3. Quality", "Seed-to-seed spread", "## 5. Coverage of the intervals",
+		"Common random numbers", "### Choosing the default precision", "## 6. Wall time", "is the reference's"} {
 		assert.Contains(t, string(md), section)
 	}
 	var back Report
@@ -72,9 +143,51 @@ func TestSlowRunAndWrite(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(js, &back))
 	assert.Equal(t, rep.Results[0].Campaigns[0].Allocation, back.Results[0].Campaigns[0].Allocation)
+	mine, err := ReadGrids(filepath.Join(dir, GridsFile))
+	require.NoError(t, err)
+	assert.NotContains(t, mine, GridKey{"1/2/1/2", 1}, "a grid taken from the reference is not written again")
+	assert.Contains(t, mine, GridKey{"1/2/1/2", 2})
 	for _, plot := range []string{"evaluation-speed.svg", "evaluation-experiments.svg"} {
 		svg, err := os.ReadFile(filepath.Join(dir, plot))
 		require.NoError(t, err)
 		assert.True(t, bytes.Contains(svg, []byte("<svg")), plot)
 	}
+
+	// A reference this simulator does not reproduce is no ground truth.
+	stale := map[GridKey][]GridCurves{}
+	for k, g := range grids {
+		g = append([]GridCurves(nil), g...)
+		first := g[0]
+		first.Goodput = [][]float64{append([]float64{first.Goodput[0][0] * 1.001}, first.Goodput[0][1:]...)}
+		first.Goodput = append(first.Goodput, g[0].Goodput[1:]...)
+		g[0] = first
+		stale[k] = g
+	}
+	cfg = smallConfig(1)
+	cfg.Reference, cfg.ReferenceGrids = &ref, stale
+	cfg.Precisions, cfg.Coverage.Seeds = nil, 0
+	_, err = Run(ctx, cfg)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the reference is stale")
+	assert.Contains(t, err.Error(), "make evaluate-fixed")
+
+	// So is one whose fixed-length campaign this code does not repeat; its
+	// precision table's fixed campaigns are taken when it holds them all.
+	other := ref
+	other.Results = append([]TopologyResult(nil), ref.Results...)
+	other.Results[0].Campaigns = append([]Campaign(nil), ref.Results[0].Campaigns...)
+	other.Results[0].Campaigns[0].MinJobs += 0.5
+	cfg.Reference, cfg.ReferenceGrids = &other, grids
+	_, err = Run(ctx, cfg)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "its fixed-length campaign recommended")
+	cfg = smallConfig(1)
+	cfg.Reference, cfg.ReferenceGrids = &ref, grids
+	cfg.Coverage.Seeds, cfg.ScreenedGrid = 0, GridKey{}
+	rep, err = Run(ctx, cfg)
+	require.NoError(t, err)
+	require.Len(t, rep.Precisions, 2)
+	assert.Equal(t, ref.Precisions[0].Allocation, rep.Precisions[0].Allocation)
+	assert.True(t, rep.Precisions[0].FromReference)
+	assert.False(t, rep.Precisions[1].FromReference)
 }

@@ -20,7 +20,8 @@ import (
 	"github.com/softalloc/softalloc/internal/report"
 )
 
-// Write puts evaluation.md, evaluation.json and the SVG plots in dir.
+// Write puts evaluation.md, evaluation.json, the grids it measured
+// (GridsFile) and the SVG plots in dir.
 func Write(dir string, rep Report) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("evaluation: %w", err)
@@ -31,6 +32,9 @@ func Write(dir string, rep Report) error {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "evaluation.json"), append(js, '\n'), 0o644); err != nil {
 		return fmt.Errorf("evaluation json: %w", err)
+	}
+	if err := writeGrids(dir, rep); err != nil {
+		return err
 	}
 	if err := speedPlot(filepath.Join(dir, "evaluation-speed.svg"), rep.Speed); err != nil {
 		return err
@@ -66,15 +70,24 @@ func Markdown(w io.Writer, rep Report) error {
 	}
 	p("The whole run took %.0f s (%.0f s of CPU); load average %.2f at the start, %.2f at the end (the machine is shared).\n",
 		rep.WallTotal, rep.CPUTotal, rep.Load[0][0], rep.Load[1][0])
-	// A report written before sections were timed has none.
-	if sec := rep.Sections; sec.Topologies > 0 {
-		var grids float64
-		for _, r := range rep.Results {
-			grids += r.GridWallSeconds
+	if sec := rep.Sections; sec.TopologiesCPU > 0 {
+		p("The simulator's speed was measured alone (%.0f s); everything else ran as independent jobs, %s, each on one\n",
+			sec.Speed, jobsAtOnce(rep))
+		parts := []string{fmt.Sprintf("the campaigns and the grids %.0f s", sec.TopologiesCPU)}
+		for _, part := range []struct {
+			name string
+			cpu  float64
+		}{{"the screened grid", sec.ScreenedGridCPU}, {"the precision table's campaigns", sec.PrecisionsCPU}, {"coverage", sec.CoverageCPU}} {
+			if part.cpu > 0 {
+				parts = append(parts, fmt.Sprintf("%s %.0f s", part.name, part.cpu))
+			}
 		}
-		p("Wall time by section: simulator speed %.0f s, campaigns and grids %.0f s (the grids %.0f s), the default precision %.0f s,\n",
-			sec.Speed, sec.Topologies, grids, sec.Precisions)
-		p("coverage %.0f s.\n", sec.Coverage)
+		p("core, and cost CPU: %s.\n", strings.Join(parts, ", "))
+	}
+	if n := fromReference(rep); n > 0 {
+		p("The ground truth the answers are judged on, each topology's exhaustive grid (%d of %d), is the reference's:\n", n, len(rep.Results))
+		p("measured once by a fixed-length evaluation (`make evaluate-fixed`), this run reproducing one of its trials\n")
+		p("exactly before using it and measuring only the answers its grid lacks, with its trials.\n")
 	}
 	p("\n")
 
@@ -98,21 +111,35 @@ func Markdown(w io.Writer, rep Report) error {
 	p("find-critical + recommend from 400-150-60, per topology and seed: the efficient mode (default), the paper's\n")
 	p("procedure as written, and an exhaustive grid (allocations x workloads). The random search is given the efficient\n")
 	p("mode's budget. The warm start's MVA prediction of the saturation workload is beside the measured one. The grid's\n")
-	p("trials: what it ran (adaptive trials are screened: every one first at 4x the precision, then only contenders for\n")
-	p("the best again, and the named allocations' maxima down to a quarter of the precision, since their ratios are\n")
-	p("compared), their simulated time and how many ended at the longest window, and its wall time.\n\n")
-	p("| topology | seed | efficient | efficient, other reading | paper | grid | critical | saturation (predicted) | efficient wall [s] | paper wall [s] | grid trials | grid simulated [s] (at the longest window) | grid wall [s] |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("trials: what this run ran for it, their simulated time and how many ended at the longest window, and its wall\n")
+	p("time on one core.")
+	if rep.Config.Precision > 0 {
+		p(" A grid measured here with adaptive trials is screened: every trial first at 4x the precision,\n")
+		p("then only contenders for the best again, and the named allocations' maxima down to a quarter of the precision,\n")
+		p("since their ratios are compared.")
+	}
+	if fromReference(rep) > 0 {
+		p(" A grid from the reference cost this run one trial that checks the reference is reproduced, and the\n")
+		p("answers it lacked at each of its workloads.")
+	}
+	p("\n\n")
+	p("| topology | seed | efficient | efficient, other reading | paper | grid | from | critical | saturation (predicted) | efficient wall [s] | paper wall [s] | grid trials | grid simulated [s] (at the longest window) | grid wall [s] |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Results {
 		e, pp := r.Campaigns[0], r.Campaigns[1]
 		o := r.Campaigns[len(r.Campaigns)-1]
-		p("| %s | %d | %d (%s) | %d (%s) | %d | %d x %d = %d | %s | %d (%d, %s) | %.1f | %.1f | %d | %.0f (%d) | %.1f |\n", r.Topology, r.Seed,
+		from := r.GridSource
+		if from == "" {
+			from = "measured"
+		}
+		p("| %s | %d | %d (%s) | %d (%s) | %d | %d x %d = %d | %s | %s | %d (%d, %s) | %.1f | %.1f | %d | %.0f (%d) | %.1f |\n", r.Topology, r.Seed,
 			e.Experiments, e.Mode, o.Experiments, o.Mode, pp.Experiments,
-			r.GridAllocations, len(r.GridWorkloads), r.GridAllocations*len(r.GridWorkloads), e.Critical, e.Saturation, e.Predicted,
+			r.GridAllocations, len(r.GridWorkloads), r.GridAllocations*len(r.GridWorkloads), from, e.Critical, e.Saturation, e.Predicted,
 			report.Percent(100*(float64(e.Predicted)/math.Max(1, float64(e.Saturation))-1), 0, true), e.WallSeconds, pp.WallSeconds,
 			r.GridTrials, r.GridSimulatedSeconds, r.GridImprecise, r.GridWallSeconds)
 	}
 	p("\n![experiments per topology](evaluation-experiments.svg)\n\n")
 	adaptiveSection(p, rep)
+	screenedSection(p, rep)
 
 	p("## 3. Quality\n\n")
 	p("Maximum goodput of an allocation over the workloads of the grid, divided by the best of the grid, at each SLA\n")
@@ -172,6 +199,7 @@ func Markdown(w io.Writer, rep Report) error {
 	coverageSection(p, rep.Coverage)
 	precisionSection(p, rep)
 	p("\n## 6. Wall time of a recommend campaign\n\n")
+	p("Each campaign on one core, %s.\n\n", besideOthers(rep))
 	p("| topology | seed | efficient [s] | CPU [s] | experiments | paper [s] | CPU [s] | experiments |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Results {
 		e, pp := r.Campaigns[0], r.Campaigns[1]
@@ -197,7 +225,7 @@ func adaptiveSection(p func(string, ...any), rep Report) {
 	}
 	p("### Adaptive against fixed-length trials\n\n")
 	p("The default campaign (efficient mode, saturation reading) with adaptive trials and with fixed-length ones, on the same\n")
-	p("seed. CPU is the process's while the campaign ran alone; simulated is the trials' simulated time, warm-ups included.\n")
+	p("seed. CPU is the campaign's own (its thread's); simulated is the trials' simulated time, warm-ups included.\n")
 	p("The ratios are both answers' maximum goodput over the best of the same grid (section 3).\n\n")
 	slas := slaLabels(rep.Config.SLAs)
 	p("| topology | seed | fixed | adaptive | same | critical (fixed / adaptive) | experiments | simulated [s] | CPU [s] | CPU ratio |")
@@ -274,26 +302,94 @@ func adaptiveSection(p func(string, ...any), rep Report) {
 			ref.Date, ref.RuntimeSeconds, ref.WallSeconds, ref.CPUSeconds)
 		p("this adaptive one took %.0f s wall (%.1fx less) and %.0f s CPU (%.1fx less).\n",
 			rep.WallTotal, ref.WallSeconds/math.Max(rep.WallTotal, 1e-9), rep.CPUTotal, ref.CPUSeconds/math.Max(rep.CPUTotal, 1e-9))
-		if like := rep.Sections.Speed + rep.Sections.Topologies; rep.Sections.Topologies > 0 {
-			var grids float64
+		if n := fromReference(rep); n > 0 {
+			var trials int
+			var simulated float64
 			for _, r := range rep.Results {
-				grids += r.GridSimulatedSeconds
+				if r.GridSource == "reference" {
+					trials += r.GridTrials
+					simulated += r.GridSimulatedSeconds
+				}
 			}
-			p("The parts a fixed-length run also has (simulator speed, campaigns and grids; it measures no precision or coverage)\n")
-			p("took %.0f s wall (%.1fx less), and the grids' trials simulated %.0f s against %.0f s (%.1fx less).\n",
-				like, ref.WallSeconds/math.Max(like, 1e-9), grids, ref.GridSimulatedSeconds, ref.GridSimulatedSeconds/math.Max(grids, 1e-9))
+			p("Its grids are the reference's (%d of %d): it ran %d trials for them (%.0f s simulated) where the reference's grids\n", n, len(rep.Results), trials, simulated)
+			p("ran %.0f s of simulated trials.\n", ref.GridSimulatedSeconds)
+			p("The reference's answers (`recommended`, and its campaigns' other roles) beside this run's, on the same grid: the\n")
+			p("largest difference of their ratios at any threshold.\n\n")
+		} else {
+			p("Every role's ratio, at every threshold, beside the fixed-length run's (each from its own grid):\n\n")
 		}
-		p("Every role's ratio, at every threshold, beside the fixed-length run's (each from its own grid):\n\n")
-		p("| topology | seed | fixed recommends | adaptive recommends | same | largest ratio difference [points] | where |\n|---|---|---|---|---|---|---|\n")
+		p("| topology | seed | fixed recommends | adaptive recommends | same | recommended: largest ratio difference [points] | any role: largest ratio difference [points] | where |\n|---|---|---|---|---|---|---|---|\n")
 		for _, row := range ref.Rows {
 			yes := "no"
 			if row.Same {
 				yes = "yes"
 			}
-			p("| %s | %d | %s | %s | %s | %.2f | %s |\n", row.Topology, row.Seed, row.Fixed, row.Adaptive, yes, row.MaxDiff, row.Where)
+			p("| %s | %d | %s | %s | %s | %.2f | %.2f | %s |\n", row.Topology, row.Seed, row.Fixed, row.Adaptive, yes, row.RecommendedDiff,
+				row.MaxDiff, row.Where)
 		}
-		p("\nThe largest difference of any ratio: %.2f points.\n\n", ref.MaxDiff)
+		p("\nThe recommendation's ratios differ from the reference's by at most %.2f points, the adaptive one below by at most\n",
+			ref.MaxRecommendedDiff)
+		p("%.2f; the largest difference of any role's ratio: %.2f points.\n\n", math.Max(0, ref.MaxRecommendedShortfall), ref.MaxDiff)
 	}
+}
+
+// screenedSection sets the grid measured as validate measures one beside
+// the reference's grid of the same topology and seed.
+func screenedSection(p func(string, ...any), rep Report) {
+	g := rep.ScreenedGrid
+	if g == nil {
+		return
+	}
+	slas := slaLabels(rep.Config.SLAs)
+	p("### A grid with adaptive trials beside the reference's\n\n")
+	p("%s seed %d's grid measured as `validate` measures one: around this run's recommendation, at the reference grid's\n", g.Topology, g.Seed)
+	p("workloads %v, adaptive trials screened as in section 2, on one core. Beside it, the reference's grid of the same\n", g.Workloads)
+	p("topology and seed, every allocation at every workload once with fixed-length trials.\n\n")
+	p("| grid | allocations | trials | simulated [s] | at the longest window | wall [s] | CPU [s] |\n|---|---|---|---|---|---|---|\n")
+	p("| adaptive, screened | %d | %d | %.0f | %d | %.1f | %.1f |\n", g.Allocations, g.Trials, g.SimulatedSeconds, g.Imprecise, g.WallSeconds, g.CPUSeconds)
+	p("| the reference's, fixed | %d | %d | %.0f | | | |\n\n", g.ReferenceAllocations, g.ReferenceTrials, g.ReferenceSimulatedSeconds)
+	p("It simulated %.1fx less. Each role's ratio on this grid and on the reference's (section 3); `*` as there.\n\n",
+		g.ReferenceSimulatedSeconds/math.Max(g.SimulatedSeconds, 1e-9))
+	p("| role | allocation |")
+	for _, s := range slas {
+		p(" %s s (screened / reference) |", s)
+	}
+	p("\n|---|---|%s\n", strings.Repeat("---|", len(slas)))
+	onRef := map[string]Quality{}
+	for _, r := range rep.Results {
+		if r.Topology == g.Topology && r.Seed == g.Seed {
+			for _, q := range r.Compared {
+				onRef[q.Role] = q
+			}
+		}
+	}
+	cell := func(q Quality, s string) string {
+		c := ratioCell(q.Ratio, s)
+		if slices.Contains(q.Indistinguishable, s) {
+			c += "*"
+		}
+		return c
+	}
+	maxDiff := 0.0
+	for _, q := range append([]Quality{g.Best}, g.Compared...) {
+		r, ok := onRef[q.Role]
+		if q.Role == g.Best.Role {
+			r, ok = Quality{Ratio: g.BestOnReference}, g.BestOnReference != nil
+		}
+		p("| %s | %s |", q.Role, q.Allocation)
+		for _, s := range slas {
+			other := "-"
+			if ok {
+				other = cell(r, s)
+				if v, w := q.Ratio[s], r.Ratio[s]; q.Role != g.Best.Role {
+					maxDiff = math.Max(maxDiff, 100*math.Abs(v-w))
+				}
+			}
+			p(" %s / %s |", cell(q, s), other)
+		}
+		p("\n")
+	}
+	p("\nThe roles' ratios on the two grids differ by at most %.2f points.\n\n", maxDiff)
 }
 
 // precisionSection shows the default campaign at each precision tried,
@@ -319,10 +415,18 @@ func precisionSection(p func(string, ...any), rep Report) {
 	p("\n### Choosing the default precision\n\n")
 	p("The default recommend campaign as a user runs it (the simulator's default trials: fixed, 60 s + 12 min; adaptive,\n")
 	p("at least 10 s warm-up and at most 12 min measured) at each precision: its answer and the CPU it took (seconds,\n")
-	p("the process's, the campaign running alone). Differences of one or two connections are minJobs' own noise: the\n")
+	p("its own thread's). Differences of one or two connections are minJobs' own noise: the\n")
 	p("fixed runs of two seeds differ as much. A bisection probe whose CPU interval holds the threshold is measured\n")
-	p("again at half the precision, up to %d times, so that it falls on the side a fixed trial would put it.\n\n",
+	p("again at half the precision, up to %d times, so that it falls on the side a fixed trial would put it.\n",
 		algorithms.DefaultOptions().Refinements)
+	for _, r := range rep.Precisions {
+		if r.FromReference {
+			p("The fixed campaigns are the reference's (`make evaluate-fixed`), measured once, with the CPU they took there;\n")
+			p("this run's own fixed-length campaigns (section 2) repeat the reference's trial for trial.\n")
+			break
+		}
+	}
+	p("\n")
 	p("| topology | seed |")
 	for _, x := range ps {
 		p(" %s |", name(x))
@@ -378,7 +482,12 @@ func coverageSection(p func(string, ...any), c *Coverage) {
 	p("%d seeds at each workload of %s with %s, against the mean of %d fixed trials of %.0f min each (other seeds). Every\n",
 		c.Seeds, c.Topology, c.Allocation, c.LongSeeds, c.LongRunSeconds/60)
 	p("figure with an interval counts: throughput, goodput at each threshold, each server's CPU, each pool's busy units\n")
-	p("(pools that never vary are left out). `reference` is the long-run mean's own half-width over the trials' mean half-width.\n\n")
+	p("(pools that never vary are left out). `reference` is the long-run mean's own half-width over the trials' mean half-width.\n")
+	if c.TruthFromReference {
+		p("The long-run means and the common random numbers' table are the reference's (`make evaluate-fixed`): fixed-length\n")
+		p("trials, measured once.\n")
+	}
+	p("\n")
 	p("| users | mean warm-up [s] | mean window [s] | precise |\n|---|---|---|---|\n")
 	for _, w := range c.Workloads {
 		p("| %d | %.0f | %.0f | %.2f |\n", w.Users, w.WarmUpSeconds, w.WindowSeconds, w.Precise)
@@ -397,6 +506,33 @@ func coverageSection(p func(string, ...any), c *Coverage) {
 		}
 		p("\n")
 	}
+}
+
+// jobsAtOnce says how many jobs ran side by side.
+func jobsAtOnce(rep Report) string {
+	if n := rep.Config.Parallel; n > 1 {
+		return fmt.Sprintf("up to %d at once", n)
+	}
+	return "one at a time"
+}
+
+// besideOthers says what ran beside a job.
+func besideOthers(rep Report) string {
+	if rep.Config.Parallel > 1 {
+		return "the evaluation's other jobs running beside it"
+	}
+	return "alone"
+}
+
+// fromReference counts the results judged on the reference's grid.
+func fromReference(rep Report) int {
+	n := 0
+	for _, r := range rep.Results {
+		if r.GridSource == "reference" {
+			n++
+		}
+	}
+	return n
 }
 
 func ratioCell(r map[string]float64, s string) string {

@@ -29,6 +29,9 @@ func TestCompareReference(t *testing.T) {
 	assert.True(t, r.Same)
 	assert.InDelta(t, 1.0, r.MaxDiff, 1e-9)
 	assert.Equal(t, "hikari at 2 s", r.Where)
+	assert.InDelta(t, 0.3, r.RecommendedDiff, 1e-9, "0.993 against 0.990 at 2 s")
+	assert.InDelta(t, 0.1, r.RecommendedShortfall, 1e-9, "0.999 against 1 at 0.5 s")
 	assert.InDelta(t, 1.0, got.MaxDiff, 1e-9)
+	assert.InDelta(t, 0.3, got.MaxRecommendedDiff, 1e-9)
 	assert.Equal(t, 1000.0, got.WallSeconds)
 }
