@@ -191,9 +191,8 @@ func Compare(ctx context.Context, xs []Experimenter, d Deployment, grid []GridEn
 	// A comparison reads goodput at its thresholds and nothing else, so
 	// only that need be precise.
 	timing := o.Timing
-	timing.SLAs = o.SLAs // each goodput with its interval, fixed trials' too
 	if timing.Adaptive() {
-		timing.GoodputOnly = true
+		timing.GoodputOnly, timing.SLAs = true, o.SLAs
 	}
 	var exps []Experiment
 	for i, g := range grid {

@@ -391,7 +391,8 @@ type Reference struct {
 	WallSeconds    float64 `json:"wallSeconds"`
 	CPUSeconds     float64 `json:"cpuSeconds,omitempty"`
 	RuntimeSeconds float64 `json:"runtimeSeconds"`
-	// GridSimulatedSeconds is the simulated time of the reference's grids.
+	// GridSimulatedSeconds is the simulated time of the reference's grids
+	// of this run's topologies and seeds.
 	GridSimulatedSeconds float64        `json:"gridSimulatedSeconds"`
 	Rows                 []ReferenceRow `json:"rows"`
 	// MaxDiff is the largest difference of any ratio, in points (0.01);
@@ -424,14 +425,12 @@ type ReferenceRow struct {
 
 func compareReference(ref, rep Report) Reference {
 	out := Reference{Date: ref.Machine.Date, WallSeconds: ref.WallTotal, CPUSeconds: ref.CPUTotal, RuntimeSeconds: ref.Config.RuntimeSeconds}
-	for _, f := range ref.Results {
-		out.GridSimulatedSeconds += f.GridSimulatedSeconds
-	}
 	for _, r := range rep.Results {
 		for _, f := range ref.Results {
 			if f.Topology != r.Topology || f.Seed != r.Seed || len(f.Campaigns) == 0 || len(r.Campaigns) == 0 {
 				continue
 			}
+			out.GridSimulatedSeconds += f.GridSimulatedSeconds
 			row := ReferenceRow{Topology: r.Topology, Seed: r.Seed, Fixed: f.Campaigns[0].Allocation, Adaptive: r.Campaigns[0].Allocation}
 			row.Same = row.Fixed == row.Adaptive
 			// The reference's answers on this run's grid when it is the

@@ -871,8 +871,12 @@ func measureGrid(ctx context.Context, cfg Config, d algorithms.Deployment, seed 
 	}
 	x := &counting{x: sx}
 	t0 := time.Now()
+	// Fixed trials too measure each goodput with its interval (the
+	// simulator's batch means): a fixed grid is the ground truth of others.
+	timing := cfg.Timing
+	timing.SLAs = cfg.SLAs
 	g.cmp, err = algorithms.Compare(ctx, []algorithms.Experimenter{x}, d, grid,
-		algorithms.CompareOptions{Workloads: workloads, SLAs: cfg.SLAs, Timing: cfg.Timing, Parallel: 1,
+		algorithms.CompareOptions{Workloads: workloads, SLAs: cfg.SLAs, Timing: timing, Parallel: 1,
 			Screening: algorithms.DefaultScreening, NamedPrecision: cfg.Timing.Precision / 4})
 	g.simulated, g.imprecise, g.wall = x.simulated, x.imprecise, time.Since(t0).Seconds()
 	return g, err
