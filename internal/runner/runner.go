@@ -152,7 +152,7 @@ func newSim(cfg Config) (Runner, error) {
 	t := sim.DefaultTiming()
 	t.Precision = algorithms.DefaultPrecision
 	return Runner{
-		Experimenter:   &sim.Runner{Model: m, Seed: cfg.Seed},
+		Experimenter:   &sim.Runner{Model: m, Seed: cfg.Seed, Trials: sim.NewTrials(sim.DefaultTrialsBudget)},
 		Name:           "sim",
 		DefaultTiming:  t,
 		AdaptiveRampUp: sim.AdaptiveRampUp,

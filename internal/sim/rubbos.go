@@ -380,8 +380,10 @@ func (c *chain) run(ctx context.Context) error {
 					c.sample()
 				}
 				if c.tick(bt) {
+					// The window is read without closing an integral
+					// (capture), so the trial can go on exactly as a finer
+					// one would (refine).
 					c.windowEnd = bt
-					c.finish()
 					return nil
 				}
 				c.push(bt+1, 0, evTick)

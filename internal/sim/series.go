@@ -218,6 +218,15 @@ func (c *chain) tick(now float64) bool {
 		s.fifths = append(s.fifths, 0)
 		s.inside = append(s.inside, 0)
 	}
+	return c.decide(t, now)
+}
+
+// decide is an adaptive trial's check at the five-second mark t (now): it
+// reports whether the window ends here. It reads the recording and changes
+// it only where the window ends, so a trial refined at the mark where it
+// ended (refine) decides again there.
+func (c *chain) decide(t int, now float64) bool {
+	s := c.series
 	// Untrusted, d is at most half-way: past the longest window, that is
 	// where the window starts, as MSER's own rule would have it.
 	d, trusted := algorithms.WarmUp(s.fifths[:5*t], s.inside[:5*t])
@@ -264,6 +273,31 @@ func (c *chain) tick(now float64) bool {
 	c.windowStart, c.windowEnd = float64(from), now
 	return true
 }
+
+// refine makes an adaptive trial that ended precise the same trial at the
+// finer precision p, as if run at p from its start: no check before its
+// end could have found it precise at p (a half-width within p of its mean
+// is within the coarser precision too), and its end changed nothing but
+// what is reset here. It decides again at the mark where it ended, and
+// reports whether the window ends there too; if not, the trial goes on
+// from its next tick.
+func (c *chain) refine(p float64) (ended bool) {
+	s := c.series
+	s.stopping.Precision = p
+	s.est, s.estDone, s.start, s.transient = algorithms.Estimates{}, false, nil, 0
+	c.windowStart = float64(s.minWarmUp)
+	// The mark where the coarser trial ended may hold the finer one too.
+	if c.decide(int(math.Round(c.now)), c.now) {
+		c.windowEnd = c.now
+		return true
+	}
+	c.push(c.now+1, 0, evTick)
+	return false
+}
+
+// endedPrecise says an adaptive trial ended because it was precise, not at
+// its longest window: a finer one would go on from it.
+func (s *series) endedPrecise() bool { return s.adaptive && s.estDone }
 
 // windowSnapshot is where an adaptive trial's window began (nil for a
 // fixed trial, whose window began at the restart).

@@ -174,14 +174,48 @@ func checkExperiment(m *Model, e algorithms.Experiment) (shape, error) {
 type Runner struct {
 	Model *Model
 	Seed  uint64
+	// Trials, if set, lets a finer adaptive trial go on from a coarser
+	// one of the same experiment (nil: every trial from its start).
+	Trials *Trials
 }
 
 var _ algorithms.Experimenter = Runner{}
 
-// RunExperiment simulates one trial.
+// RunExperiment simulates one trial. An adaptive trial that a coarser one
+// of the same experiment ended precise before goes on from it (Trials).
 func (r Runner) RunExperiment(ctx context.Context, e algorithms.Experiment) (algorithms.Observation, error) {
-	obs, _, err := Simulate(ctx, r.Model, e, r.Seed)
-	return obs, err
+	if r.Trials == nil || !e.Timing.Adaptive() {
+		obs, _, err := Simulate(ctx, r.Model, e, r.Seed)
+		return obs, err
+	}
+	key := trialKey(e)
+	c := r.Trials.take(key, e.Timing.Precision)
+	ended := false
+	if c != nil {
+		ended = c.refine(e.Timing.Precision)
+	} else {
+		m := r.Model
+		if m == nil {
+			m = DefaultModel()
+		}
+		var err error
+		if c, err = newChain(m, e, r.Seed); err != nil {
+			return algorithms.Observation{}, fmt.Errorf("simulate: %w", err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return algorithms.Observation{}, fmt.Errorf("simulate: %w", err)
+	}
+	if !ended {
+		if err := c.run(ctx); err != nil {
+			return algorithms.Observation{}, err
+		}
+	}
+	o, _ := c.result()
+	if c.series.endedPrecise() {
+		r.Trials.keep(key, e.Timing.Precision, c)
+	}
+	return o, nil
 }
 
 // CheckExperiment reports what RunExperiment would reject in e, without

@@ -1,0 +1,69 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A trial refined from a coarser one that ended precise is the trial a
+// fresh run at the finer precision gives, to the last digit: below
+// saturation, near it, past it, on a goodput-only grid trial and with a
+// warm-up MSER did not trust; and the refinement did go on from the
+// coarser trial rather than run again.
+func TestRefinedTrialIsTheFreshTrial(t *testing.T) {
+	for _, tc := range []struct {
+		topo, alloc string
+		users       int
+		goodputOnly bool
+	}{
+		{"1/2/1/2", "400-150-60", 3000, false},
+		{"1/4/1/4", "400-150-8", 6000, false},
+		{"1/4/1/4", "400-150-8", 6500, true},
+		{"1/1/1/1", "400-22-22", 3250, true},
+		{"1/2/1", "400-10-10", 2000, false},
+		{"1/1/1/1", "400-150-60", 2750, false},
+	} {
+		t.Run(tc.topo+" "+tc.alloc, func(t *testing.T) {
+			r := Runner{Seed: 3, Trials: NewTrials(DefaultTrialsBudget)}
+			went := 0
+			for _, p := range []float64{0.16, 0.08, 0.04, 0.02} {
+				e := adaptive(t, tc.topo, tc.alloc, tc.users, p, 6*time.Minute)
+				e.Timing.GoodputOnly = tc.goodputOnly
+				kept := r.Trials.take(trialKey(e), p)
+				if kept != nil {
+					went++
+					r.Trials.keep(trialKey(e), 2*p, kept) // put back: RunExperiment takes it
+				}
+				got, err := r.RunExperiment(t.Context(), e)
+				require.NoError(t, err)
+				fresh, _, err := Simulate(t.Context(), nil, e, 3)
+				require.NoError(t, err)
+				require.Equal(t, fresh, got, "at %g", p)
+				if !got.Window.Precise {
+					break // a trial at its longest window is not refined
+				}
+			}
+			assert.Positive(t, went, "some refinement went on from a kept trial")
+		})
+	}
+}
+
+// Trials hold at most their budget of users, the oldest dropped first,
+// and a trial over the budget alone is not kept.
+func TestTrialsKeepTheirBudget(t *testing.T) {
+	small := func(users int) *chain { return &chain{users: make([]user, users)} }
+	tr := NewTrials(10)
+	tr.keep("a", 0.08, small(4))
+	tr.keep("b", 0.08, small(4))
+	tr.keep("c", 0.08, small(4)) // a goes
+	assert.Nil(t, tr.take("a", 0.04))
+	assert.NotNil(t, tr.take("b", 0.04))
+	assert.Nil(t, tr.take("c", 0.08), "not at the same precision: only a finer one goes on")
+	assert.NotNil(t, tr.take("c", 0.02))
+	tr.keep("d", 0.08, small(11))
+	assert.Nil(t, tr.take("d", 0.04))
+	assert.Zero(t, tr.used)
+}
