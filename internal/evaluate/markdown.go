@@ -225,7 +225,8 @@ func adaptiveSection(p func(string, ...any), rep Report) {
 	}
 	p("### Adaptive against fixed-length trials\n\n")
 	p("The default campaign (efficient mode, saturation reading) with adaptive trials and with fixed-length ones, on the same\n")
-	p("seed. CPU is the campaign's own (its thread's); simulated is the trials' simulated time, warm-ups included.\n")
+	p("seed. CPU is the campaign's own (its thread's); simulated is the trials' simulated time, warm-ups included (a\n")
+	p("refined trial whole, though the simulator went on from the coarser one).\n")
 	p("The ratios are both answers' maximum goodput over the best of the same grid (section 3).\n\n")
 	slas := slaLabels(rep.Config.SLAs)
 	p("| topology | seed | fixed | adaptive | same | critical (fixed / adaptive) | experiments | simulated [s] | CPU [s] | CPU ratio |")
