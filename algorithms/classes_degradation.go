@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sort"
 	"strings"
-	"sync"
 )
 
 // DegradationOptions describe seed 000's experiment: hold some classes'
@@ -121,7 +119,7 @@ func DegradationSchemes(ctx context.Context, x ClassExperimenter, w ClassWorkloa
 	}
 	run := classTrials{x, w}
 	results := make([]ClassObservation, len(trials))
-	err = runAll(ctx, o.Parallel, len(trials), func(ctx context.Context, i int) error {
+	err = ForEach(ctx, o.Parallel, len(trials), func(ctx context.Context, i int) error {
 		var err error
 		results[i], err = run.run(ctx, "degradation", trials[i])
 		return err
@@ -228,48 +226,4 @@ func classNames(w ClassWorkload) []string {
 	}
 	sort.Strings(n)
 	return n
-}
-
-// runAll calls f(i) for i in [0, n) on up to parallel goroutines (default
-// GOMAXPROCS) and returns the first error; the others are cancelled. Each f
-// writes its own slot, so results do not depend on the schedule.
-func runAll(ctx context.Context, parallel, n int, f func(context.Context, int) error) error {
-	if parallel <= 0 {
-		parallel = runtime.GOMAXPROCS(0)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-		next  int
-	)
-	for range min(parallel, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				i := next
-				next++
-				stop := first != nil
-				mu.Unlock()
-				if i >= n || stop {
-					return
-				}
-				if err := f(ctx, i); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-						cancel()
-					}
-					mu.Unlock()
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return first
 }

@@ -109,7 +109,7 @@ func RecommendClassPools(ctx context.Context, x ClassExperimenter, w ClassWorklo
 	// minJobs: the fewest threads with which each closed class alone keeps
 	// 95% of its throughput.
 	minJobs := make([]int, len(w.Classes))
-	err = runAll(ctx, o.Parallel, len(w.Classes), func(ctx context.Context, i int) error {
+	err = ForEach(ctx, o.Parallel, len(w.Classes), func(ctx context.Context, i int) error {
 		k := w.Classes[i]
 		if k.Open || k.StartUsers == 0 {
 			return nil
@@ -239,7 +239,7 @@ func mostThroughput(ctx context.Context, parallel int, best []string, largest in
 	}
 	results := make([]ClassObservation, len(sizes))
 	feasible := make([]bool, len(sizes))
-	err := runAll(ctx, parallel, len(sizes), func(ctx context.Context, i int) error {
+	err := ForEach(ctx, parallel, len(sizes), func(ctx context.Context, i int) error {
 		var err error
 		results[i], feasible[i], err = trial(ctx, sizes[i])
 		return err

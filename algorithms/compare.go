@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
 	"sync"
 )
@@ -406,37 +407,58 @@ func (cmp *Comparison) remeasure(exps []Experiment, obs [][]Observation, precisi
 // the observations in the order of exps. Each experiment's result depends on
 // the experiment alone, so the numbers equal a serial run's.
 func RunAll(ctx context.Context, x Experimenter, exps []Experiment, parallel int) ([]Observation, error) {
-	if parallel <= 1 {
-		// In the caller's goroutine: a caller that measures its own
-		// thread's CPU (softalloc evaluate) counts these trials too.
-		obs := make([]Observation, len(exps))
-		for i, e := range exps {
-			var err error
-			if obs[i], err = x.RunExperiment(ctx, e); err != nil {
-				return nil, fmt.Errorf("%s at %d users: %w", e.Allocation, e.Workload.Users, err)
+	obs := make([]Observation, len(exps))
+	err := ForEach(ctx, max(parallel, 1), len(exps), func(ctx context.Context, i int) error {
+		var err error
+		if obs[i], err = x.RunExperiment(ctx, exps[i]); err != nil {
+			return fmt.Errorf("%s at %d users: %w", exps[i].Allocation, exps[i].Workload.Users, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return obs, nil
+}
+
+// ForEach calls f(ctx, i) for every i in [0, n), at most parallel at once
+// (0 or less: GOMAXPROCS; 1: in order, in the caller's goroutine, so that a
+// caller that reads its own thread's CPU time counts the work). Each call
+// writes its own results, so they do not depend on the schedule. A failure
+// cancels the calls still running; ForEach returns the failure of the
+// lowest index that is not a cancellation (the one that cancelled the
+// others), else the lowest, else the context's error if the caller
+// cancelled.
+func ForEach(ctx context.Context, parallel, n int, f func(context.Context, int) error) error {
+	if parallel <= 0 {
+		parallel = runtime.GOMAXPROCS(0)
+	}
+	if parallel == 1 {
+		for i := range n {
+			if err := f(ctx, i); err != nil {
+				return err
 			}
 		}
-		return obs, nil
+		return nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	obs := make([]Observation, len(exps))
-	errs := make([]error, len(exps))
+	errs := make([]error, n)
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for w := 0; w < min(max(parallel, 1), len(exps)); w++ {
+	for range min(parallel, n) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				if obs[i], errs[i] = x.RunExperiment(ctx, exps[i]); errs[i] != nil {
+				if errs[i] = f(ctx, i); errs[i] != nil {
 					cancel()
 				}
 			}
 		}()
 	}
 feed:
-	for i := range exps {
+	for i := range n {
 		select {
 		case next <- i:
 		case <-ctx.Done():
@@ -445,20 +467,15 @@ feed:
 	}
 	close(next)
 	wg.Wait()
-	// Report the failure that cancelled the others, not a cancellation.
-	first := -1
-	for i, err := range errs {
-		if err != nil && (first < 0 || errors.Is(errs[first], context.Canceled) && !errors.Is(err, context.Canceled)) {
-			first = i
+	var first error
+	for _, err := range errs {
+		if err != nil && (first == nil || errors.Is(first, context.Canceled) && !errors.Is(err, context.Canceled)) {
+			first = err
 		}
 	}
-	if first >= 0 {
-		e := exps[first]
-		return nil, fmt.Errorf("%s at %d users: %w", e.Allocation, e.Workload.Users, errs[first])
+	if first != nil {
+		return first
 	}
-	// No experiment failed, yet the context ended: the caller cancelled.
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return obs, nil
+	// No call failed, yet the context ended: the caller cancelled.
+	return ctx.Err()
 }
