@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/softalloc/softalloc/algorithms"
 )
 
 // A trial refined from a coarser one that ended precise is the trial a
@@ -29,6 +31,7 @@ func TestRefinedTrialIsTheFreshTrial(t *testing.T) {
 		t.Run(tc.topo+" "+tc.alloc, func(t *testing.T) {
 			r := Runner{Seed: 3, Trials: NewTrials(DefaultTrialsBudget)}
 			went := 0
+			var gots, freshes []algorithms.Observation
 			for _, p := range []float64{0.16, 0.08, 0.04, 0.02} {
 				e := adaptive(t, tc.topo, tc.alloc, tc.users, p, 6*time.Minute)
 				e.Timing.GoodputOnly = tc.goodputOnly
@@ -42,11 +45,13 @@ func TestRefinedTrialIsTheFreshTrial(t *testing.T) {
 				fresh, _, err := Simulate(t.Context(), nil, e, 3)
 				require.NoError(t, err)
 				require.Equal(t, fresh, got, "at %g", p)
+				gots, freshes = append(gots, got), append(freshes, fresh)
 				if !got.Window.Precise {
 					break // a trial at its longest window is not refined
 				}
 			}
 			assert.Positive(t, went, "some refinement went on from a kept trial")
+			assert.Equal(t, freshes, gots, "going on changed no observation given before")
 		})
 	}
 }

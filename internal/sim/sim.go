@@ -69,6 +69,11 @@ func Simulate(ctx context.Context, m *Model, e algorithms.Experiment, seed uint6
 	if err != nil {
 		return algorithms.Observation{}, Stats{}, fmt.Errorf("simulate: %w", err)
 	}
+	return c.runToEnd(ctx)
+}
+
+// runToEnd runs the trial to the end of its window and gives its result.
+func (c *chain) runToEnd(ctx context.Context) (algorithms.Observation, Stats, error) {
 	if err := ctx.Err(); err != nil {
 		return algorithms.Observation{}, Stats{}, fmt.Errorf("simulate: %w", err)
 	}
@@ -190,10 +195,9 @@ func (r Runner) RunExperiment(ctx context.Context, e algorithms.Experiment) (alg
 	}
 	key := trialKey(e)
 	c := r.Trials.take(key, e.Timing.Precision)
-	ended := false
-	if c != nil {
-		ended = c.refine(e.Timing.Precision)
-	} else {
+	// The mark where the coarser trial ended may hold this one too.
+	ended := c != nil && c.refine(e.Timing.Precision)
+	if c == nil {
 		m := r.Model
 		if m == nil {
 			m = DefaultModel()
@@ -203,15 +207,15 @@ func (r Runner) RunExperiment(ctx context.Context, e algorithms.Experiment) (alg
 			return algorithms.Observation{}, fmt.Errorf("simulate: %w", err)
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return algorithms.Observation{}, fmt.Errorf("simulate: %w", err)
-	}
-	if !ended {
-		if err := c.run(ctx); err != nil {
-			return algorithms.Observation{}, err
+	var o algorithms.Observation
+	if ended {
+		o, _ = c.result()
+	} else {
+		var err error
+		if o, _, err = c.runToEnd(ctx); err != nil {
+			return o, err
 		}
 	}
-	o, _ := c.result()
 	if c.series.endedPrecise() {
 		r.Trials.keep(key, e.Timing.Precision, c)
 	}
