@@ -86,7 +86,7 @@ It writes evaluation.md, evaluation.json, the grids it measured
 	o.precision = precisionValue(def.Timing.Precision)
 	fs.Var(&o.precision, "precision", "precision of the adaptive trials (see recommend --help)")
 	fs.BoolVar(&o.fixed, "fixed", false, "every trial fixed-length, as before trials were adaptive (a reference for --reference)")
-	fs.StringVar(&o.reference, "reference", "", "a fixed-length evaluation.json to compare every quality ratio with")
+	fs.StringVar(&o.reference, "reference", "", "a fixed-length evaluation.json (evaluate --fixed): its grids are the ground truth, its ratios compared")
 	fs.IntVar(&o.coverage, "coverage-seeds", def.Coverage.Seeds, "seeds per workload of the coverage measurement (0: none)")
 	registerParallel(fs, &o.parallel, "jobs at once (campaigns, grids, trials), one core each")
 	fs.StringVar(&o.model, "model", "", "simulator parameter file (default: the embedded RUBBoS testbed)")
