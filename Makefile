@@ -76,6 +76,7 @@ fuzz:
 	$(GO) test ./internal/cli -run '^$$' -fuzz FuzzParseBaseline -fuzztime 40000x -fuzzminimizetime 3s
 	$(GO) test ./internal/cli -run '^$$' -fuzz FuzzFlagValues -fuzztime 40000x -fuzzminimizetime 3s
 	$(GO) test ./internal/runner/live -run '^$$' -fuzz FuzzParseConfig -fuzztime 30000x -fuzzminimizetime 3s
+	$(GO) test ./internal/evaluate -run '^$$' -fuzz FuzzReadGrids -fuzztime 20000x -fuzzminimizetime 3s
 
 # Man pages, one per command, from the commands' own help.
 man:
