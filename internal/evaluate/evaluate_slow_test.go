@@ -17,20 +17,20 @@ import (
 	"github.com/softalloc/softalloc/algorithms"
 )
 
-// smallConfig is a short evaluation of 1/2/1/2: trials of seconds, a
+// smallConfig is a short evaluation of 1/1/1/1: trials of seconds, a
 // coverage of a few seeds at one workload.
 func smallConfig(seeds ...uint64) Config {
 	cfg := DefaultConfig()
-	cfg.Topologies, cfg.Seeds = []string{"1/2/1/2"}, seeds
+	cfg.Topologies, cfg.Seeds = []string{"1/1/1/1"}, seeds
 	cfg.Timing = algorithms.Timing{RampUp: 10 * time.Second, Runtime: 30 * time.Second, Precision: 0.05}
 	cfg.FixedTiming = algorithms.Timing{RampUp: 10 * time.Second, Runtime: 20 * time.Second}
-	cfg.Coverage.Topology, cfg.Coverage.Workloads, cfg.Coverage.Seeds = "1/2/1/2", []int{2000}, 4
+	cfg.Coverage.Topology, cfg.Coverage.Workloads, cfg.Coverage.Seeds = "1/1/1/1", []int{1000}, 4
 	cfg.Coverage.LongSeeds, cfg.Coverage.LongRuntime, cfg.Coverage.CRNSeeds = 1, time.Minute, 3
 	cfg.Coverage.Timing.Runtime = 30 * time.Second
 	cfg.Precisions = []float64{0.05}
 	cfg.SpeedTiming = algorithms.Timing{RampUp: 5 * time.Second, Runtime: 10 * time.Second}
 	cfg.SpeedUsers = []int{1000}
-	cfg.ScreenedGrid = GridKey{"1/2/1/2", 1}
+	cfg.ScreenedGrid = GridKey{"1/1/1/1", 1}
 	return cfg
 }
 
@@ -58,8 +58,8 @@ func TestSlowRunAndWrite(t *testing.T) {
 	require.NoError(t, Write(refDir, ref))
 	grids, err := ReadGrids(filepath.Join(refDir, GridsFile))
 	require.NoError(t, err)
-	require.Len(t, grids[GridKey{"1/2/1/2", 1}], ref.Results[0].GridAllocations)
-	for _, g := range grids[GridKey{"1/2/1/2", 1}] {
+	require.Len(t, grids[GridKey{"1/1/1/1", 1}], ref.Results[0].GridAllocations)
+	for _, g := range grids[GridKey{"1/1/1/1", 1}] {
 		for _, hw := range g.HalfWidth {
 			assert.Positive(t, hw[0], "fixed trials' goodput carries its interval: %s", g.Allocation)
 		}
@@ -111,7 +111,7 @@ func TestSlowRunAndWrite(t *testing.T) {
 	}
 	require.NotNil(t, rep.ScreenedGrid)
 	sg := rep.ScreenedGrid
-	assert.Equal(t, "1/2/1/2", sg.Topology)
+	assert.Equal(t, "1/1/1/1", sg.Topology)
 	assert.Equal(t, one.GridWorkloads, sg.Workloads)
 	assert.GreaterOrEqual(t, sg.Trials, sg.Allocations*len(sg.Workloads), "every cell at least once")
 	assert.Positive(t, sg.SimulatedSeconds)
@@ -145,8 +145,8 @@ func TestSlowRunAndWrite(t *testing.T) {
 	assert.Equal(t, rep.Results[0].Campaigns[0].Allocation, back.Results[0].Campaigns[0].Allocation)
 	mine, err := ReadGrids(filepath.Join(dir, GridsFile))
 	require.NoError(t, err)
-	assert.NotContains(t, mine, GridKey{"1/2/1/2", 1}, "a grid taken from the reference is not written again")
-	assert.Contains(t, mine, GridKey{"1/2/1/2", 2})
+	assert.NotContains(t, mine, GridKey{"1/1/1/1", 1}, "a grid taken from the reference is not written again")
+	assert.Contains(t, mine, GridKey{"1/1/1/1", 2})
 	for _, plot := range []string{"evaluation-speed.svg", "evaluation-experiments.svg"} {
 		svg, err := os.ReadFile(filepath.Join(dir, plot))
 		require.NoError(t, err)
