@@ -62,14 +62,23 @@ func (s Stats) EventsPerPage() float64 {
 // names the value. A zero Timing means DefaultTiming; the ramp-down is not
 // simulated (nothing is measured in it).
 func Simulate(ctx context.Context, m *Model, e algorithms.Experiment, seed uint64) (algorithms.Observation, Stats, error) {
+	c, err := newTrial(m, e, seed)
+	if err != nil {
+		return algorithms.Observation{}, Stats{}, err
+	}
+	return c.runToEnd(ctx)
+}
+
+// newTrial builds the trial of e on m (nil: DefaultModel) with the seed.
+func newTrial(m *Model, e algorithms.Experiment, seed uint64) (*chain, error) {
 	if m == nil {
 		m = DefaultModel()
 	}
 	c, err := newChain(m, e, seed)
 	if err != nil {
-		return algorithms.Observation{}, Stats{}, fmt.Errorf("simulate: %w", err)
+		return nil, fmt.Errorf("simulate: %w", err)
 	}
-	return c.runToEnd(ctx)
+	return c, nil
 }
 
 // runToEnd runs the trial to the end of its window and gives its result.
@@ -198,13 +207,9 @@ func (r Runner) RunExperiment(ctx context.Context, e algorithms.Experiment) (alg
 	// The mark where the coarser trial ended may hold this one too.
 	ended := c != nil && c.refine(e.Timing.Precision)
 	if c == nil {
-		m := r.Model
-		if m == nil {
-			m = DefaultModel()
-		}
 		var err error
-		if c, err = newChain(m, e, r.Seed); err != nil {
-			return algorithms.Observation{}, fmt.Errorf("simulate: %w", err)
+		if c, err = newTrial(r.Model, e, r.Seed); err != nil {
+			return algorithms.Observation{}, err
 		}
 	}
 	var o algorithms.Observation
