@@ -435,6 +435,9 @@ func ForEach(ctx context.Context, parallel, n int, f func(context.Context, int) 
 	}
 	if parallel == 1 {
 		for i := range n {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			if err := f(ctx, i); err != nil {
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -327,4 +328,45 @@ func last(ps []float64) float64 {
 		return 0
 	}
 	return ps[len(ps)-1]
+}
+
+// ForEach, serial or parallel, returns the failure that cancelled the
+// others (not a cancellation, not a later index's), and a caller's
+// cancellation even when no call looks at its context.
+func TestForEachReportsTheFailureAndTheCallersCancellation(t *testing.T) {
+	for _, parallel := range []int{1, 3} {
+		var ran atomic.Int32
+		err := algorithms.ForEach(context.Background(), parallel, 5, func(ctx context.Context, i int) error {
+			ran.Add(1)
+			switch i {
+			case 1:
+				return fmt.Errorf("call %d failed", i)
+			case 4:
+				return errors.New("a later failure")
+			}
+			if parallel > 1 {
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			return nil
+		})
+		require.Error(t, err, "parallel %d", parallel)
+		assert.Equal(t, "call 1 failed", err.Error(), "parallel %d", parallel)
+		if parallel == 1 {
+			assert.EqualValues(t, 2, ran.Load(), "in order, stopping at the failure")
+		}
+
+		ctx, cancel := context.WithCancel(context.Background())
+		ran.Store(0)
+		err = algorithms.ForEach(ctx, parallel, 4, func(context.Context, int) error {
+			if ran.Add(1) == 1 {
+				cancel()
+			}
+			return nil
+		})
+		assert.ErrorIs(t, err, context.Canceled, "parallel %d", parallel)
+		if parallel == 1 {
+			assert.EqualValues(t, 1, ran.Load(), "nothing runs after the caller cancelled")
+		}
+	}
 }
