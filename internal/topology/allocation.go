@@ -31,8 +31,24 @@ func ParseAllocation(s string) (algorithms.Allocation, error) {
 		return fail("%s, got an empty string", allocationForm)
 	}
 	parts := strings.Split(t, "-")
+	// A minus sign splits like the separator: "-1-5-5" is an empty field
+	// and 1, 5, 5, a negative web pool, not four numbers.
+	sizes := 0 // the fields before parts[i] that hold a pool size
+	for i, p := range parts {
+		if p != "" {
+			sizes++
+			continue
+		}
+		if i+1 < len(parts) && parts[i+1] != "" {
+			if sizes < len(allocationPools) {
+				return fail("%s -%s is not a pool size: want a whole number in 1..%d", allocationPools[sizes].label, parts[i+1], MaxPoolSize)
+			}
+			continue
+		}
+		return fail("%s, got a - with no pool size after it", allocationForm)
+	}
 	if len(parts) != len(allocationPools) {
-		return fail("%s, got %s", allocationForm, plural(len(parts), "number"))
+		return fail("%s, got %s", allocationForm, plural(sizes, "number"))
 	}
 	a := algorithms.Allocation{}
 	for i, p := range parts {
