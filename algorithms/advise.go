@@ -310,6 +310,9 @@ func windowProblem(d Deployment, w Window) string {
 	if o.Throughput == 0 {
 		return "no pages served (throughput 0): an idle window says nothing about demand per page"
 	}
+	if p := ForeignServers(d, o); p != "" {
+		return p
+	}
 	for _, t := range d.Tiers {
 		for i := 0; i < t.Replicas; i++ {
 			if _, ok := o.Server(t.ServerName(i)); !ok {
@@ -318,6 +321,37 @@ func windowProblem(d Deployment, w Window) string {
 		}
 	}
 	return ""
+}
+
+// ForeignServers says which of the observation's servers are not d's, or ""
+// when all are. Observations of 1/2/1/2 advised as 1/1/1 were read as one app
+// server doing two servers' work, the servers 1/1/1 lacks ignored.
+func ForeignServers(d Deployment, o Observation) string {
+	tiers := map[string]string{}
+	var names []string
+	for _, t := range d.Tiers {
+		for i := 0; i < t.Replicas; i++ {
+			tiers[t.ServerName(i)] = t.Name
+			names = append(names, t.ServerName(i))
+		}
+	}
+	var foreign []string
+	for _, s := range o.Servers {
+		tier, ok := tiers[s.Name]
+		switch {
+		case !ok:
+			foreign = append(foreign, s.Name)
+		case s.Tier != "" && s.Tier != tier:
+			return fmt.Sprintf("server %s is in tier %s, not %s", s.Name, s.Tier, tier)
+		}
+	}
+	switch len(foreign) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("server %s is not the deployment's (%s has %s)", foreign[0], d.Topology, strings.Join(names, ", "))
+	}
+	return fmt.Sprintf("servers %s are not the deployment's (%s has %s)", strings.Join(foreign, ", "), d.Topology, strings.Join(names, ", "))
 }
 
 func droppedSummary(dropped []DroppedWindow) string {

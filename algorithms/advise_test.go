@@ -219,3 +219,24 @@ func TestAdviseFrontBufferWithoutObservedSizes(t *testing.T) {
 	assert.Less(t, adv.Allocation["web"].Threads, 300, "no buffer known: the formula")
 	assert.Contains(t, fmt.Sprint(adv.Critical.Warnings), "web threads: its current size is unknown")
 }
+
+// Issue 35, item 1: windows of 1/4/1/4 advised as 1/2/1/2 answered, the
+// servers the deployment lacks ignored. A window with a server that is not
+// the deployment's is left out, naming it.
+func TestAdviseLeavesOutWindowsOfOtherServers(t *testing.T) {
+	x := rubbosFake()
+	ws := fakeWindows(t, x, deployment(t, "1/4/1/4"), "400-150-60", true, 650, 1300, 1950, 2600, 3250, 3900)
+	_, err := algorithms.Advise(deployment(t, "1/2/1/2"), ws, algorithms.AdviseOptions{})
+	require.ErrorIs(t, err, algorithms.ErrNotEnoughData)
+	assert.Contains(t, err.Error(), "0 of 6 windows are usable")
+	assert.Contains(t, err.Error(), "servers app-3, app-4, db-3, db-4 are not the deployment's (1/2/1/2 has web-1, app-1, app-2, cluster-1, db-1, db-2)")
+
+	// A server of the deployment's name in another tier is not its server.
+	ws = fakeWindows(t, x, deployment(t, "1/2/1/2"), "400-150-60", true, 500, 1000, 1500, 2000, 2500, 3000)
+	for i := range ws {
+		ws[i].Observation.Servers[1].Tier = "db"
+	}
+	_, err = algorithms.Advise(deployment(t, "1/2/1/2"), ws, algorithms.AdviseOptions{})
+	require.ErrorIs(t, err, algorithms.ErrNotEnoughData)
+	assert.Contains(t, err.Error(), "server app-1 is in tier db, not app")
+}

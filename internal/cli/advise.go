@@ -292,7 +292,8 @@ func parseTime(v string) (time.Time, error) {
 // of several allocations without --alloc are refused. A journal that
 // validate shared held a grid of them, and advise took the largest pools
 // any window reported as the current ones (400-300-8) and read their
-// different CPU per page as the demand drifting.
+// different CPU per page as the demand drifting. Windows holding servers
+// the deployment lacks are refused, naming them.
 func oneDeployment(d algorithms.Deployment, recorded []wire.RecordedWindow, current algorithms.Allocation) ([]algorithms.Window, error) {
 	windows := make([]algorithms.Window, len(recorded))
 	counts := map[string]int{}
@@ -307,6 +308,17 @@ func oneDeployment(d algorithms.Deployment, recorded []wire.RecordedWindow, curr
 			windows[i].Problem = fmt.Sprintf("allocation %s, not --alloc %s", e.Allocation.String(), current.String())
 		default:
 			counts[e.Allocation.String()]++
+		}
+	}
+	// Servers the deployment lacks mean the file is another deployment's:
+	// advising it anyway read one server as doing two servers' work.
+	for _, w := range windows {
+		if w.Problem != "" {
+			continue
+		}
+		if p := algorithms.ForeignServers(d, w.Observation); p != "" {
+			return nil, usagef("advise: %s: %s: the observations were recorded on another deployment; give -t or -f of the one they measured",
+				w.Label, p)
 		}
 	}
 	if len(counts) > 1 {

@@ -166,3 +166,21 @@ func TestAdviseReadsOneAllocationOfAJournal(t *testing.T) {
 	assert.Equal(t, 1, code, "not enough data")
 	assert.Contains(t, stderr, "recorded on 1/2/1/2, not 1/4/1/4")
 }
+
+// Issue 35, item 1: observations of 1/2/1/2 advised as 1/1/1 answered
+// 400-28-28, one app server assumed to do two servers' work, and the
+// servers the topology lacks ignored. advise refuses them by name.
+func TestAdviseRefusesObservationsOfOtherServers(t *testing.T) {
+	obs := writeFile(t, t.TempDir(), "obs.jsonl", adviseObservations(t))
+	for _, tc := range []struct{ topology, want string }{
+		{"1/1/1", "servers app-2, cluster-1, db-2 are not the deployment's (1/1/1 has web-1, app-1, db-1)"},
+		{"1/1/1/1", "servers app-2, db-2 are not the deployment's (1/1/1/1 has web-1, app-1, cluster-1, db-1)"},
+	} {
+		out, stderr, code := run(t, "", "advise", "-t", tc.topology, "--observations", obs)
+		assert.Equal(t, 2, code, "a file of another deployment is a usage error")
+		assert.Empty(t, out)
+		assert.Equal(t, 1, countLines(stderr), stderr)
+		assert.Contains(t, stderr, "advise: obs.jsonl:1: "+tc.want)
+		assert.Contains(t, stderr, "recorded on another deployment")
+	}
+}
