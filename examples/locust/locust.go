@@ -126,6 +126,24 @@ func freePort(host string) (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// dialHost is where this machine reaches a master bound to bind.
+func dialHost(bind string) string {
+	if bind == "*" {
+		return "127.0.0.1"
+	}
+	return bind
+}
+
+// listens says whether something accepts connections on the master's port.
+func listens(bind string, port int) bool {
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort(dialHost(bind), strconv.Itoa(port)), 200*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
+
 // runLocust runs the trial: the master, then the workers, and returns the
 // window the master wrote. A worker that ends before the master fails the
 // trial at once: its users' pages are lost, and Locust would go on with the
@@ -179,6 +197,13 @@ func runLocust(ctx context.Context, c config, p plan, dir string, logf func(stri
 	if err != nil {
 		return window{}, err
 	}
+	// Locust's own wait for workers (--expect-workers-max-wait) starts only
+	// once the master is up: a master that never listens (a wrapper that
+	// hangs, an import that never ends) would be waited for until the exec
+	// runner's timeout. No worker can connect before it listens, so it must
+	// by connectTimeout.
+	listenBy := time.Now().Add(c.ConnectTimeout.Duration())
+	listening := false
 	var workers []*proc
 	// All at once, within the exec runner's 5 s grace after its SIGTERM.
 	stopAll := func() {
@@ -220,6 +245,12 @@ func runLocust(ctx context.Context, c config, p plan, dir string, logf func(stri
 			return window{}, fmt.Errorf("interrupted %.1f s into the trial; stopped the master and the workers: %w", time.Since(began).Seconds(), ctx.Err())
 		case <-master.done:
 		case <-tick.C:
+			if !listening {
+				if listening = listens(c.MasterBind, port); !listening && time.Now().After(listenBy) {
+					return window{}, fmt.Errorf("the Locust master did not listen on %s within connectTimeout %v, so no worker could connect; it was still running (last output: %s; log %s)",
+						net.JoinHostPort(dialHost(c.MasterBind), strconv.Itoa(port)), c.ConnectTimeout.Duration(), master.lastLine(), master.log)
+				}
+			}
 			for _, w := range workers {
 				// Once the master wrote the window, it tells the workers to quit.
 				if _, err := os.Stat(out); w.exited() && err != nil {
