@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"time"
 
@@ -53,6 +54,10 @@ type config struct {
 const (
 	defaultRemote = "ssh -o BatchMode=yes {host} locust {workerArgs}"
 	localWorker   = "local"
+	// maxWorkersPerHost bounds a remote host's entries in workers (local
+	// ones are bounded by this machine's cores): a worker uses at most one
+	// core, and 64 workers hold about 320,000 RUBBoS users (README).
+	maxWorkersPerHost = 64
 )
 
 var (
@@ -96,6 +101,24 @@ func (c *config) check() error {
 	for i, w := range c.Workers {
 		if !hostName.MatchString(w) {
 			return fmt.Errorf("workers[%d]: want %q or a host name (letters, digits, . _ : @ -), got %q", i, localWorker, w)
+		}
+	}
+	// Bounded per host, so that a long or generated list cannot start
+	// thousands of processes on one machine.
+	per := map[string]int{}
+	var order []string
+	for _, w := range c.Workers {
+		if per[w] == 0 {
+			order = append(order, w)
+		}
+		per[w]++
+	}
+	for _, w := range order {
+		switch {
+		case w == localWorker && per[w] > runtime.NumCPU():
+			return fmt.Errorf("workers: %d entries %q, want at most %d, the cores of this machine (a worker uses at most one)", per[w], w, runtime.NumCPU())
+		case w != localWorker && per[w] > maxWorkersPerHost:
+			return fmt.Errorf("workers: %d entries %q, want at most %d per host", per[w], w, maxWorkersPerHost)
 		}
 	}
 	if len(c.Remote) == 0 {
@@ -196,4 +219,10 @@ func (c config) workers(locust, masterHost string, masterPort int) []worker {
 		out = append(out, w)
 	}
 	return out
+}
+
+// active are the workers a trial of users starts: at most one per user (a
+// worker without users would only cost a process), the first of the list.
+func (c config) active(users int) []string {
+	return c.Workers[:max(1, min(users, len(c.Workers)))]
 }

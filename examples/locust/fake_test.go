@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,7 +32,7 @@ func fakeTrial(t *testing.T, settings string, users int) (error, []string, strin
 	c, err := loadConfig(writeFile(t, filepath.Join(dir, "s.yaml"),
 		fmt.Sprintf("deployment: d.yaml\nlocust: %s\n%s", fakeLocust(t, dir), settings)))
 	require.NoError(t, err)
-	p := plan{Target: "http://127.0.0.1:1", Users: users, Workers: len(c.Workers), ReplyTimeout: 1}
+	p := plan{Target: "http://127.0.0.1:1", Users: users, Workers: len(c.active(users)), ReplyTimeout: 1}
 	p.Timing.RampUp, p.Timing.Runtime, p.Timing.RampDown = 2, 4, 1
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -48,4 +50,39 @@ func TestAMasterThatNeverListensFailsAfterConnectTimeout(t *testing.T) {
 	require.Error(t, err)
 	assert.Regexp(t, `^the Locust master did not listen on 127\.0\.0\.1:[0-9]+ within connectTimeout 1s, so no worker could connect; `+
 		`it was still running \(last output: none; log .*master\.log\)$`, err.Error())
+}
+
+// Issue 35: a 5-user trial on a settings file of 10,000 workers started
+// them all (20,002 files; with real Locust, a fork bomb). A trial starts at
+// most one worker per user, the first of the list.
+func TestATrialStartsAtMostOneWorkerPerUser(t *testing.T) {
+	err, logged, attempt := fakeTrial(t, "workers: [local, h2, h3, h4]\nremote: ['{locust}', '{workerArgs}']\nconnectTimeout: 1s\n", 2)
+	require.ErrorContains(t, err, "connectTimeout")
+	logs, err := filepath.Glob(filepath.Join(attempt, "worker-*.log"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{filepath.Join(attempt, "worker-1.log"), filepath.Join(attempt, "worker-2.log")}, logs)
+	require.NotEmpty(t, logged)
+	assert.Contains(t, logged[0], "locust: 2 users on 2 of 4 workers (local, h2), master 127.0.0.1:")
+}
+
+// More worker processes on one machine than it has cores only compete for
+// them (a worker uses at most one); a remote host listed more than
+// maxWorkersPerHost times is a mistake, not a load generator.
+func TestWorkersPerHostAreBounded(t *testing.T) {
+	dir := t.TempDir()
+	locals := strings.TrimSuffix(strings.Repeat("local, ", runtime.NumCPU()+1), ", ")
+	_, err := loadConfig(writeFile(t, filepath.Join(dir, "s.yaml"), "deployment: d.yaml\nworkers: ["+locals+"]\n"))
+	require.EqualError(t, err, fmt.Sprintf(`settings %q: workers: %d entries "local", want at most %d, the cores of this machine (a worker uses at most one)`,
+		filepath.Join(dir, "s.yaml"), runtime.NumCPU()+1, runtime.NumCPU()))
+
+	hosts := strings.TrimSuffix(strings.Repeat("lg-2, ", maxWorkersPerHost+1), ", ")
+	_, err = loadConfig(writeFile(t, filepath.Join(dir, "s.yaml"), "deployment: d.yaml\nworkers: [local, "+hosts+"]\n"))
+	require.EqualError(t, err, fmt.Sprintf(`settings %q: workers: %d entries "lg-2", want at most %d per host`,
+		filepath.Join(dir, "s.yaml"), maxWorkersPerHost+1, maxWorkersPerHost))
+
+	// As many as allowed are fine.
+	locals = strings.TrimSuffix(strings.Repeat("local, ", runtime.NumCPU()), ", ")
+	hosts = strings.TrimSuffix(strings.Repeat("lg-2, ", maxWorkersPerHost), ", ")
+	_, err = loadConfig(writeFile(t, filepath.Join(dir, "s.yaml"), "deployment: d.yaml\nworkers: ["+locals+", "+hosts+"]\n"))
+	require.NoError(t, err)
 }

@@ -191,8 +191,16 @@ func runLocust(ctx context.Context, c config, p plan, dir string, logf func(stri
 		"-u", strconv.Itoa(p.Users), "-r", strconv.FormatFloat(rate, 'f', 3, 64), "--run-time", strconv.Itoa(backstop) + "s",
 		"--stop-timeout", "0", "--exit-code-on-error", "0", "--only-summary", "--loglevel", "INFO",
 		"--softalloc-out", out}
-	logf("locust: %d users on %d workers (%s), master %s:%d, %g+%g+%g s; files in %s",
-		p.Users, p.Workers, strings.Join(c.Workers, ", "), c.MasterHost, port, p.Timing.RampUp, p.Timing.Runtime, p.Timing.RampDown, dir)
+	active := c.active(p.Users)
+	if p.Workers != len(active) {
+		return window{}, fmt.Errorf("a plan of %d workers for %d users, want %d", p.Workers, p.Users, len(active))
+	}
+	of := ""
+	if len(active) < len(c.Workers) {
+		of = fmt.Sprintf("%d of ", len(active))
+	}
+	logf("locust: %d users on %s%d workers (%s), master %s:%d, %g+%g+%g s; files in %s",
+		p.Users, of, len(c.Workers), strings.Join(active, ", "), c.MasterHost, port, p.Timing.RampUp, p.Timing.Runtime, p.Timing.RampDown, dir)
 	master, err := start("master", masterArgs, nil, dir, "master.log")
 	if err != nil {
 		return window{}, err
@@ -215,7 +223,7 @@ func runLocust(ctx context.Context, c config, p plan, dir string, logf func(stri
 		wg.Wait()
 	}
 	defer stopAll()
-	specs := c.workers(locust, c.MasterHost, port)
+	specs := c.workers(locust, c.MasterHost, port)[:len(active)]
 	for _, s := range specs {
 		var env []string
 		if s.Host == localWorker {

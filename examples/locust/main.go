@@ -87,7 +87,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	p, err := makePlan(lr.Workload(), lc.Target, lc.ThinkTime.Duration(), lc.RequestTimeout.Duration(),
-		e.Workload.Users, len(c.Workers), e.Timing, c.ReplyTimeout.Duration())
+		e.Workload.Users, len(c.active(e.Workload.Users)), e.Timing, c.ReplyTimeout.Duration())
 	if err != nil {
 		return err
 	}
