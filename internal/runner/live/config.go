@@ -105,7 +105,10 @@ type TierConfig struct {
 // {tier}, {server} (web-1), {cores} (the tier's cores), and each key of the
 // tier's servers entry.
 type Queries struct {
-	// CPU is the utilisation in [0,1] of all the server's cores.
+	// CPU is the utilisation in [0,1] of all the server's cores: a query in
+	// cores divides by {cores}. Each utilisation here (cpu, throttled,
+	// gcShare, resources, a pool's fullShare) that reads outside [0,1] by more
+	// than ShareTolerance fails the trial, or is its window's problem.
 	CPU string `yaml:"cpu"`
 	// Throttled is, under a CPU quota, the share in [0,1] of the quota's
 	// periods in which the server was throttled (cgroup cpu.stat's

@@ -466,20 +466,22 @@ func serverVars(t algorithms.Tier, i int, tc TierConfig, window string) map[stri
 func (r *Runner) server(ctx context.Context, t algorithms.Tier, i int, q Queries, vars map[string]string,
 	alloc algorithms.TierPools, end time.Time) (algorithms.ServerObservation, error) {
 	s := algorithms.ServerObservation{Name: t.ServerName(i), Tier: t.Name}
-	// eval returns the query's value; an absent query is (0, false).
-	eval := func(field, query string, required bool) (float64, bool, error) {
+	// evalRaw returns the query's value and the query as sent; an absent
+	// query is (0, false). NaN (0/0: nothing happened in the window) is 0,
+	// an infinity is returned as read.
+	evalRaw := func(field, query string, required bool) (float64, bool, string, error) {
 		if query == "" {
-			return 0, false, nil
+			return 0, false, "", nil
 		}
 		pq, err := expand(query, vars)
 		if err != nil {
-			return 0, false, permanent{fmt.Errorf("%s: %w", field, err)}
+			return 0, false, "", permanent{fmt.Errorf("%s: %w", field, err)}
 		}
 		v, err := r.prom.value(ctx, pq, end)
 		if errors.Is(err, errNoData) {
 			missing := r.absentMetrics(ctx, pq, end)
 			if len(missing) > 0 && required {
-				return 0, false, permanent{fmt.Errorf("%s: Prometheus has no series of %s (query %s): does the exporter expose it?",
+				return 0, false, pq, permanent{fmt.Errorf("%s: Prometheus has no series of %s (query %s): does the exporter expose it?",
 					field, strings.Join(missing, ", "), pq)}
 			}
 			if !required {
@@ -494,33 +496,48 @@ func (r *Runner) server(ctx context.Context, t algorithms.Tier, i int, q Queries
 						r.absent[m] = true
 					}
 				}
-				return 0, true, nil
+				return 0, true, pq, nil
 			}
 		}
 		if err != nil {
-			return 0, false, fmt.Errorf("%s: %w", field, err)
+			return 0, false, pq, fmt.Errorf("%s: %w", field, err)
 		}
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			// 0/0: nothing happened in the window.
-			return 0, true, nil
+		if math.IsNaN(v) {
+			return 0, true, pq, nil
 		}
-		return v, true, nil
+		return v, true, pq, nil
 	}
-	unit := func(v float64) float64 { return min(1, max(0, v)) }
-	v, _, err := eval("cpu", q.CPU, true)
-	if err != nil {
+	// eval reads a figure other than a share: an infinity is 0, as NaN.
+	eval := func(field, query string, required bool) (float64, bool, error) {
+		v, ok, _, err := evalRaw(field, query, required)
+		if math.IsInf(v, 0) {
+			v = 0
+		}
+		return v, ok, err
+	}
+	// util reads a utilisation: outside [0, 1] by more than ShareTolerance
+	// (a query in cores, an infinity) it fails the trial, as no retry mends it.
+	util := func(field, query string, required bool) (float64, bool, error) {
+		v, ok, pq, err := evalRaw(field, query, required)
+		if err != nil || !ok {
+			return 0, ok, err
+		}
+		u, problem := share(field, pq, v, vars["cores"])
+		if problem != "" {
+			return 0, false, permanent{fmt.Errorf("%s: %s", field, problem)}
+		}
+		return u, true, nil
+	}
+	var err error
+	if s.CPU, _, err = util("cpu", q.CPU, true); err != nil {
 		return s, err
 	}
-	// rate() extrapolates to the window's edges, which can overshoot 1 by a little.
-	s.CPU = unit(v)
-	if v, _, err = eval("throttled", q.Throttled, false); err != nil {
+	if s.Throttled, _, err = util("throttled", q.Throttled, false); err != nil {
 		return s, err
 	}
-	s.Throttled = unit(v)
-	if v, _, err = eval("gcShare", q.GCShare, false); err != nil {
+	if s.GCShare, _, err = util("gcShare", q.GCShare, false); err != nil {
 		return s, err
 	}
-	s.GCShare = unit(v)
 	if s.Throughput, _, err = eval("throughput", q.Throughput, false); err != nil {
 		return s, err
 	}
@@ -530,14 +547,14 @@ func (r *Runner) server(ctx context.Context, t algorithms.Tier, i int, q Queries
 	}
 	s.ResponseTime = max(0, s.ResponseTime)
 	for _, name := range sortedKeys(q.Resources) {
-		v, _, err := eval("resources."+name, q.Resources[name], true)
+		v, _, err := util("resources."+name, q.Resources[name], true)
 		if err != nil {
 			return s, err
 		}
 		if s.Resources == nil {
 			s.Resources = map[string]float64{}
 		}
-		s.Resources[name] = unit(v)
+		s.Resources[name] = v
 	}
 	for _, name := range sortedKeys(q.Pools) {
 		pq := q.Pools[name]
@@ -561,10 +578,10 @@ func (r *Runner) server(ctx context.Context, t algorithms.Tier, i int, q Queries
 		if p.Size > 0 {
 			p.Busy = min(p.Busy, float64(p.Size))
 		}
-		if full, ok, err := eval("pools."+name+".fullShare", pq.FullShare, false); err != nil {
+		if full, ok, err := util("pools."+name+".fullShare", pq.FullShare, false); err != nil {
 			return s, err
 		} else if ok {
-			p.FullShare = unit(full)
+			p.FullShare = full
 		}
 		s.Pools = append(s.Pools, p)
 	}

@@ -255,3 +255,53 @@ func TestFailuresSayWhatTheyGot(t *testing.T) {
 	assert.ErrorContains(t, run(map[string]any{"health": app.URL + "/health"}), `status 503 Service Unavailable: "db down"`)
 	assert.ErrorContains(t, run(nil), "did not answer as Prometheus's HTTP API does (is it the Prometheus URL?)")
 }
+
+// Issue 35: a cpu query in cores (rate(process_cpu_seconds_total) on a
+// 4-core host) read 1.0, and +Inf or a negative value read 0, without a
+// word. A utilisation outside [0, 1] by more than rate()'s jitter fails the
+// trial, naming the query and the value; within it, it is clipped.
+func TestUtilisationsOutOfRangeFailTheTrial(t *testing.T) {
+	dir := t.TempDir()
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer app.Close()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "w.yaml"), []byte(
+		"thinkTime: {mean: 20ms}\nstart: A\ninteractions:\n  - {name: A, path: /a, next: {A: 1}}\n"), 0o644))
+	d := algorithms.Deployment{Tiers: []algorithms.Tier{{Name: "web", Role: "web", Replicas: 1, Cores: 4}}}
+	e := algorithms.Experiment{Deployment: d, Workload: algorithms.Workload{Users: 2},
+		Timing: algorithms.Timing{RampUp: 50 * time.Millisecond, Runtime: 200 * time.Millisecond}}
+	run := func(answers map[string]string) (algorithms.Observation, error) {
+		all := map[string]string{"cpu_cores": "0.5", "disk_util": "0.3"}
+		for k, v := range answers {
+			all[k] = v
+		}
+		prom, _ := fakePrometheus(t, all)
+		sec := map[string]any{"target": app.URL, "prometheus": prom.URL, "workload": "w.yaml",
+			"tiers": map[string]any{"web": map[string]any{"queries": map[string]any{"cpu": "cpu_cores", "gcShare": "gc_share",
+				"resources": map[string]any{"disk": "disk_util"}}}}}
+		r, err := New(sec, filepath.Join(dir, "deployment.yaml"))
+		require.NoError(t, err)
+		return r.RunExperiment(context.Background(), e)
+	}
+	for _, c := range []struct {
+		answers map[string]string
+		want    string
+	}{
+		{map[string]string{"cpu_cores": "3.2"}, "web-1: cpu: query cpu_cores read 3.2, not a share in [0, 1]"},
+		{map[string]string{"cpu_cores": "3.2"}, "divide it by {cores} (4 here)"},
+		{map[string]string{"cpu_cores": "+Inf"}, "query cpu_cores read +Inf"},
+		{map[string]string{"cpu_cores": "-0.5"}, "query cpu_cores read -0.5"},
+		{map[string]string{"gc_share": "1.2"}, "web-1: gcShare: query gc_share read 1.2"},
+		{map[string]string{"disk_util": "7"}, "web-1: resources.disk: query disk_util read 7"},
+	} {
+		_, err := run(c.answers)
+		require.Error(t, err, c.answers)
+		assert.Contains(t, err.Error(), c.want)
+	}
+	// rate()'s jitter: a little over 1 (or under 0) is clipped.
+	obs, err := run(map[string]string{"cpu_cores": "1.04", "gc_share": "-0.01", "disk_util": "0.3"})
+	require.NoError(t, err)
+	require.Len(t, obs.Servers, 1)
+	assert.Equal(t, 1.0, obs.Servers[0].CPU)
+	assert.Equal(t, 0.0, obs.Servers[0].GCShare)
+	assert.InDelta(t, 0.3, obs.Servers[0].Resources["disk"], 1e-9)
+}

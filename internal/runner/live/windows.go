@@ -370,6 +370,7 @@ func (sv *stepValues) at(k int) (float64, string) {
 // serverReads are one server's queries over the range.
 type serverReads struct {
 	name, tier                   string
+	cores                        string // {cores}, for a utilisation's hint
 	cpu, throttled, gc, tput, rt *stepValues
 	resources                    map[string]*stepValues
 	pools                        []poolReads
@@ -382,7 +383,7 @@ type poolReads struct {
 }
 
 func (rd *reader) server(ctx context.Context, t algorithms.Tier, i int, q Queries, vars map[string]string) (*serverReads, error) {
-	s := &serverReads{name: t.ServerName(i), tier: t.Name}
+	s := &serverReads{name: t.ServerName(i), tier: t.Name, cores: vars["cores"]}
 	var queries []string
 	read := func(field, query string, required bool) (*stepValues, error) {
 		sv, err := rd.read(ctx, s.name, field, query, vars, required)
@@ -456,11 +457,22 @@ func (s *serverReads) at(k int) (algorithms.ServerObservation, []string) {
 		}
 		return v
 	}
-	unit := func(v float64) float64 { return min(1, max(0, v)) }
-	// rate() extrapolates to the window's edges, which can overshoot 1 by a little.
-	o.CPU = unit(get("cpu", s.cpu, false))
-	o.Throttled = unit(get("throttled", s.throttled, s.cpu.ok[k] && s.cpu.v[k] == 0))
-	o.GCShare = unit(get("gcShare", s.gc, false))
+	// util reads a utilisation: outside [0, 1] by more than
+	// ShareTolerance (a query in cores) it is the window's problem.
+	util := func(field string, sv *stepValues, idle bool) float64 {
+		v := get(field, sv, idle)
+		if sv == nil || !sv.ok[k] || math.IsNaN(sv.v[k]) || math.IsInf(sv.v[k], 0) {
+			return v // 0, and its problem if any already noted
+		}
+		u, p := share(field, sv.query, v, s.cores)
+		if p != "" {
+			problems = append(problems, s.name+": "+field+": "+p)
+		}
+		return u
+	}
+	o.CPU = util("cpu", s.cpu, false)
+	o.Throttled = util("throttled", s.throttled, s.cpu.ok[k] && s.cpu.v[k] == 0)
+	o.GCShare = util("gcShare", s.gc, false)
 	o.Throughput = max(0, get("throughput", s.tput, false))
 	idle := s.tput != nil && s.tput.ok[k] && s.tput.v[k] == 0
 	o.ResponseTime = max(0, get("responseTime", s.rt, idle))
@@ -468,7 +480,7 @@ func (s *serverReads) at(k int) (algorithms.ServerObservation, []string) {
 		if o.Resources == nil {
 			o.Resources = map[string]float64{}
 		}
-		o.Resources[name] = unit(get("resources."+name, s.resources[name], false))
+		o.Resources[name] = util("resources."+name, s.resources[name], false)
 	}
 	for _, pr := range s.pools {
 		p := algorithms.PoolObservation{Name: pr.name, FullShare: -1}
@@ -478,7 +490,7 @@ func (s *serverReads) at(k int) (algorithms.ServerObservation, []string) {
 			p.Busy = min(p.Busy, float64(p.Size))
 		}
 		if pr.fullShare != nil {
-			p.FullShare = unit(get("pools."+pr.name+".fullShare", pr.fullShare, false))
+			p.FullShare = util("pools."+pr.name+".fullShare", pr.fullShare, false)
 		}
 		o.Pools = append(o.Pools, p)
 	}

@@ -503,3 +503,39 @@ func TestCounterSelector(t *testing.T) {
 	}
 	assert.Equal(t, []string{`a_total{x="}[",y="2"}`, `b_total`, `c_total{}`, `d_total`}, got)
 }
+
+// Issue 35: advise clamped a cpu query in cores to 1 (minJobs 57.0 read
+// 10.9), and a negative one to 0, with no note. A utilisation outside [0, 1]
+// by more than ShareTolerance is the window's problem, naming the query and
+// the value; within it, it is clipped.
+func TestWindowsUtilisationOutOfRangeIsAProblem(t *testing.T) {
+	prom, _ := fakeRangePrometheus(t, map[string]float64{
+		"web_cpu": 3.2, "app_cpu": 1.04, "app_full": -0.3, "web_tput": 10, "app_tput": 5, "web_disk": 0.5,
+	})
+	sec := map[string]any{"prometheus": prom.URL, "tiers": map[string]any{
+		"web": map[string]any{"queries": map[string]any{"cpu": "web_cpu", "throughput": "web_tput",
+			"resources": map[string]any{"disk": "web_disk"}}},
+		"app": map[string]any{"queries": map[string]any{"cpu": "app_cpu", "throughput": "app_tput",
+			"pools": map[string]any{"threads": map[string]any{"busy": "app_tput", "fullShare": "app_full"}}}},
+	}}
+	r, err := NewPassive(sec, "/x/deployment.yaml")
+	require.NoError(t, err)
+	d := algorithms.Deployment{Tiers: []algorithms.Tier{
+		{Name: "web", Role: "web", Replicas: 1, Cores: 4},
+		{Name: "app", Role: "app", Replicas: 1, Cores: 2, Pools: []string{"threads"}},
+	}}
+	end := time.Now().Add(-time.Minute).Truncate(time.Minute)
+	ws, err := r.Windows(context.Background(), d, end.Add(-3*time.Minute), end, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, ws, 3)
+	for _, w := range ws {
+		assert.Contains(t, w.Problem, "web-1: cpu: query web_cpu read 3.2, not a share in [0, 1]")
+		assert.Contains(t, w.Problem, "divide it by {cores} (4 here)")
+		assert.Contains(t, w.Problem, "app-1: pools.threads.fullShare: query app_full read -0.3")
+		assert.NotContains(t, w.Problem, "app_cpu", "within the tolerance: clipped")
+		require.Len(t, w.Observation.Servers, 2)
+		assert.Equal(t, 1.0, w.Observation.Servers[1].CPU)
+		assert.InDelta(t, 0.5, w.Observation.Servers[0].Resources["disk"], 1e-9)
+		require.NoError(t, w.Observation.Validate())
+	}
+}
