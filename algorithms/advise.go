@@ -387,6 +387,9 @@ func (adv *Advice) fit(d Deployment, used []Window, xs []float64, opts AdviseOpt
 						us[j] = u
 					}
 				}
+				if err := stillResource(name, r, us, xs, opts); err != nil {
+					return err
+				}
 				cores := 1
 				if r == "cpu" {
 					cores = max(1, t.Cores)
@@ -407,6 +410,31 @@ func (adv *Advice) fit(d Deployment, used []Window, xs []float64, opts AdviseOpt
 		}
 	}
 	return nil
+}
+
+// stillResource refuses a resource whose utilisation the windows cannot fit:
+// one at or above the hardware threshold in every window (saturated
+// throughout: the line is flat at its capacity), and a CPU that reads the
+// same in every window while the load varies (0%: no metric; else a stuck
+// one). Either fitted a demand of 0, never critical, and another server was
+// named critical in its place.
+func stillResource(server, resource string, us, xs []float64, opts AdviseOptions) error {
+	lo, hi := slices.Min(us), slices.Max(us)
+	pages := fmt.Sprintf("%.3g-%.3g pages/s", slices.Min(xs), slices.Max(xs))
+	switch {
+	case lo >= opts.HardwareThreshold:
+		return fmt.Errorf("%s %s is at or above the hardware threshold %.3g%% in every window (%.3g%%-%.3g%%) while the deployment served %s: "+
+			"it is saturated throughout, the bottleneck already, and its demand per page cannot be fitted from windows that never load it less: "+
+			"want windows where it is below the threshold too, such as quieter hours: %w",
+			server, resource, 100*opts.HardwareThreshold, 100*lo, 100*hi, pages, ErrNotEnoughData)
+	case resource != "cpu" || lo != hi:
+		return nil
+	case lo == 0:
+		return fmt.Errorf("%s cpu reads 0%% in every window while the deployment served %s: its CPU metric is missing or wrong (check its query): %w",
+			server, pages, ErrNotEnoughData)
+	}
+	return fmt.Errorf("%s cpu reads %.3g%% in every window while the deployment served %s: a CPU that does not move with the load is a stuck or wrong metric (check its query): %w",
+		server, 100*lo, pages, ErrNotEnoughData)
 }
 
 // driftWarnings applies recommend's demand-drift check to the fits: the CPU

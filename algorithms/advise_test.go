@@ -240,3 +240,53 @@ func TestAdviseLeavesOutWindowsOfOtherServers(t *testing.T) {
 	require.ErrorIs(t, err, algorithms.ErrNotEnoughData)
 	assert.Contains(t, err.Error(), "server app-1 is in tier db, not app")
 }
+
+// Issue 35, item 3: a server whose CPU is the same in every window was
+// fitted a demand of 0 and another server named critical (400-16-16 for
+// 400-25-25). At or above the threshold throughout it is saturated; at 0%
+// while pages are served its metric is missing or wrong. Advise says so.
+func TestAdviseNamesAServerWhoseCPUDoesNotMove(t *testing.T) {
+	d := deployment(t, "1/2/1/2")
+	x := rubbosFake()
+	for _, tc := range []struct {
+		name   string
+		server string
+		cpu    func(i int) float64
+		wants  []string
+	}{
+		{"saturated throughout", "db-1", func(int) float64 { return 1 },
+			[]string{"db-1 cpu is at or above the hardware threshold 95% in every window (100%-100%)", "it is saturated throughout"}},
+		{"saturated in every window, not constant", "app-2", func(i int) float64 { return 0.96 + 0.005*float64(i) },
+			[]string{"app-2 cpu is at or above the hardware threshold 95% in every window (96%-98.5%)"}},
+		{"no CPU while serving pages", "web-1", func(int) float64 { return 0 },
+			[]string{"web-1 cpu reads 0% in every window while the deployment served", "its CPU metric is missing or wrong"}},
+		{"a stuck CPU", "cluster-1", func(int) float64 { return 0.4 },
+			[]string{"cluster-1 cpu reads 40% in every window while the deployment served", "a stuck or wrong metric"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := fakeWindows(t, x, d, "400-150-60", true, 500, 1000, 1500, 2000, 2500, 3000)
+			for i := range ws {
+				for j := range ws[i].Observation.Servers {
+					if s := &ws[i].Observation.Servers[j]; s.Name == tc.server {
+						s.CPU = tc.cpu(i)
+					}
+				}
+			}
+			adv, err := algorithms.Advise(d, ws, algorithms.AdviseOptions{})
+			require.ErrorIs(t, err, algorithms.ErrNotEnoughData, "advised %s", adv.Allocation)
+			for _, w := range tc.wants {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+
+	// A resource other than CPU that a deployment never uses reads 0 throughout: no finding.
+	ws := fakeWindows(t, x, d, "400-150-60", true, 500, 1000, 1500, 2000, 2500, 3000)
+	for i := range ws {
+		for j := range ws[i].Observation.Servers {
+			ws[i].Observation.Servers[j].Resources = map[string]float64{"disk": 0}
+		}
+	}
+	_, err := algorithms.Advise(d, ws, algorithms.AdviseOptions{})
+	require.NoError(t, err)
+}
