@@ -58,6 +58,8 @@ func TestCheckExperimentBeforeAnyLoad(t *testing.T) {
 		})}, "runner section: tiers.app.servers: 1 entries for 2 replicas"},
 		"hook placeholder typo": {map[string]any{"tiers": tiers(nil), "hook": []any{"./hook.sh", "{web.thread}"}},
 			`runner section: hook: hook argument "{web.thread}": the allocation sets no {web.thread} (it sets {app.connections}, {app.threads}, {web.threads})`},
+		"hook placeholder not closed": {map[string]any{"tiers": tiers(nil), "hook": []any{"./hook.sh", "{web.threads"}},
+			`runner section: hook: hook argument "{web.threads": a placeholder {web.threads is not closed; want {web.threads}`},
 		"hook not executable": {map[string]any{"tiers": tiers(nil), "hook": []any{"./plain.sh"}},
 			"runner section: hook[0]: " + filepath.Join(dir, "plain.sh") + " is not an executable file"},
 		"hook missing": {map[string]any{"tiers": tiers(nil), "hook": []any{"./nohook.sh"}}, "no such file or directory"},

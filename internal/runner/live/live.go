@@ -333,6 +333,10 @@ func (r *Runner) apply(ctx context.Context, a algorithms.Allocation) error {
 // written; braces without a dot ({keep}) are the hook's own.
 var hookVar = regexp.MustCompile(`\{[A-Za-z0-9][A-Za-z0-9_-]*\.[A-Za-z0-9_]+\}`)
 
+// hookOpen is a {tier.pool} placeholder left unclosed ({web.threads, or
+// "{web.threads }"): it would reach the hook as written.
+var hookOpen = regexp.MustCompile(`(\{[A-Za-z0-9][A-Za-z0-9_-]*\.[A-Za-z0-9_]+)(?:[^}A-Za-z0-9_]|$)`)
+
 // hookArgv substitutes {tier.pool} in the hook's arguments.
 func hookArgv(hook []string, a algorithms.Allocation) ([]string, error) {
 	vars := map[string]string{}
@@ -346,6 +350,9 @@ func hookArgv(hook []string, a algorithms.Allocation) ([]string, error) {
 	}
 	out := make([]string, len(hook))
 	for i, arg := range hook {
+		if m := hookOpen.FindStringSubmatch(arg); m != nil {
+			return nil, fmt.Errorf("hook argument %q: a placeholder %s is not closed; want %s}", arg, m[1], m[1])
+		}
 		var missing string
 		out[i] = hookVar.ReplaceAllStringFunc(arg, func(m string) string {
 			if v, ok := vars[m[1:len(m)-1]]; ok {

@@ -158,6 +158,12 @@ func TestHookArgv(t *testing.T) {
 	// A misspelt pool is refused, not passed to the hook as written.
 	_, err = hookArgv([]string{"{web.thread}"}, a)
 	assert.ErrorContains(t, err, "sets no {web.thread}")
+	// Issue 35: an unclosed one reached the hook as written.
+	for _, arg := range []string{"{web.threads", "--web={web.threads,{app.threads}", "{app.connections }"} {
+		_, err = hookArgv([]string{"apply", arg}, a)
+		assert.ErrorContains(t, err, fmt.Sprintf("hook argument %q: a placeholder {", arg), arg)
+		assert.ErrorContains(t, err, "not closed", arg)
+	}
 }
 
 // Issue 25: with every page refused the trial reported throughput 0 and was
