@@ -132,6 +132,9 @@ func runAdvise(o *adviseOptions) error {
 	if o.minWindows < 3 {
 		return usagef("--min-windows %d: want at least 3 (a line and its error)", o.minWindows)
 	}
+	if err := o.checkThresholds(); err != nil {
+		return err
+	}
 	fromPrometheus := o.since != "" || o.start != "" || o.end != ""
 	switch {
 	case o.observations != "" && fromPrometheus:
@@ -161,7 +164,7 @@ func runAdvise(o *adviseOptions) error {
 	opts := algorithms.AdviseOptions{ThinkTime: o.thinkTime.Seconds(), MinUtilization: o.minUtil, MinWindows: o.minWindows,
 		HardwareThreshold: o.hwThreshold, SoftThreshold: o.softThresh, DemandDrift: o.demandDrift, Configured: configured}
 	if o.demandDrift == 0 {
-		opts.DemandDrift = -1 // 0 means no check, as recommend's --demand-drift 0
+		opts.DemandDrift = -1 // 0 means no check, as recommend's --demand-drift 0; the algorithm's 0 is its default
 	}
 	if o.current != "" {
 		if opts.Reserve, err = o.deployment.parseAllocation(d, o.current); err != nil {
@@ -224,6 +227,24 @@ func runAdvise(o *adviseOptions) error {
 		return err
 	}
 	return o.metrics.emit(ctx, set)
+}
+
+// checkThresholds holds advise's flags to recommend's rules (flags.go) where
+// recommend has the flag. The algorithm reads 0 as its default: on the
+// command line 0 is a value, and advise turned --hw-threshold 0 into 0.95
+// and --min-utilization 0 into 0.3 without a word.
+func (o *adviseOptions) checkThresholds() error {
+	switch {
+	case !(o.hwThreshold > 0 && o.hwThreshold <= 1):
+		return usagef("--hw-threshold %g: want a utilisation in (0,1]", o.hwThreshold)
+	case !(o.softThresh > 0 && o.softThresh <= 1):
+		return usagef("--soft-threshold %g: want a share in (0,1]", o.softThresh)
+	case !(o.demandDrift >= 0 && o.demandDrift < 1):
+		return usagef("--demand-drift %g: want a share in [0,1)", o.demandDrift)
+	case !(o.minUtil > 0 && o.minUtil < o.hwThreshold):
+		return usagef("--min-utilization %g: want a utilisation above 0 and below --hw-threshold %g", o.minUtil, o.hwThreshold)
+	}
+	return nil
 }
 
 // timeRange resolves --since, --start and --end.

@@ -130,7 +130,32 @@ func TestAdviseUsage(t *testing.T) {
 		{"nojournal end alone", []string{"advise", "-t", "1/2/1/2", "--end", "2026-11-23T08:00:00Z"}, "--end needs --since or --start"},
 		{"nojournal step", []string{"advise", "-t", "1/2/1/2", "--since", "1h", "--step", "0s"}, "--step 0s: want a window length"},
 		{"nojournal range needs a file", []string{"advise", "-t", "1/2/1/2", "--since", "1h"}, "want -f deployment.yaml"},
-		{"nojournal threshold", []string{"advise", "-t", "1/2/1/2", "--observations", obs, "--hw-threshold", "2"}, "hardware threshold 2: want a utilisation in (0,1]"},
+		{"nojournal threshold", []string{"advise", "-t", "1/2/1/2", "--observations", obs, "--hw-threshold", "2"}, "--hw-threshold 2: want a utilisation in (0,1]"},
+	})
+}
+
+// Issue 35, item 7: advise turned --hw-threshold 0 into 0.95 and
+// --min-utilization 0 into 0.3 without a word, where recommend refuses 0.
+// One rule per flag, with recommend's message where recommend has the flag.
+func TestAdviseRefusesThresholdsAsRecommendDoes(t *testing.T) {
+	obs := writeFile(t, t.TempDir(), "obs.jsonl", adviseObservations(t))
+	advise := func(flags ...string) []string {
+		return append([]string{"advise", "-t", "1/2/1/2", "--observations", obs}, flags...)
+	}
+	runUsageCases(t, []usageCase{
+		{"nojournal hw threshold 0", advise("--hw-threshold", "0"), "--hw-threshold 0: want a utilisation in (0,1]"},
+		{"nojournal soft threshold 0", advise("--soft-threshold", "0"), "--soft-threshold 0: want a share in (0,1]"},
+		{"nojournal soft threshold 1.5", advise("--soft-threshold", "1.5"), "--soft-threshold 1.5: want a share in (0,1]"},
+		{"nojournal demand drift negative", advise("--demand-drift", "-0.5"), "--demand-drift -0.5: want a share in [0,1)"},
+		{"nojournal demand drift 1", advise("--demand-drift", "1"), "--demand-drift 1: want a share in [0,1)"},
+		{"nojournal min utilization 0", advise("--min-utilization", "0"), "--min-utilization 0: want a utilisation above 0 and below --hw-threshold 0.95"},
+		{"nojournal min utilization above threshold", advise("--hw-threshold", "0.8", "--min-utilization", "0.85"), "--min-utilization 0.85: want a utilisation above 0 and below --hw-threshold 0.8"},
+	})
+	// The same rules in recommend, for the flags both have.
+	runUsageCases(t, []usageCase{
+		{"nojournal recommend hw threshold 0", []string{"recommend", "-t", "1/2/1/2", "--hw-threshold", "0"}, "--hw-threshold 0: want a utilisation in (0,1]"},
+		{"nojournal recommend soft threshold 0", []string{"recommend", "-t", "1/2/1/2", "--soft-threshold", "0"}, "--soft-threshold 0: want a share in (0,1]"},
+		{"nojournal recommend demand drift", []string{"recommend", "-t", "1/2/1/2", "--demand-drift", "-0.5"}, "--demand-drift -0.5: want a share in [0,1)"},
 	})
 }
 
