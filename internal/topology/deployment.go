@@ -106,6 +106,13 @@ func (p *parser) parse(data []byte) (DeploymentFile, error) {
 	if root.Kind == 0 || len(root.Content) == 0 {
 		return DeploymentFile{}, p.fail(nil, "empty; want a mapping with tiers (and optionally name and runner)")
 	}
+	// yaml bounds how many aliases a document holds against its other
+	// nodes, not what they expand to: 5,000 aliases of a 300 KB string
+	// diluted by a few hundred plain ones are 1.5 GB of runner section,
+	// which the runner writes out again. The expansion is bounded as the file.
+	if expandedSize(&root, maxFileSize, map[*yaml.Node]int{}) > maxFileSize {
+		return DeploymentFile{}, p.fail(nil, "its aliases expanded, the document is larger than %d bytes (the cap on a deployment file); repeat the text rather than alias it", maxFileSize)
+	}
 	top := resolve(root.Content[0])
 	if top.Kind != yaml.MappingNode {
 		return DeploymentFile{}, p.fail(nil, "want a mapping with tiers (and optionally name and runner), got %s", describe(top))
@@ -367,6 +374,33 @@ func resolve(n *yaml.Node) *yaml.Node {
 		n = n.Content[0]
 	}
 	return n
+}
+
+// expandedSize is the size of n with its aliases expanded, counted as each
+// scalar's bytes and a byte a node, and limit+1 past limit: each node is
+// counted once (memo), so aliases of aliases (billion laughs) cost no more
+// than their nodes.
+func expandedSize(n *yaml.Node, limit int, memo map[*yaml.Node]int) int {
+	if n == nil {
+		return 0
+	}
+	if v, ok := memo[n]; ok {
+		return v
+	}
+	memo[n] = limit + 1 // a cycle (which yaml refuses anyway) is past any limit
+	size := 1 + len(n.Value)
+	if n.Kind == yaml.AliasNode {
+		size += expandedSize(n.Alias, limit, memo)
+	}
+	for _, c := range n.Content {
+		if size > limit {
+			break
+		}
+		size += expandedSize(c, limit, memo)
+	}
+	size = min(size, limit+1)
+	memo[n] = size
+	return size
 }
 
 func lookup(m *yaml.Node, key string) *yaml.Node {

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -157,4 +158,30 @@ func TestLoadDeploymentFileErrors(t *testing.T) {
 	_, err = LoadDeployment(big)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "file is larger than 1048576 bytes")
+}
+
+// Issue 35: a 328 KB file that aliases a 300 KB string 5,000 times in the
+// runner's hook passed the 1 MiB cap and yaml's alias ratio (some plain
+// entries dilute it), and ran the live runner out of memory writing 1.5 GB
+// of hook out again. What the aliases expand to is bounded like the file.
+func TestAliasesExpandWithinTheFileCap(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("name: s\ntiers: [{name: web, role: web, replicas: 1}]\nrunner:\n  label: &big \"")
+	b.WriteString(strings.Repeat("x", 300<<10))
+	b.WriteString("\"\n  hook: [")
+	for i := 0; i < 5000; i++ {
+		b.WriteString("*big, ")
+	}
+	b.WriteString(strings.Repeat("a, ", 200) + "a]\n")
+	require.Less(t, b.Len(), maxFileSize)
+	path := filepath.Join(t.TempDir(), "bomb.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o600))
+	_, err := LoadDeployment(path)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "its aliases expanded, the document is larger than 1048576 bytes (the cap on a deployment file)")
+
+	// Aliases that stay small are YAML as usual.
+	df, err := ParseDeployment([]byte("name: s\ntiers: [{name: web, role: web, replicas: 1}]\nrunner:\n  label: &l lab\n  hook: [*l, *l]\n"), "x.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, []any{"lab", "lab"}, df.Runner["hook"])
 }
