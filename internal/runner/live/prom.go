@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"strings"
@@ -20,8 +21,60 @@ type prom struct {
 	address string
 }
 
+// maxPromBody bounds one answer of Prometheus: client_golang reads a body
+// whole, and a Prometheus (or a proxy before it) answering 6 GB ran the
+// runner out of memory. The largest answer the runner asks for, a range
+// query of 10,000 steps (maxPoints), is about a megabyte a series. A
+// variable so that a test can make it small.
+var maxPromBody int64 = 64 << 20
+
+// errBodyTooLarge is an answer past maxPromBody.
+type errBodyTooLarge struct{ url string }
+
+func (e errBodyTooLarge) Error() string {
+	return fmt.Sprintf("%s answered more than %d bytes (the bound on one answer of Prometheus): narrow the query, or take a shorter range or a longer step", e.url, maxPromBody)
+}
+
+// boundedTransport stops reading an answer past maxPromBody.
+type boundedTransport struct{ rt http.RoundTripper }
+
+func (b boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := b.rt.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	u := *req.URL
+	u.RawQuery, u.User = "", nil // the query is named by the caller; no credentials in a message
+	resp.Body = &boundedBody{rc: resp.Body, left: maxPromBody, url: u.String()}
+	return resp, nil
+}
+
+type boundedBody struct {
+	rc   io.ReadCloser
+	left int64
+	url  string
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, errBodyTooLarge{b.url}
+	}
+	// One byte past the bound tells a body of exactly maxPromBody from a longer one.
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return n, errBodyTooLarge{b.url}
+	}
+	return n, err
+}
+
+func (b *boundedBody) Close() error { return b.rc.Close() }
+
 func newProm(address string, rt http.RoundTripper) (*prom, error) {
-	c, err := api.NewClient(api.Config{Address: address, RoundTripper: rt})
+	c, err := api.NewClient(api.Config{Address: address, RoundTripper: boundedTransport{rt}})
 	if err != nil {
 		return nil, fmt.Errorf("prometheus %q: %w", address, err)
 	}
@@ -145,6 +198,8 @@ func (p *prom) waitScraped(ctx context.Context, t time.Time, timeout time.Durati
 func (p *prom) queryError(q string, err error) error {
 	var ae *v1.Error
 	switch {
+	case errors.As(err, new(errBodyTooLarge)):
+		return errQuery{fmt.Errorf("query %s: %w", q, err)}
 	case errors.As(err, &ae) && ae.Type == v1.ErrBadData:
 		return errQuery{fmt.Errorf("query %s: %w", q, err)}
 	case errors.As(err, &ae) && ae.Type == v1.ErrBadResponse:
