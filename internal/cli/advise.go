@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/softalloc/softalloc/internal/oneline"
 	"github.com/softalloc/softalloc/internal/report"
 	"github.com/softalloc/softalloc/internal/runner"
+	"github.com/softalloc/softalloc/internal/runner/live"
 	"github.com/softalloc/softalloc/internal/safefile"
 	"github.com/softalloc/softalloc/internal/version"
 	"github.com/softalloc/softalloc/internal/wire"
@@ -360,10 +362,12 @@ func oneDeployment(d algorithms.Deployment, recorded []wire.RecordedWindow, curr
 	return windows, nil
 }
 
-// readWindows reads --observations, - for standard input.
+// readWindows reads --observations, - for standard input, at most
+// live.MaxWindows lines of it: a million windows (5.8 GB) were read whole
+// into memory, where Prometheus's are capped at that bound.
 func readWindows(s Streams, path string) ([]wire.RecordedWindow, error) {
 	if path == "-" {
-		return wire.ReadWindows(s.In, "stdin")
+		return wire.ReadWindows(&lineBound{r: s.In, max: live.MaxWindows}, "stdin")
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -373,5 +377,25 @@ func readWindows(s Streams, path string) ([]wire.RecordedWindow, error) {
 	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("observations %q: not a regular file (%s); want a JSON Lines file", path, safefile.Describe(fi.Mode()))
 	}
-	return wire.ReadWindows(f, filepath.Base(path))
+	return wire.ReadWindows(&lineBound{r: f, max: live.MaxWindows}, filepath.Base(path))
+}
+
+// lineBound fails the read at the first byte past max lines, before the
+// reader above it has buffered the rest of the input.
+type lineBound struct {
+	r          io.Reader
+	lines, max int
+}
+
+func (b *lineBound) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	for i := range n {
+		if b.lines == b.max {
+			return i, fmt.Errorf("more than %d lines: want at most %d windows, as advise reads from Prometheus: split the file or take longer windows", b.max, b.max)
+		}
+		if p[i] == '\n' {
+			b.lines++
+		}
+	}
+	return n, err
 }

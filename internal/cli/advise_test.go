@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/softalloc/softalloc/internal/runner/live"
 )
 
 var (
@@ -208,4 +210,23 @@ func TestAdviseRefusesObservationsOfOtherServers(t *testing.T) {
 		assert.Contains(t, stderr, "advise: obs.jsonl:1: "+tc.want)
 		assert.Contains(t, stderr, "recorded on another deployment")
 	}
+}
+
+// Issue 35, item 9: --observations of a million windows (5.8 GB) was read
+// whole into memory, where Prometheus's are capped at live.MaxWindows.
+// The file is held to the same bound while it is read, and the error names it.
+func TestAdviseBoundsTheObservationsFile(t *testing.T) {
+	many := strings.Repeat("{}\n", live.MaxWindows+1)
+	path := writeFile(t, t.TempDir(), "many.jsonl", many)
+	for _, args := range [][]string{{"--observations", path}, {"--observations", "-"}} {
+		out, stderr, code := run(t, many, append([]string{"advise", "-t", "1/2/1/2"}, args...)...)
+		assert.Equal(t, 2, code, stderr)
+		assert.Empty(t, out)
+		assert.Equal(t, 1, countLines(stderr), stderr)
+		assert.Contains(t, stderr, "more than 100000 lines: want at most 100000 windows, as advise reads from Prometheus")
+	}
+	// As many as the bound are read (and these refused for what they hold).
+	_, stderr, code := run(t, strings.Repeat("{}\n", live.MaxWindows), "advise", "-t", "1/2/1/2", "--observations", "-")
+	assert.Equal(t, 2, code, stderr)
+	assert.Contains(t, stderr, "stdin:1: observation.runtimeSeconds")
 }
