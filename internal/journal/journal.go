@@ -170,19 +170,37 @@ func Open(path string, id Identity, opts Options) (*Journal, error) {
 }
 
 func (j *Journal) open(opts Options) error {
-	if opts.Fresh {
-		if _, err := os.Stat(j.real); err == nil {
-			aside, err := setAside(j.real, opts.Now())
-			if err != nil {
-				return fmt.Errorf("journal %q: set aside: %w", j.path, err)
-			}
-			j.Warnings = append(j.Warnings, fmt.Sprintf("--fresh: the previous journal is kept as %s", aside))
-		}
-	}
+	_, statErr := os.Stat(j.real)
 	// Append only: every write lands at the end, whoever else writes.
-	f, err := os.OpenFile(j.real, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	openLocked := func() (*os.File, error) {
+		f, err := os.OpenFile(j.real, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("journal %q: %w", j.path, err)
+		}
+		// The file's own lock too: a hard link in another directory has
+		// a .lock of its own (issue 35).
+		if err := lockFile(j.path, f); err != nil {
+			f.Close()
+			return nil, err
+		}
+		return f, nil
+	}
+	f, err := openLocked()
 	if err != nil {
-		return fmt.Errorf("journal %q: %w", j.path, err)
+		return err
+	}
+	if opts.Fresh && statErr == nil {
+		// Set aside while locked: a run writing it through another name
+		// holds the file's lock, and openLocked refused above.
+		aside, err := setAside(j.real, opts.Now())
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("journal %q: set aside: %w", j.path, err)
+		}
+		j.Warnings = append(j.Warnings, fmt.Sprintf("--fresh: the previous journal is kept as %s", aside))
+		if f, err = openLocked(); err != nil {
+			return err
+		}
 	}
 	if err := j.load(f); err != nil {
 		f.Close()
@@ -257,6 +275,15 @@ func (j *Journal) load(f *os.File) error {
 		return fmt.Errorf("journal %q: its last line (%d bytes, no newline) is not a record: not a journal, or text added by hand; move the file or mend that line",
 			j.path, len(tail))
 	}
+	// first is, by key, the first record of it: its line and observation.
+	type firstRecord struct {
+		line int
+		obs  []byte
+		e    algorithms.Experiment
+	}
+	first := map[string]firstRecord{}
+	conflicts := map[string][]int{}
+	var mismatched []string
 	for i, line := range lines {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
@@ -267,7 +294,7 @@ func (j *Journal) load(f *os.File) error {
 		}
 		// A record edited by hand (a CPU of 7.5) is refused, not reused: it
 		// enters the algorithm as any runner's observation would.
-		_, o, err := (wire.Record{Experiment: r.Experiment, Observation: r.Observation}).Algorithms()
+		e, o, err := (wire.Record{Experiment: r.Experiment, Observation: r.Observation}).Algorithms()
 		if err != nil {
 			return fmt.Errorf("journal %q: line %d: %w; %s", j.path, i+1, err, mendLine)
 		}
@@ -278,12 +305,66 @@ func (j *Journal) load(f *os.File) error {
 			j.Others++
 			continue
 		}
+		// The key is what a lookup trusts: one that is not the record's
+		// own experiment's would answer another experiment (issue 35).
+		// Which of the two is wrong cannot be told, so neither is answered.
+		if key := Key(j.id, e); key != r.Key {
+			mismatched = append(mismatched, fmt.Sprintf("line %d: its key %s is not the key of the experiment it holds (%s, whose key is %s): not reused",
+				i+1, r.Key, describe(e), key))
+			continue
+		}
+		obs, err := json.Marshal(r.Observation)
+		if err != nil {
+			return fmt.Errorf("journal %q: line %d: %w", j.path, i+1, err)
+		}
+		if f, ok := first[r.Key]; ok {
+			// The same observation twice (a resumed run's copy) is one
+			// answer; two different ones are a choice nobody made.
+			if !bytes.Equal(f.obs, obs) {
+				if len(conflicts[r.Key]) == 0 {
+					conflicts[r.Key] = []int{f.line}
+				}
+				conflicts[r.Key] = append(conflicts[r.Key], i+1)
+			}
+			continue
+		}
+		first[r.Key] = firstRecord{line: i + 1, obs: obs, e: e}
 		j.records[r.Key] = o
+	}
+	const show = 5 // past a few, more lines of the same do not help
+	for n, m := range mismatched {
+		if n == show {
+			j.Warnings = append(j.Warnings, fmt.Sprintf("journal %q: and %d more records whose key is not their experiment's", j.path, len(mismatched)-show))
+			break
+		}
+		j.Warnings = append(j.Warnings, fmt.Sprintf("journal %q: %s; that experiment is measured again (mend or delete the line)", j.path, m))
+	}
+	keys := make([]string, 0, len(conflicts))
+	for k := range conflicts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(a, b int) bool { return conflicts[keys[a]][0] < conflicts[keys[b]][0] })
+	for _, k := range keys {
+		delete(j.records, k)
+		at := conflicts[k]
+		names := make([]string, len(at))
+		for n, l := range at {
+			names[n] = fmt.Sprint(l)
+		}
+		list := strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+		j.Warnings = append(j.Warnings, fmt.Sprintf(
+			"journal %q: lines %s record different observations of one experiment (%s): none is reused; it is measured again (delete the lines that are wrong)",
+			j.path, list, describe(first[k].e)))
 	}
 	if repair != nil {
 		return repair()
 	}
 	return nil
+}
+
+// describe names an experiment in a warning: "1/2/1/2, 400-150-60, 100 users".
+func describe(e algorithms.Experiment) string {
+	return fmt.Sprintf("%s, %s, %d users", e.Deployment.Topology, e.Allocation, e.Workload.Users)
 }
 
 // size is the file's length now.

@@ -417,3 +417,84 @@ func TestJournalRefusesAnInvalidObservation(t *testing.T) {
 	_, _, err = journal.ReadFile(path)
 	require.NoError(t, err)
 }
+
+// Issue 35: a record whose key was not its experiment's answered another
+// experiment (recommend --range read 400-25-25's record for 400-22-22), and
+// of two records under one key with different observations the last won
+// without a word. The key is recomputed from each record; a record that
+// disagrees, and every record of a conflicting pair, is not reused, with a
+// warning naming its line. A byte-identical copy (a resumed run's) is fine.
+func TestRecordsThatDisagreeAreNotReused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	j, err := journal.Open(path, simID, journal.Options{})
+	require.NoError(t, err)
+	for _, u := range []int{100, 200, 300} {
+		_, err = j.Wrap(&counting{}).RunExperiment(context.Background(), experiment(t, u))
+		require.NoError(t, err)
+	}
+	require.NoError(t, j.Close())
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	lines := strings.SplitAfter(strings.TrimSuffix(string(data), "\n"), "\n")
+	require.Len(t, lines, 3)
+	lines[2] += "\n"
+
+	// Line 1 (100 users) claims the key of 400 users; line 2 (200 users)
+	// has a copy with its CPU halved; line 3 (300 users) a byte-identical copy.
+	k100, k400 := journal.Key(simID, experiment(t, 100)), journal.Key(simID, experiment(t, 400))
+	wrongKey := strings.Replace(lines[0], k100, k400, 1)
+	require.NotEqual(t, lines[0], wrongKey)
+	halved := strings.Replace(lines[1], `"cpu":0.5`, `"cpu":0.25`, 1)
+	require.NotEqual(t, lines[1], halved)
+	require.NoError(t, os.WriteFile(path, []byte(wrongKey+lines[1]+lines[2]+halved+lines[2]), 0o644))
+
+	j, err = journal.Open(path, simID, journal.Options{})
+	require.NoError(t, err)
+	defer j.Close()
+	_, ok := j.Lookup(experiment(t, 400))
+	assert.False(t, ok, "a record whose key is not its experiment's answers for neither")
+	_, ok = j.Lookup(experiment(t, 100))
+	assert.False(t, ok)
+	_, ok = j.Lookup(experiment(t, 200))
+	assert.False(t, ok, "two different observations of one experiment: neither is trusted")
+	o, ok := j.Lookup(experiment(t, 300))
+	assert.True(t, ok, "a byte-identical copy is no conflict")
+	assert.InDelta(t, 300.0/7, o.Throughput, 1e-12)
+	assert.Equal(t, 1, j.Len())
+	all := strings.Join(j.Warnings, "\n")
+	assert.Contains(t, all, "line 1: its key "+k400+" is not the key of the experiment it holds")
+	assert.Contains(t, all, "(1/2/1/2, 400-150-60, 100 users, whose key is "+k100+")")
+	assert.Contains(t, all, "(1/2/1/2, 400-150-60, 200 users)")
+	assert.Contains(t, all, "lines 2 and 4 record different observations")
+	assert.NotContains(t, all, "line 3")
+	assert.NotContains(t, all, "line 5")
+
+	// The experiments are measured again, and the run says so.
+	x := &counting{}
+	for _, u := range []int{100, 200, 300} {
+		_, err = j.Wrap(x).RunExperiment(context.Background(), experiment(t, u))
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 2, x.calls)
+}
+
+// Issue 35: a hard link to a journal took a lock of its own, so two runs
+// appended to one file. The lock is the file's, whatever its name.
+func TestAHardLinkIsTheSameJournal(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "j.jsonl")
+	j, err := journal.Open(path, simID, journal.Options{})
+	require.NoError(t, err)
+	other := filepath.Join(t.TempDir(), "linked.jsonl")
+	require.NoError(t, os.Link(path, other))
+	_, err = journal.Open(other, simID, journal.Options{})
+	require.ErrorIs(t, err, journal.ErrInUse, "the hard link names the journal in use")
+	_, err = journal.Open(other, simID, journal.Options{Fresh: true})
+	require.ErrorIs(t, err, journal.ErrInUse, "--fresh must not set aside a journal another run is writing")
+	_, err = os.Stat(other)
+	require.NoError(t, err)
+	require.NoError(t, j.Close())
+	l, err := journal.Open(other, simID, journal.Options{})
+	require.NoError(t, err, "closing lets the next run in")
+	require.NoError(t, l.Close())
+}

@@ -20,12 +20,24 @@ func lock(path, real string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal %q: lock: %w", path, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := flock(path, f); err != nil {
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, quiet{fmt.Sprintf("journal %q is in use by another softalloc run (two runs appending to one journal would interleave their lines): wait for it to finish, or pass --journal PATH", path), ErrInUse}
-		}
-		return nil, fmt.Errorf("journal %q: lock: %w", path, err)
+		return nil, err
 	}
 	return f, nil
+}
+
+// lockFile locks the open journal itself. A hard link is a second name that
+// resolving symlinks does not join, so the .lock beside each name differs;
+// a flock belongs to the file (its device and inode), whatever name opened it.
+func lockFile(path string, f *os.File) error { return flock(path, f) }
+
+func flock(path string, f *os.File) error {
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return quiet{fmt.Sprintf("journal %q is in use by another softalloc run (two runs appending to one journal would interleave their lines): wait for it to finish, or pass --journal PATH", path), ErrInUse}
+		}
+		return fmt.Errorf("journal %q: lock: %w", path, err)
+	}
+	return nil
 }
