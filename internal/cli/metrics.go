@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/softalloc/softalloc/internal/metrics"
+	"github.com/softalloc/softalloc/internal/safefile"
 )
 
 // metricsFlags export a command's results as Prometheus metrics.
@@ -73,35 +75,87 @@ func (f *metricsFlags) register(fs *pflag.FlagSet, getenv func(string) string) {
 	f.fs, f.getenv = fs, getenv
 }
 
+// maxPasswordFile bounds the password file: more is not a password, and an
+// endless file (/dev/zero) must not take all the memory.
+const maxPasswordFile = 4 << 10
+
 // check refuses, before the first experiment, what would fail only at the
-// end of the campaign.
+// end of the campaign, or would push somewhere or as someone else than
+// asked. Messages show the URL with its password redacted.
 func (f *metricsFlags) check() error {
 	if _, err := metrics.ParseGrouping(f.grouping); err != nil {
 		return usageError{err}
 	}
 	if f.gateway != "" {
+		src := f.source("pushgateway", envPushgateway)
 		u, err := url.Parse(f.gateway)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
-			return usagef("%s %q: want the Pushgateway's URL, such as http://pushgateway:9091", f.source("pushgateway", envPushgateway), f.gateway)
+			return usagef("%s %q: want the Pushgateway's URL, such as http://pushgateway:9091", src, metrics.Redact(f.gateway))
+		}
+		shown := u.Redacted()
+		// The push appends /metrics/job/<job>/... to the URL as a string.
+		if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+			return usagef("%s %q: want the Pushgateway's base URL, without a query or fragment", src, shown)
+		}
+		if slices.Contains(strings.Split(u.Path, "/"), "metrics") {
+			return usagef("%s %q: want the Pushgateway's base URL, without /metrics (softalloc adds /metrics/job/<job>/...)", src, shown)
 		}
 		if strings.TrimSpace(f.job) == "" {
 			return usagef("%s: want a job name for the Pushgateway to group the metrics by, got an empty one", f.source("job", envJob))
 		}
+		emptyFile := ""
 		if f.passwordFile != "" {
-			b, err := os.ReadFile(f.passwordFile)
+			b, err := readPasswordFile(f.passwordFile)
 			if err != nil {
-				return usagef("--pushgateway-password-file: %w", err)
+				return usagef("--pushgateway-password-file %q: %w", f.passwordFile, err)
 			}
 			f.password = strings.TrimRight(string(b), "\r\n")
+			if f.password == "" {
+				emptyFile = fmt.Sprintf(" (%q is empty)", f.passwordFile)
+			}
+		}
+		if u.User != nil {
+			if f.user != "" {
+				return usagef("%s %q: a user in the URL and %s %s; want one of them", src, shown, f.source("pushgateway-user", envUser), f.user)
+			}
+			if f.password != "" {
+				return usagef("%s %q: a user in the URL and a password in %s; want one of them", src, shown, f.passwordSource())
+			}
+			if pw, _ := u.User.Password(); pw == "" {
+				return usagef("%s %q: a user without a password; want USER:PASSWORD in the URL, or --pushgateway-user with %s or --pushgateway-password-file", src, shown, envPassword)
+			}
 		}
 		if f.password != "" && f.user == "" {
 			return usagef("a Pushgateway password was given without --pushgateway-user (or %s)", envUser)
 		}
+		// Basic auth with an empty password would push as "user:".
+		if f.user != "" && f.password == "" {
+			return usagef("%s %s: no password; want it in %s or --pushgateway-password-file%s", f.source("pushgateway-user", envUser), f.user, envPassword, emptyFile)
+		}
 		if err := f.pushgateway(nil).CheckTLS(); err != nil {
-			return usagef("--pushgateway %s: %w", f.gateway, err)
+			return usagef("%s %s: %w", src, shown, err)
 		}
 	}
 	return checkOutputFile("--metrics-file", f.file)
+}
+
+// passwordSource names where the password came from.
+func (f *metricsFlags) passwordSource() string {
+	if f.passwordFile != "" {
+		return "--pushgateway-password-file"
+	}
+	return envPassword
+}
+
+// readPasswordFile reads at most maxPasswordFile bytes. A pipe is fine
+// (--pushgateway-password-file <(vault read ...)), unlike safefile.Read.
+func readPasswordFile(path string) ([]byte, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	return safefile.ReadAll(fh, maxPasswordFile)
 }
 
 func (f *metricsFlags) pushgateway(grouping map[string]string) metrics.Pushgateway {

@@ -320,6 +320,17 @@ func TestPushWithBasicAuthAndTLS(t *testing.T) {
 	assert.Equal(t, 1, code, "no credentials: refused by the gateway")
 	assert.Contains(t, stderr, "401")
 
+	// Credentials in the URL are basic auth, and stay out of the messages.
+	withCreds := strings.Replace(url, "https://", "https://ci:s3cret@", 1)
+	_, stderr, code = run(t, "", "find-critical", "--topology", "1/2/1/2", "--runtime", "20s", "--ramp-up", "10s", "--no-journal",
+		"--pushgateway", withCreds, "--pushgateway-ca-file", caFile)
+	require.Equal(t, 0, code, stderr)
+	_, stderr, code = run(t, "", "find-critical", "--topology", "1/2/1/2", "--runtime", "20s", "--ramp-up", "10s", "--no-journal",
+		"--pushgateway", strings.Replace(withCreds, "s3cret", "wrong", 1), "--pushgateway-ca-file", caFile)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "401")
+	assert.NotContains(t, stderr, "wrong")
+
 	t.Setenv("SOFTALLOC_PUSHGATEWAY_PASSWORD", "s3cret")
 	_, stderr, code = run(t, "", append(args, "--pushgateway-user", "ci")...)
 	assert.Equal(t, 1, code, "an unknown CA is refused")
@@ -389,4 +400,98 @@ func TestCheckJUnit(t *testing.T) {
 	_, stderr, code = run(t, "", "check", "--topology", "1/2/1/2", "--min-goodput", "1", "--junit", filepath.Join(dir, "x.json"))
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, `--junit "`+filepath.Join(dir, "x.json")+`": want a .xml file`)
+}
+
+// Issue 35: a password file was read whole (/dev/zero ran softalloc out of
+// memory); more than 4 KiB is not a password.
+func TestPushgatewayPasswordFileIsBounded(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "password")
+	require.NoError(t, os.WriteFile(big, []byte(strings.Repeat("x", 4097)), 0o600))
+	for _, file := range []string{big, "/dev/zero"} {
+		_, stderr, code := run(t, "", "find-critical", "--topology", "1/2/1/2", "--no-journal", "--pushgateway", "http://127.0.0.1:1",
+			"--pushgateway-user", "ci", "--pushgateway-password-file", file)
+		assert.Equal(t, 2, code, file)
+		assert.Equal(t, fmt.Sprintf("softalloc: --pushgateway-password-file %q: larger than the 4 KiB limit for this file; is it the right one?\n", file), stderr)
+	}
+}
+
+// Issue 35: a password in the --pushgateway URL was printed in the errors
+// of a failed push and of a refused setting.
+func TestPushgatewayURLPasswordIsRedacted(t *testing.T) {
+	dead := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	_, stderr, code := run(t, "", "find-critical", "--topology", "1/4/1/4", "--ramp-up", "10s", "--runtime", "20s", "--no-journal",
+		"--pushgateway", "http://ci:s3cret@"+dead)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "push to http://ci:xxxxx@"+dead+" ")
+	assert.NotContains(t, stderr, "s3cret")
+
+	_, stderr, code = run(t, "", "find-critical", "--topology", "1/4/1/4", "--no-journal",
+		"--pushgateway", "http://ci:s3cret@"+dead, "--pushgateway-ca-file", filepath.Join(t.TempDir(), "none.pem"))
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "--pushgateway http://ci:xxxxx@"+dead+": CA file: ")
+	assert.NotContains(t, stderr, "s3cret")
+
+	_, stderr, code = run(t, "", "find-critical", "--topology", "1/4/1/4", "--no-journal", "--pushgateway", "ftp://ci:s3cret@"+dead)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, `--pushgateway "ftp://ci:xxxxx@`+dead+`": want the Pushgateway's URL`)
+	assert.NotContains(t, stderr, "s3cret")
+}
+
+// Issue 35: settings that pushed something other than what was asked are
+// refused before the campaign, each on one line naming the bad value.
+func TestPushgatewaySettingsThatWouldPushWrongAreRefused(t *testing.T) {
+	t.Setenv("SOFTALLOC_PUSHGATEWAY_PASSWORD", "")
+	empty := filepath.Join(t.TempDir(), "empty")
+	require.NoError(t, os.WriteFile(empty, []byte("\n"), 0o600))
+	pwFile := filepath.Join(t.TempDir(), "password")
+	require.NoError(t, os.WriteFile(pwFile, []byte("pw\n"), 0o600))
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		// A user without a password pushed "ci:" as its credentials.
+		{[]string{"--pushgateway", "http://127.0.0.1:1", "--pushgateway-user", "ci"},
+			"--pushgateway-user ci: no password; want it in SOFTALLOC_PUSHGATEWAY_PASSWORD or --pushgateway-password-file"},
+		{[]string{"--pushgateway", "http://127.0.0.1:1", "--pushgateway-user", "ci", "--pushgateway-password-file", empty},
+			"--pushgateway-user ci: no password; want it in SOFTALLOC_PUSHGATEWAY_PASSWORD or --pushgateway-password-file " + fmt.Sprintf("(%q is empty)", empty)},
+		{[]string{"--pushgateway", "http://ci@127.0.0.1:1"},
+			`--pushgateway "http://ci@127.0.0.1:1": a user without a password; want USER:PASSWORD in the URL, or --pushgateway-user with SOFTALLOC_PUSHGATEWAY_PASSWORD or --pushgateway-password-file`},
+		{[]string{"--pushgateway", "http://ci:pw@127.0.0.1:1", "--pushgateway-password-file", pwFile},
+			`--pushgateway "http://ci:xxxxx@127.0.0.1:1": a user in the URL and a password in --pushgateway-password-file; want one of them`},
+		{[]string{"--pushgateway", "http://ci:pw@127.0.0.1:1", "--pushgateway-user", "other"},
+			`--pushgateway "http://ci:xxxxx@127.0.0.1:1": a user in the URL and --pushgateway-user other; want one of them`},
+		// The last of a repeated label was pushed, the others dropped.
+		{[]string{"--pushgateway", "http://127.0.0.1:1", "--grouping", "branch=main", "--grouping", "branch=dev"},
+			`--grouping "branch=dev": branch is already given (branch=main); want each label once`},
+		// The push went to .../metrics/job/x/metrics/job/softalloc/...
+		{[]string{"--pushgateway", "http://127.0.0.1:1/metrics/job/x"},
+			`--pushgateway "http://127.0.0.1:1/metrics/job/x": want the Pushgateway's base URL, without /metrics (softalloc adds /metrics/job/<job>/...)`},
+		{[]string{"--pushgateway", "http://127.0.0.1:1/metrics"},
+			`--pushgateway "http://127.0.0.1:1/metrics": want the Pushgateway's base URL, without /metrics (softalloc adds /metrics/job/<job>/...)`},
+		{[]string{"--pushgateway", "http://127.0.0.1:1/?x=1"},
+			`--pushgateway "http://127.0.0.1:1/?x=1": want the Pushgateway's base URL, without a query or fragment`},
+	} {
+		_, stderr, code := run(t, "", append([]string{"find-critical", "--topology", "1/2/1/2", "--no-journal"}, c.args...)...)
+		assert.Equal(t, 2, code, "%v: %s", c.args, stderr)
+		assert.Equal(t, "softalloc: "+c.msg+"\n", stderr, c.args)
+	}
+}
+
+// Issue 35: the exec runner's program inherited softalloc's environment,
+// the Pushgateway's password with it.
+func TestExecProgramDoesNotInheritThePushgatewayPassword(t *testing.T) {
+	t.Setenv("SOFTALLOC_PUSHGATEWAY_PASSWORD", "s3cret")
+	t.Setenv("SOFTALLOC_TEST_PLAIN", "kept")
+	dir := t.TempDir()
+	envFile := filepath.Join(dir, "env")
+	prog := filepath.Join(dir, "trial.sh")
+	require.NoError(t, os.WriteFile(prog, []byte("#!/bin/sh\nenv > "+envFile+"\nexit 3\n"), 0o755))
+	_, stderr, code := run(t, "", "simulate", "--topology", "1/2/1/2", "--users", "100", "--no-journal",
+		"--runner", "exec", "--runner-cmd", prog, "--runner-retries", "0")
+	require.NotEqual(t, 0, code, stderr)
+	env, err := os.ReadFile(envFile)
+	require.NoError(t, err, stderr)
+	assert.Contains(t, string(env), "SOFTALLOC_TEST_PLAIN=kept\n", "the rest of the environment is passed on")
+	assert.NotContains(t, string(env), "SOFTALLOC_PUSHGATEWAY_PASSWORD")
+	assert.NotContains(t, string(env), "s3cret")
 }

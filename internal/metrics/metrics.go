@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"sort"
@@ -353,12 +354,42 @@ func (p Pushgateway) CheckTLS() error {
 	return err
 }
 
+// Redact is a URL as messages show it: its password replaced by xxxxx
+// (url.URL.Redacted); when it does not parse as scheme://host, all before
+// its last @, which may be a user and password.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err == nil && u.Opaque == "" {
+		return u.Redacted()
+	}
+	at := strings.LastIndex(raw, "@")
+	if at < 0 {
+		return raw
+	}
+	prefix := ""
+	if scheme, _, ok := strings.Cut(raw[:at], "://"); ok {
+		prefix = scheme + "://"
+	}
+	return prefix + "xxxxx" + raw[at:]
+}
+
 // Push sends the set to a Pushgateway, replacing its group (job, command,
 // topology, runner and the extra grouping labels).
 func (s *Set) Push(ctx context.Context, p Pushgateway) error {
+	shown := Redact(p.URL)
 	client, err := p.client()
 	if err != nil {
-		return fmt.Errorf("push to %s: %w", p.URL, err)
+		return fmt.Errorf("push to %s: %w", shown, err)
+	}
+	// Credentials in the URL become basic auth, and the URL the push
+	// library gets (and prints in its errors) goes without them.
+	if u, err := url.Parse(p.URL); err == nil && u.User != nil {
+		if p.User == "" {
+			p.User = u.User.Username()
+			p.Password, _ = u.User.Password()
+		}
+		u.User = nil
+		p.URL = u.String()
 	}
 	pusher := push.New(p.URL, p.Job).Gatherer(s.Registry(false)).Client(client).
 		Grouping("command", s.command).Grouping("topology", s.topology).Grouping("runner", s.runner)
@@ -369,7 +400,7 @@ func (s *Set) Push(ctx context.Context, p Pushgateway) error {
 		pusher = pusher.BasicAuth(p.User, p.Password)
 	}
 	if err := pusher.PushContext(ctx); err != nil {
-		return fmt.Errorf("push to %s (job %q): %w", p.URL, p.Job, err)
+		return fmt.Errorf("push to %s (job %q): %w", shown, p.Job, err)
 	}
 	return nil
 }
@@ -381,6 +412,10 @@ func ParseGrouping(pairs []string) (map[string]string, error) {
 		k, v, ok := strings.Cut(p, "=")
 		if !ok || k == "" || v == "" {
 			return nil, fmt.Errorf("--grouping %q: want LABEL=VALUE", p)
+		}
+		// The push would carry the last value alone, without a word.
+		if prev, dup := out[k]; dup {
+			return nil, fmt.Errorf("--grouping %q: %s is already given (%s=%s); want each label once", p, k, k, prev)
 		}
 		out[k] = v
 	}

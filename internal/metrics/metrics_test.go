@@ -126,3 +126,26 @@ func TestSeriesAreDocumented(t *testing.T) {
 		assert.Contains(t, string(readme), "`"+name+"`", "README's metrics table lists %s", name)
 	}
 }
+
+// Issue 35: a URL's password never reaches a message.
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://ci:s3cret@gw:9091":    "http://ci:xxxxx@gw:9091",
+		"http://gw:9091/prefix":       "http://gw:9091/prefix",
+		"http://ci:s3%zzcret@gw:9091": "http://xxxxx@gw:9091", // does not parse
+		"ci:s3cret@gw:9091/%zz":       "xxxxx@gw:9091/%zz",
+		"not a url %zz":               "not a url %zz",
+		"http://gw:9091/a@b":          "http://gw:9091/a@b",
+	} {
+		assert.Equal(t, want, metrics.Redact(in), in)
+	}
+}
+
+// Issue 35: a repeated grouping label pushed its last value alone.
+func TestParseGroupingRefusesARepeatedLabel(t *testing.T) {
+	_, err := metrics.ParseGrouping([]string{"branch=main", "pr=1", "branch=dev"})
+	require.EqualError(t, err, `--grouping "branch=dev": branch is already given (branch=main); want each label once`)
+	g, err := metrics.ParseGrouping([]string{"branch=main", "pr=1"})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"branch": "main", "pr": "1"}, g)
+}

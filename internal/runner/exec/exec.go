@@ -14,13 +14,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	osexec "os/exec"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/procattr"
 )
 
 // Defaults of a Runner's zero fields.
@@ -178,7 +178,7 @@ func (r *Runner) attempt(ctx context.Context, req Request, e algorithms.Experime
 	if req.Attempt > 1 {
 		prefix = fmt.Sprintf("%s (attempt %d)", req.ExperimentID, req.Attempt)
 	}
-	env := append(os.Environ(),
+	env := append(procattr.Environ(),
 		"SOFTALLOC_EXPERIMENT_ID="+req.ExperimentID,
 		fmt.Sprintf("SOFTALLOC_ATTEMPT=%d", req.Attempt),
 		fmt.Sprintf("SOFTALLOC_PROTOCOL_VERSION=%d", ProtocolVersion))
