@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/metrics"
@@ -153,6 +154,11 @@ func runAdvise(o *adviseOptions) error {
 	if o.step <= 0 {
 		return usagef("--step %v: want a window length such as 5m", o.step)
 	}
+	if fromPrometheus {
+		if err := o.checkGrid(start, end); err != nil {
+			return err
+		}
+	}
 	if o.thinkTime < 0 {
 		return usagef("--think-time %v: want a duration >= 0", o.thinkTime)
 	}
@@ -181,6 +187,9 @@ func runAdvise(o *adviseOptions) error {
 		src, err := o.f.NewWindows(runner.Config{DeploymentFile: o.deployment.loaded, DeploymentPath: o.deployment.file, Log: s.Err})
 		if err != nil {
 			return configError(err)
+		}
+		if err := checkRunnerTiers(d, o.deployment.loaded.Runner); err != nil {
+			return configError(fmt.Errorf("advise: deployment %q: %w", o.deployment.file, err))
 		}
 		if windows, err = src.Windows(ctx, d, start, end, o.step); err != nil {
 			return fmt.Errorf("advise: %w", err)
@@ -245,6 +254,68 @@ func (o *adviseOptions) checkThresholds() error {
 		return usagef("--demand-drift %g: want a share in [0,1)", o.demandDrift)
 	case !(o.minUtil > 0 && o.minUtil < o.hwThreshold):
 		return usagef("--min-utilization %g: want a utilisation above 0 and below --hw-threshold %g", o.minUtil, o.hwThreshold)
+	}
+	return nil
+}
+
+// checkGrid holds the time range and --step to the live runner's limits
+// before any query: found by Windows they exited 1, as short data does.
+func (o *adviseOptions) checkGrid(start, end time.Time) error {
+	// Prometheus keeps milliseconds, and so does the runner's grid.
+	start, end = time.UnixMilli(start.UnixMilli()), time.UnixMilli(end.UnixMilli())
+	now := o.f.Now()
+	switch {
+	case o.step < live.MinStep:
+		return usagef("--step %v: want at least %v (rate() needs two samples in a window)", o.step, live.MinStep)
+	case o.step%time.Millisecond != 0:
+		return usagef("--step %v: want whole milliseconds, as Prometheus keeps time", o.step)
+	case end.After(now.Add(live.MaxFutureSkew)):
+		return usagef("--end %s is in the future (%v ahead of this machine's clock): want a range that has been recorded",
+			end.UTC().Format(time.RFC3339), end.Sub(now).Round(time.Second))
+	}
+	n := end.Sub(start) / o.step
+	switch {
+	case n < 1:
+		return usagef("advise: the range %s..%s (%v) is shorter than one --step %v", start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339),
+			end.Sub(start), o.step)
+	case n > live.MaxWindows:
+		return usagef("advise: the range %s..%s is %d windows of %v; want at most %d: take a longer --step or a shorter range",
+			start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339), n, o.step, live.MaxWindows)
+	}
+	return nil
+}
+
+// checkRunnerTiers finds, before any query, what the live runner finds only
+// when it reaches the tier, after querying the tiers in front of it: a tier
+// without an entry in the runner section, without a cpu query, or with a
+// servers list of another length than its replicas. The section has been
+// checked by NewWindows; only its tiers are read here.
+func checkRunnerTiers(d algorithms.Deployment, section map[string]any) error {
+	b, err := yaml.Marshal(map[string]any{"tiers": section["tiers"]})
+	if err != nil {
+		return fmt.Errorf("runner section: tiers: %w", err)
+	}
+	var c struct {
+		Tiers map[string]live.TierConfig `yaml:"tiers"`
+	}
+	if err := yaml.Unmarshal(b, &c); err != nil {
+		return fmt.Errorf("runner section: tiers: %w", err)
+	}
+	for _, t := range d.Tiers {
+		tc, ok := c.Tiers[t.Name]
+		if !ok {
+			return fmt.Errorf("runner section: tiers.%s: missing; every tier needs at least a cpu query (or a preset that has one)", t.Name)
+		}
+		if len(tc.Servers) > 0 && len(tc.Servers) != t.Replicas {
+			return fmt.Errorf("runner section: tiers.%s.servers: %d entries for %d replicas", t.Name, len(tc.Servers), t.Replicas)
+		}
+		cpu := tc.Queries.CPU
+		for _, p := range tc.Presets {
+			cpu = cmp.Or(cpu, live.Presets[p].CPU)
+		}
+		if cpu == "" {
+			return fmt.Errorf("runner section: tiers.%s: no cpu query; set queries.cpu or a preset such as node or cgroup", t.Name)
+		}
 	}
 	return nil
 }

@@ -230,3 +230,48 @@ func TestAdviseBoundsTheObservationsFile(t *testing.T) {
 	assert.Equal(t, 2, code, stderr)
 	assert.Contains(t, stderr, "stdin:1: observation.runtimeSeconds")
 }
+
+// Issue 35, item 12: configuration errors advise finds before any query
+// (the runner section's tiers, the step, the number of windows, a range
+// ending in the future) exited 1, as if the data had been short. They are
+// usage errors; no Prometheus answers at this address, so none is queried.
+func TestAdviseConfigurationErrorsAreUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	deployment := func(name, tiers string) string {
+		return writeFile(t, dir, name, `name: shop
+tiers:
+  - {name: web, role: web, replicas: 1, pools: {threads: 100}}
+  - {name: app, role: app, replicas: 2, pools: {threads: 20, connections: 10}}
+  - {name: db, role: db, replicas: 1}
+runner:
+  name: live
+  prometheus: http://127.0.0.1:9
+  tiers:
+`+tiers)
+	}
+	good := deployment("good.yaml", `    web: {presets: [cgroup]}
+    app: {presets: [cgroup], servers: [{instance: a1}, {instance: a2}]}
+    db: {presets: [cgroup]}
+`)
+	oneServer := deployment("one-server.yaml", `    web: {presets: [cgroup]}
+    app: {presets: [cgroup], servers: [{instance: a1}]}
+    db: {presets: [cgroup]}
+`)
+	noDB := deployment("no-db.yaml", `    web: {presets: [cgroup]}
+    app: {presets: [cgroup]}
+`)
+	noCPU := deployment("no-cpu.yaml", `    web: {presets: [cgroup]}
+    app: {presets: [apache]}
+    db: {presets: [cgroup]}
+`)
+	runUsageCases(t, []usageCase{
+		{"nojournal servers", []string{"advise", "-f", oneServer, "--since", "1h"}, "tiers.app.servers: 1 entries for 2 replicas"},
+		{"nojournal tier missing", []string{"advise", "-f", noDB, "--since", "1h"}, "tiers.db: missing"},
+		{"nojournal no cpu query", []string{"advise", "-f", noCPU, "--since", "1h"}, "tiers.app: no cpu query"},
+		{"nojournal step", []string{"advise", "-f", good, "--since", "1h", "--step", "1s"}, "--step 1s: want at least 2s"},
+		{"nojournal step ms", []string{"advise", "-f", good, "--since", "1h", "--step", "2500500us"}, "--step 2.5005s: want whole milliseconds"},
+		{"nojournal too many windows", []string{"advise", "-f", good, "--since", "7d", "--step", "2s"}, "302400 windows of 2s; want at most 100000"},
+		{"nojournal shorter than a step", []string{"advise", "-f", good, "--since", "1m", "--step", "5m"}, "shorter than one --step 5m0s"},
+		{"nojournal future", []string{"advise", "-f", good, "--start", "2099-01-01T00:00:00Z", "--end", "2099-01-01T01:00:00Z"}, "--end 2099-01-01T01:00:00Z is in the future"},
+	})
+}
