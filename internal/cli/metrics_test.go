@@ -495,3 +495,21 @@ func TestExecProgramDoesNotInheritThePushgatewayPassword(t *testing.T) {
 	assert.NotContains(t, string(env), "SOFTALLOC_PUSHGATEWAY_PASSWORD")
 	assert.NotContains(t, string(env), "s3cret")
 }
+
+// Issue 35: the TLS files were read whole too (/dev/zero as a CA file ran
+// softalloc out of memory).
+func TestPushgatewayTLSFilesAreBounded(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big.pem")
+	require.NoError(t, os.WriteFile(big, []byte(strings.Repeat("x", 1<<20+1)), 0o600))
+	for _, file := range []string{big, "/dev/zero"} {
+		for _, flags := range [][]string{
+			{"--pushgateway-ca-file", file},
+			{"--pushgateway-cert-file", file, "--pushgateway-key-file", file},
+		} {
+			_, stderr, code := run(t, "", append([]string{"find-critical", "--topology", "1/2/1/2", "--no-journal", "--pushgateway", "https://127.0.0.1:1"}, flags...)...)
+			assert.Equal(t, 2, code, flags)
+			assert.Contains(t, stderr, fmt.Sprintf("%q: larger than the 1024 KiB limit for this file", file), flags)
+			assert.Equal(t, 1, countLines(stderr), stderr)
+		}
+	}
+}

@@ -323,7 +323,7 @@ func (p Pushgateway) client() (*http.Client, error) {
 	if p.CAFile != "" || p.CertFile != "" || p.KeyFile != "" {
 		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 		if p.CAFile != "" {
-			pem, err := os.ReadFile(p.CAFile)
+			pem, err := readBounded(p.CAFile)
 			if err != nil {
 				return nil, fmt.Errorf("CA file: %w", err)
 			}
@@ -336,7 +336,15 @@ func (p Pushgateway) client() (*http.Client, error) {
 			return nil, errors.New("a client certificate needs both its cert file and its key file")
 		}
 		if p.CertFile != "" {
-			cert, err := tls.LoadX509KeyPair(p.CertFile, p.KeyFile)
+			certPEM, err := readBounded(p.CertFile)
+			if err != nil {
+				return nil, fmt.Errorf("client certificate: %w", err)
+			}
+			keyPEM, err := readBounded(p.KeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("client key: %w", err)
+			}
+			cert, err := tls.X509KeyPair(certPEM, keyPEM)
 			if err != nil {
 				return nil, fmt.Errorf("client certificate: %w", err)
 			}
@@ -345,6 +353,22 @@ func (p Pushgateway) client() (*http.Client, error) {
 		tr.TLSClientConfig = cfg
 	}
 	return &http.Client{Timeout: 30 * time.Second, Transport: tr}, nil
+}
+
+// readBounded reads a TLS file up to safefile.MaxInput: a certificate
+// bundle is far smaller, and an endless file (/dev/zero) must not take all
+// the memory. A pipe is fine, unlike with safefile.Read.
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := safefile.ReadAll(f, safefile.MaxInput)
+	if err != nil {
+		return nil, fmt.Errorf("%q: %w", path, err) // an open error names it already
+	}
+	return b, nil
 }
 
 // CheckTLS reads the TLS files now, so that a bad one is refused before a
