@@ -95,7 +95,7 @@ which saves what Prometheus gave for an offline run). - reads standard input.`,
 			if runF != nil {
 				return runF(o)
 			}
-			return runAdvise(o)
+			return escaped(runAdvise(o))
 		},
 	}
 	o.cmd = cmd
@@ -318,6 +318,21 @@ func checkRunnerTiers(d algorithms.Deployment, section map[string]any) error {
 		}
 	}
 	return nil
+}
+
+// escapedError is an error whose message quotes input (a window's label or
+// problem, a server's name): its control characters are escaped, or a
+// crafted windows file clears the screen and forges lines on stderr.
+type escapedError struct{ err error }
+
+func (e escapedError) Error() string { return oneline.Escape(e.err.Error()) }
+func (e escapedError) Unwrap() error { return e.err }
+
+func escaped(err error) error {
+	if err == nil {
+		return nil
+	}
+	return escapedError{err}
 }
 
 // timeRange resolves --since, --start and --end.

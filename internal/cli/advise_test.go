@@ -275,3 +275,31 @@ runner:
 		{"nojournal future", []string{"advise", "-f", good, "--start", "2099-01-01T00:00:00Z", "--end", "2099-01-01T01:00:00Z"}, "--end 2099-01-01T01:00:00Z is in the future"},
 	})
 }
+
+// Issue 35, item 16: a windows file's labels and problems reached the
+// terminal as they were, so a crafted file could clear the screen and forge
+// lines of the answer. What advise prints from its input is escaped.
+func TestAdviseEscapesTheWindowsFilesText(t *testing.T) {
+	dir := t.TempDir()
+	windows, stderr, code := run(t, adviseObservations(t), "advise", "-t", "1/2/1/2", "--observations", "-", "-o", "windows")
+	require.Equal(t, 0, code, stderr)
+	forged := `{"label":"\u001b[2J\u001b[Hnoon","problem":"a gap\nrecommended allocation: 1-1-1\r"}` + "\n"
+	crafted := writeFile(t, dir, "crafted.jsonl", windows+forged)
+
+	out, stderr, code := run(t, "", "advise", "-t", "1/2/1/2", "--observations", crafted)
+	require.Equal(t, 0, code, stderr)
+	assert.NotContains(t, out, "\x1b")
+	assert.NotContains(t, out, "\r")
+	assert.NotContains(t, out, "\nrecommended allocation: 1-1-1")
+	assert.Contains(t, out, `window \x1b[2J\x1b[Hnoon left out: a gap\nrecommended allocation: 1-1-1\r`)
+
+	// And in the one line of an error.
+	lines := strings.SplitAfter(windows, "\n")
+	few := writeFile(t, dir, "few.jsonl", strings.Join(lines[:3], "")+forged)
+	_, stderr, code = run(t, "", "advise", "-t", "1/2/1/2", "--observations", few)
+	assert.Equal(t, 1, code)
+	assert.Equal(t, 1, countLines(stderr), stderr)
+	assert.NotContains(t, stderr, "\x1b")
+	assert.NotContains(t, stderr, "\r")
+	assert.Contains(t, stderr, `dropped \x1b[2J\x1b[Hnoon: a gap\nrecommended allocation: 1-1-1\r`)
+}

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/oneline"
 )
 
 // AdviseJSON is `softalloc advise --output json`: recommend's document (no
@@ -56,9 +57,13 @@ func NewAdviseJSON(d algorithms.Deployment, a algorithms.Advice, alloc string) A
 	return doc
 }
 
-// WriteAdviseTable is advise's readable output.
+// WriteAdviseTable is advise's readable output. What came from the windows
+// (labels, problems, server and resource names, and the notes quoting them)
+// is escaped: a crafted windows file cleared the screen and forged lines.
 func WriteAdviseTable(w io.Writer, a AdviseJSON) error {
 	c, ev := a.Critical, a.Advice
+	esc := oneline.Escape
+	a.Topology, c.Tier, c.Resource, c.Server = esc(a.Topology), esc(c.Tier), esc(c.Resource), esc(c.Server)
 	users := ""
 	if c.SaturationWorkload > 0 {
 		users = fmt.Sprintf(" (%d users)", c.SaturationWorkload)
@@ -79,7 +84,7 @@ func WriteAdviseTable(w io.Writer, a AdviseJSON) error {
 		if f.SaturationThroughput != nil {
 			at = fmt.Sprintf("%.1f", *f.SaturationThroughput)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%s\t%.3f\t%s\t%s\n", f.Server, f.Resource, 1000*f.Demand, Percent(100*f.Idle, 1, false),
+		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%s\t%.3f\t%s\t%s\n", esc(f.Server), esc(f.Resource), 1000*f.Demand, Percent(100*f.Idle, 1, false),
 			f.RSquared, Percent(100*f.MaxUtilization, 1, false), at)
 	}
 	if err := tw.Flush(); err != nil {
@@ -91,7 +96,10 @@ func WriteAdviseTable(w io.Writer, a AdviseJSON) error {
 	}
 	fmt.Fprintf(w, "\nrecommended allocation: %s\n", a.Allocation)
 	writeRange(w, a.Range)
-	warnings := a.Warnings
+	var warnings []string
+	for _, n := range a.Warnings {
+		warnings = append(warnings, esc(n))
+	}
 	// A week of windows can drop hundreds: the first few say what is wrong,
 	// the JSON lists them all.
 	const shown = 5
@@ -100,7 +108,7 @@ func WriteAdviseTable(w io.Writer, a AdviseJSON) error {
 			warnings = append(warnings, fmt.Sprintf("%d more windows left out (--output json lists them)", len(ev.Dropped)-shown))
 			break
 		}
-		warnings = append(warnings, fmt.Sprintf("window %s left out: %s", d.Label, d.Problem))
+		warnings = append(warnings, fmt.Sprintf("window %s left out: %s", esc(d.Label), esc(d.Problem)))
 	}
 	writeWarnings(w, warnings)
 	return WriteSnippets(w, a.Snippets)
