@@ -71,8 +71,10 @@ there, and Formula 3 sizes the other tiers. Pools found full in some windows
 and servers whose CPU per page falls with load are named.
 
 It says what data it needs instead of guessing, and exits 1, when fewer than
---min-windows windows are usable, the load hardly varies, or no window loads
-the critical resource to --min-utilization.
+--min-windows windows are usable, the load hardly varies, no window loads
+the critical resource to --min-utilization, a resource is at or above
+--hw-threshold in every window (saturated throughout), or a server's CPU
+reads the same in every window (a missing or stuck metric).
 
 The windows come from Prometheus or from a file. With -f and --since (or
 --start and --end), advise reads the deployment file's runner section (its
@@ -82,7 +84,9 @@ windows; a window with a gap, a counter reset or NaN is left out and named.
 --observations reads JSON Lines instead, each line one of: a journal record
 (the users are its workload), a bare observation (simulate --output
 observation, an exec program's answer) or a window (advise --output windows,
-which saves what Prometheus gave for an offline run). - reads standard input.`,
+which saves what Prometheus gave for an offline run), at most 100,000 lines,
+as many windows as advise reads from Prometheus; its servers must be the
+deployment's. - reads standard input.`,
 		Example: `  softalloc advise -f deployment.yaml --since 7d
   softalloc advise -f deployment.yaml --start 2026-11-23T08:00:00Z --end 2026-11-23T20:00:00Z --step 1m
   softalloc advise -f deployment.yaml --since 24h --output windows > windows.jsonl
