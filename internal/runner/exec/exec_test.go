@@ -126,7 +126,7 @@ exit 3`))
 
 func TestGarbageOutput(t *testing.T) {
 	dir := t.TempDir()
-	r, _ := testRunner(t, script(t, dir, `echo "Throughput: 780 pages/s"`))
+	r, _ := testRunner(t, script(t, dir, `cat >/dev/null; echo "Throughput: 780 pages/s"`))
 	_, err := r.RunExperiment(context.Background(), testExperiment())
 	require.Error(t, err)
 	assert.ErrorContains(t, err, `stdout is not a JSON observation: invalid character 'T' looking for beginning of value; stdout began "Throughput: 780 pages/s"`)
@@ -137,7 +137,7 @@ func runWith(t *testing.T, obs []byte) error {
 	t.Helper()
 	dir := t.TempDir()
 	writeFile(t, dir, "obs.json", obs, 0o644)
-	r, _ := testRunner(t, script(t, dir, `cat "$DIR/obs.json"`))
+	r, _ := testRunner(t, script(t, dir, `cat >/dev/null; cat "$DIR/obs.json"`))
 	_, err := r.RunExperiment(context.Background(), testExperiment())
 	return err
 }
@@ -385,7 +385,8 @@ func TestBackoffIsCapped(t *testing.T) {
 func TestLeftoverProcessesAreStopped(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "obs.json", marshal(t, observationJSON(t)), 0o644)
-	r, log := testRunner(t, script(t, dir, `sleep 300 &
+	r, log := testRunner(t, script(t, dir, `cat >/dev/null
+sleep 300 &
 echo $! > "$DIR/child.pid"
 cat "$DIR/obs.json"`))
 	got, err := r.RunExperiment(context.Background(), testExperiment())
@@ -397,7 +398,7 @@ cat "$DIR/obs.json"`))
 
 func TestStdoutIsBounded(t *testing.T) {
 	dir := t.TempDir()
-	r, _ := testRunner(t, script(t, dir, `i=0; while [ $i -lt 100 ]; do echo "0123456789"; i=$((i+1)); done`))
+	r, _ := testRunner(t, script(t, dir, `cat >/dev/null; i=0; while [ $i -lt 100 ]; do echo "0123456789"; i=$((i+1)); done`))
 	r.stdoutLimit = 100
 	_, err := r.RunExperiment(context.Background(), testExperiment())
 	assert.ErrorContains(t, err, "stdout: more than 100 bytes")
@@ -439,7 +440,7 @@ func mustRead(t *testing.T, path string) []byte {
 func TestConcurrentExperiments(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "obs.json", marshal(t, observationJSON(t)), 0o644)
-	r, log := testRunner(t, script(t, dir, `for i in 1 2 3 4 5; do echo "progress $i of $SOFTALLOC_EXPERIMENT_ID" >&2; done
+	r, log := testRunner(t, script(t, dir, `cat >/dev/null; for i in 1 2 3 4 5; do echo "progress $i of $SOFTALLOC_EXPERIMENT_ID" >&2; done
 cat "$DIR/obs.json"`))
 	const n = 4
 	errs := make(chan error, n)
@@ -566,4 +567,24 @@ func TestParseErrorsQuoteWhereStdoutWentWrong(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "invalid character 'N'")
 	assert.Contains(t, err.Error(), `\"sum\":NaN`, "the place is quoted")
+}
+
+// Issue 35: a broken pipe to the program is the program's failure. One that
+// exits, even with status 0, before reading the experiment did not run it.
+// A message larger than a pipe holds makes the write outlast the program.
+func TestAProgramThatExitsWithoutReadingFails(t *testing.T) {
+	big := map[string]string{"padding": strings.Repeat("x", 1<<20)}
+	for _, c := range []struct{ body, want string }{
+		{`exit 0`, "the program exited without reading its experiment from stdin (writing it: broken pipe)"},
+		{`echo broken >&2; exit 1`, "program failed: exit status 1; stderr (last 1 lines): broken"},
+	} {
+		_, err := runProcess(context.Background(), process{argv: []string{"/bin/sh", "-c", c.body}, stdin: big,
+			timeout: time.Minute, grace: time.Second, limit: 1 << 10, line: func(string) {}, note: func(string, ...any) {}})
+		require.Error(t, err, c.body)
+		assert.Contains(t, err.Error(), c.want)
+	}
+	// One that reads it all is fine.
+	_, err := runProcess(context.Background(), process{argv: []string{"/bin/sh", "-c", "cat >/dev/null"}, stdin: big,
+		timeout: time.Minute, grace: time.Second, limit: 1 << 10, line: func(string) {}, note: func(string, ...any) {}})
+	require.NoError(t, err)
 }

@@ -99,11 +99,13 @@ func runProcess(ctx context.Context, p process) (result, error) {
 	}
 	pgid := cmd.Process.Pid
 
+	wrote := make(chan error, 1)
 	go func() {
-		// A program may exit without reading its stdin; the write then
-		// fails with EPIPE, which is no concern of ours.
-		_, _ = inW.Write(payload)
+		// A program that exits without reading its stdin breaks the pipe:
+		// the write fails with EPIPE (and SIGPIPE, which main drains).
+		_, err := inW.Write(payload)
 		inW.Close()
+		wrote <- err
 	}()
 	out := &capped{limit: p.limit}
 	outDone := make(chan struct{})
@@ -161,7 +163,8 @@ func runProcess(ctx context.Context, p process) (result, error) {
 		errR.Close()
 		<-pipesDone
 	}
-	inW.Close()
+	inW.Close() // ends a write a process outside the group still blocks
+	unread := errors.Is(<-wrote, syscall.EPIPE)
 
 	res := result{stdout: out.buf.Bytes(), overflow: out.overflow, tail: tail.lines()}
 	switch {
@@ -171,6 +174,12 @@ func runProcess(ctx context.Context, p process) (result, error) {
 		return res, stopped
 	case waitErr != nil:
 		return res, withTail(fmt.Errorf("program failed: %w", waitErr), res.tail)
+	case unread:
+		// Whatever it printed, it did not measure the experiment it was
+		// given (issue 35): the attempt failed, and is retried. (After a
+		// failed exit the exit says it: a program that fails at once often
+		// never reads, and whether the write came first is chance.)
+		return res, withTail(errors.New("the program exited without reading its experiment from stdin (writing it: broken pipe); it must read the experiment, one JSON line, to know what to run"), res.tail)
 	}
 	return res, nil
 }
