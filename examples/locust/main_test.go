@@ -431,13 +431,14 @@ func killWorker(t *testing.T, list, name string) int {
 }
 
 // Workers that cannot reach the master: it gives up after connectTimeout,
-// and the error names every worker it never saw.
+// and the error names every worker it never saw. connectTimeout counts from
+// the master's start, which takes Locust 4 s on this machine under load.
 func TestAMasterWithoutItsWorkersTimesOut(t *testing.T) {
 	locust := locustPath(t)
 	_, adapter := testBinaries(t)
 	// The workers are told a port nothing listens on (a later --master-port wins).
 	_, _, settings := faultSetup(t, locust,
-		"workers: [ghost-a, ghost-b]\nremote: ['{locust}', '{workerArgs}', --master-port, '1']\nconnectTimeout: 3s\n")
+		"workers: [ghost-a, ghost-b]\nremote: ['{locust}', '{workerArgs}', --master-port, '1']\nconnectTimeout: 10s\n")
 	cmd := osexec.Command(adapter, settings)
 	cmd.Stdin = strings.NewReader(`{"protocolVersion":1,"experimentId":"local-u10-000000000000","attempt":1,"topology":"local",` +
 		`"tiers":[{"name":"web","role":"web","replicas":1,"cores":1,"pools":{"threads":10},"servers":["web-1"]}],` +
@@ -451,7 +452,7 @@ func TestAMasterWithoutItsWorkersTimesOut(t *testing.T) {
 	require.ErrorAs(t, err, &ee, stderr.String())
 	assert.Empty(t, stdout.String(), "no observation")
 	t.Logf("%.1f s: %s", took.Seconds(), stderr.String())
-	assert.Regexp(t, `the Locust master \(127\.0\.0\.1:[0-9]+\) saw 0 of its 2 workers within 3s, then gave up; never connected: `+
+	assert.Regexp(t, `the Locust master \(127\.0\.0\.1:[0-9]+\) saw 0 of its 2 workers within 10s, then gave up; never connected: `+
 		`worker 1@ghost-a \(still running; [^)]*\); worker 2@ghost-b \(still running; [^)]*\)`, stderr.String())
 	assert.Less(t, took, 30*time.Second)
 	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
