@@ -20,6 +20,8 @@
 #   testbed.sh caps web=CORES app=CORES db=CORES    move the CPU caps (0 or max: uncapped)
 #   testbed.sh exec-client CMD ARGS...              run CMD (a load generator) in the
 #                                                   uncapped client cgroup
+#   testbed.sh exec-in GROUP CMD ARGS...            run CMD in GROUP (web, app, db, client,
+#                                                   monitor), under its cap
 #   testbed.sh clean                                down, then remove the state directory
 #   testbed.sh java-deps                            fetch the Java app's Maven dependencies
 #                                                   (online, once; builds are offline after)
@@ -167,6 +169,10 @@ cg_setup() {
   fi
   # The testbed's groups outweigh other work on the machine (a parallel build
   # or test run), so that a capped tier gets its whole quota when it needs it.
+  # A weight counts among siblings only: the parent group's own weight is what
+  # other work competes with (at the default it had one CPU-bound process's
+  # share, and a capped database read 0.91 of its quota beside one).
+  if [ "$CG" = v2 ]; then echo 10000 >"$CG_V2/cpu.weight"; else echo 262144 >"$CG_CPU/cpu.shares"; fi
   for g in $ALL_GROUPS; do
     if [ "$CG" = v2 ]; then echo 1000 >"$CG_V2/$g/cpu.weight"; else echo 10240 >"$CG_CPU/$g/cpu.shares"; fi
   done
@@ -639,10 +645,15 @@ cmd_caps() {
   log "caps $*"
 }
 
-cmd_exec_client() {
+# cmd_exec_in GROUP CMD...: exec CMD in one of the testbed's groups (or
+# uncapped when there are none).
+cmd_exec_in() {
+  local g=${1:-}; shift || true
+  case " $ALL_GROUPS " in *" $g "*) ;; *) die "exec-in: unknown group '$g'; want one of: $ALL_GROUPS" ;; esac
+  [ $# -gt 0 ] || die "exec-in $g: no command"
   cg_detect
-  if [ "$CG" != none ] && [ -d "$(cg_dirs client | cut -d' ' -f1)" ]; then
-    in_group client "$@"
+  if [ "$CG" != none ] && [ -d "$(cg_dirs "$g" | cut -d' ' -f1)" ]; then
+    in_group "$g" "$@"
   fi
   exec "$@"
 }
@@ -656,7 +667,8 @@ case ${1:-} in
   status) cmd_status ;;
   apply) shift; cmd_apply "$@" ;;
   caps) shift; cmd_caps "$@" ;;
-  exec-client) shift; cmd_exec_client "$@" ;;
+  exec-client) shift; cmd_exec_in client "$@" ;;
+  exec-in) shift; cmd_exec_in "$@" ;;
   clean) cmd_down quiet; rm -rf "$TB"; log "removed $TB" ;;
   java-deps) java_deps ;;
   *) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
