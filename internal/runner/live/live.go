@@ -67,7 +67,9 @@ type Runner struct {
 	mu      sync.Mutex
 	applied string // allocation key last applied by the hook; "" unknown
 	warned  bool
-	absent  map[string]bool // metrics already warned of as absent
+	// plausible judges each trial against the trials measured beside it.
+	plausible plausibility
+	absent    map[string]bool // metrics already warned of as absent
 }
 
 var _ algorithms.Experimenter = (*Runner)(nil)
@@ -201,7 +203,12 @@ type permanent struct{ err error }
 func (e permanent) Error() string { return e.err.Error() }
 func (e permanent) Unwrap() error { return e.err }
 
-// RunExperiment runs one trial, retrying transient failures.
+// retryBackoff is the wait before a trial's first retry (doubled before the
+// second, and so on). A variable so that a test can make it short.
+var retryBackoff = 2 * time.Second
+
+// RunExperiment runs one trial, retrying transient failures and trials whose
+// readings are implausible against the trials measured beside them.
 func (r *Runner) RunExperiment(ctx context.Context, e algorithms.Experiment) (algorithms.Observation, error) {
 	if r.workload == nil {
 		return algorithms.Observation{}, fmt.Errorf("live: this runner reads recorded metrics only (built by NewPassive): it has no target or workload to run an experiment with")
@@ -219,13 +226,18 @@ func (r *Runner) RunExperiment(ctx context.Context, e algorithms.Experiment) (al
 		if attempt > 0 {
 			r.logf("%d users: attempt %d failed: %v; retrying", e.Workload.Users, attempt, err)
 			r.applied = "" // the deployment's state is unknown after a failure
-			if !sleepUntil(ctx, time.Now().Add(time.Duration(attempt)*2*time.Second)) {
+			if !sleepUntil(ctx, time.Now().Add(time.Duration(attempt)*retryBackoff)) {
 				return algorithms.Observation{}, ctx.Err()
 			}
 		}
 		var obs algorithms.Observation
 		obs, err = r.attempt(ctx, e)
 		if err == nil {
+			if why := r.plausible.check(e.Workload.Users, obs); why != "" {
+				err = fmt.Errorf("%d users: an implausible trial, not used: %s", e.Workload.Users, why)
+				continue
+			}
+			r.plausible.add(e.Workload.Users, obs)
 			return obs, nil
 		}
 		var p permanent
