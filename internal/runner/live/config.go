@@ -40,6 +40,10 @@ type Config struct {
 	// ScrapeTimeout bounds the wait, after a trial, for Prometheus to have
 	// scraped every target past the runtime window (default 1m).
 	ScrapeTimeout duration.Seconds `yaml:"scrapeTimeout"`
+	// QueryTimeout bounds each query to Prometheus (default: 30s for a
+	// trial's instant queries, 2m for a range query over recorded traffic,
+	// 1m for a look-up of the series a query names).
+	QueryTimeout duration.Seconds `yaml:"queryTimeout"`
 	// AllowedHosts lists hosts other than loopback that the runner may send
 	// requests to (host names, IP addresses or CIDR prefixes). Empty: loopback only.
 	AllowedHosts []string `yaml:"allowedHosts"`

@@ -16,7 +16,7 @@ func (c *Config) checkDurations() error {
 		key string
 		v   duration.Seconds
 	}{
-		{"hookTimeout", c.HookTimeout}, {"healthTimeout", c.HealthTimeout}, {"scrapeTimeout", c.ScrapeTimeout},
+		{"hookTimeout", c.HookTimeout}, {"healthTimeout", c.HealthTimeout}, {"scrapeTimeout", c.ScrapeTimeout}, {"queryTimeout", c.QueryTimeout},
 		{"requestTimeout", c.RequestTimeout}, {"thinkTime", c.ThinkTime},
 		{"rampUp", c.RampUp}, {"runtime", c.Runtime}, {"rampDown", c.RampDown}, {"interval", c.Interval},
 	} {

@@ -111,7 +111,7 @@ func New(section map[string]any, path string) (*Runner, error) {
 	sum := sha256.Sum256(b)
 	r.wlHash = hex.EncodeToString(sum[:6])
 	r.client = &http.Client{Transport: r.newTransport(4, true), Timeout: time.Minute}
-	if r.prom, err = newProm(c.Prometheus, r.client.Transport); err != nil {
+	if r.prom, err = newProm(c.Prometheus, r.client.Transport, c.QueryTimeout.Duration()); err != nil {
 		return nil, fmt.Errorf("runner section: %w", err)
 	}
 	return r, nil
@@ -135,7 +135,7 @@ func NewPassive(section map[string]any, path string) (*Runner, error) {
 		return nil, fmt.Errorf("runner section: %w", err)
 	}
 	r.client = &http.Client{Transport: r.newTransport(4, true), Timeout: 5 * time.Minute}
-	if r.prom, err = newProm(c.Prometheus, r.client.Transport); err != nil {
+	if r.prom, err = newProm(c.Prometheus, r.client.Transport, c.QueryTimeout.Duration()); err != nil {
 		return nil, fmt.Errorf("runner section: %w", err)
 	}
 	return r, nil

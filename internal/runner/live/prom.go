@@ -19,6 +19,33 @@ import (
 type prom struct {
 	api     v1.API
 	address string
+	timeout time.Duration // each query's bound, the section's queryTimeout; 0: each kind's default
+}
+
+// Each kind of query's bound when the section sets no queryTimeout.
+const (
+	instantTimeout = 30 * time.Second
+	rangeTimeout   = 2 * time.Minute
+	seriesTimeout  = time.Minute
+)
+
+// bound is the context of one query: the section's queryTimeout, or def.
+func (p *prom) bound(ctx context.Context, def time.Duration) (context.Context, context.CancelFunc, time.Duration) {
+	d := def
+	if p.timeout > 0 {
+		d = p.timeout
+	}
+	qctx, cancel := context.WithTimeout(ctx, d)
+	return qctx, cancel, d
+}
+
+// late names the bound a query outlasted, and the setting that sets it:
+// "context deadline exceeded" alone named neither.
+func late(ctx context.Context, d time.Duration, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return fmt.Errorf("prometheus did not answer within %v (the runner section's queryTimeout): %w", d, err)
+	}
+	return err
 }
 
 // maxPromBody bounds one answer of Prometheus: client_golang reads a body
@@ -73,12 +100,12 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 
 func (b *boundedBody) Close() error { return b.rc.Close() }
 
-func newProm(address string, rt http.RoundTripper) (*prom, error) {
+func newProm(address string, rt http.RoundTripper, timeout time.Duration) (*prom, error) {
 	c, err := api.NewClient(api.Config{Address: address, RoundTripper: boundedTransport{rt}})
 	if err != nil {
 		return nil, fmt.Errorf("prometheus %q: %w", address, err)
 	}
-	return &prom{api: v1.NewAPI(c), address: address}, nil
+	return &prom{api: v1.NewAPI(c), address: address, timeout: timeout}, nil
 }
 
 // errNoData is a query that matched no series.
@@ -93,11 +120,11 @@ func (e errQuery) Unwrap() error { return e.err }
 
 // value evaluates q at t and returns its one number.
 func (p *prom) value(ctx context.Context, q string, t time.Time) (float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	qctx, cancel, d := p.bound(ctx, instantTimeout)
 	defer cancel()
-	v, _, _, err := p.api.Query(ctx, q, t)
+	v, _, _, err := p.api.Query(qctx, q, t)
 	if err != nil {
-		return 0, p.queryError(q, err)
+		return 0, p.queryError(q, late(ctx, d, err))
 	}
 	switch r := v.(type) {
 	case *model.Scalar:
@@ -122,11 +149,11 @@ func (p *prom) value(ctx context.Context, q string, t time.Time) (float64, error
 // series evaluates q at step from start to end and returns n values, one
 // per step: a step with no sample takes the value before (0 at the start).
 func (p *prom) series(ctx context.Context, q string, start, end time.Time, step time.Duration, n int) ([]float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	qctx, cancel, d := p.bound(ctx, instantTimeout)
 	defer cancel()
-	v, _, _, err := p.api.QueryRange(ctx, q, v1.Range{Start: start, End: end, Step: step})
+	v, _, _, err := p.api.QueryRange(qctx, q, v1.Range{Start: start, End: end, Step: step})
 	if err != nil {
-		return nil, p.queryError(q, err)
+		return nil, p.queryError(q, late(ctx, d, err))
 	}
 	m, ok := v.(model.Matrix)
 	if !ok {

@@ -180,10 +180,11 @@ type stepValues struct {
 func (p *prom) rangeQuery(ctx context.Context, q string, g grid, f func(m model.Metric, k int, v float64) error) error {
 	for lo := 0; lo < g.n; lo += maxPoints {
 		hi := min(g.n, lo+maxPoints)
-		qctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		qctx, cancel, d := p.bound(ctx, rangeTimeout)
 		v, _, _, err := p.api.QueryRange(qctx, q, v1.Range{Start: g.end(lo), End: g.end(hi - 1), Step: g.step})
 		cancel()
 		if err != nil {
+			err = late(ctx, d, err)
 			if qe := p.queryError(q, err); errors.As(qe, new(errQuery)) {
 				return qe
 			}
@@ -290,10 +291,11 @@ func (rd *reader) read(ctx context.Context, who, field, query string, vars map[s
 func (rd *reader) absent(ctx context.Context, q string) ([]string, error) {
 	var out []string
 	for _, name := range metricNames(q) {
-		qctx, cancel := context.WithTimeout(ctx, time.Minute)
+		qctx, cancel, d := rd.r.prom.bound(ctx, seriesTimeout)
 		series, _, _, err := rd.r.prom.api.Series(qctx, []string{name}, rd.g.start, rd.g.end(rd.g.n-1), v1.WithLimit(1))
 		cancel()
 		if err != nil {
+			err = late(ctx, d, err)
 			return nil, fmt.Errorf("series of %s over %s: %w", name, rd.g.span(), err)
 		}
 		if len(series) == 0 {
