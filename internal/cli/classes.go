@@ -204,21 +204,32 @@ func (o *degradationOptions) setups(w algorithms.ClassWorkload) ([]algorithms.Cl
 		return nil, err
 	}
 	base.Weights = weights
-	if order := splitList(o.priority); len(order) > 0 {
+	order, err := splitUnique("--priority", "class", o.priority)
+	if err != nil {
+		return nil, err
+	}
+	if len(order) > 0 {
 		base.Priorities = map[string]int{}
 		for i, n := range order {
 			base.Priorities[n] = len(order) - i
 		}
 	}
 	var quanta []float64
-	for _, q := range splitList(o.quanta) {
+	texts := splitList(o.quanta)
+	for _, q := range texts {
 		d, err := time.ParseDuration(q)
 		if err != nil || d <= 0 {
 			return nil, usagef("--quantum %q: %q is not a time slice such as 10ms", o.quanta, q)
 		}
 		quanta = append(quanta, d.Seconds())
 	}
-	policies := splitList(o.policies)
+	if err := refuseRepeats(fmt.Sprintf("--quantum %q", o.quanta), "time slice", texts, func(i int) float64 { return quanta[i] }); err != nil {
+		return nil, err
+	}
+	policies, err := splitUnique("--policy", "policy", o.policies)
+	if err != nil {
+		return nil, err
+	}
 	if len(policies) == 0 {
 		policies = []string{string(w.Policy)}
 	}
@@ -294,6 +305,10 @@ func parseAssignments[T any](flag, s string, parse func(string) (T, error)) (map
 		if !ok || name == "" {
 			return nil, usagef("%s %q: want name=value pairs, e.g. light=30", flag, s)
 		}
+		if _, twice := out[name]; twice {
+			// The later value would silently win.
+			return nil, usagef("%s %q: class %s is given twice; want each class once", flag, s, name)
+		}
 		x, err := parse(strings.TrimSpace(v))
 		if err != nil {
 			return nil, usagef("%s %q: %s: %v", flag, s, name, err)
@@ -337,7 +352,8 @@ func parseLevels(flag, s string) ([]int, error) {
 		return out, nil
 	}
 	var out []int
-	for _, f := range splitList(s) {
+	texts := splitList(s)
+	for _, f := range texts {
 		v, err := num(f)
 		if err != nil {
 			return nil, err
@@ -346,6 +362,9 @@ func parseLevels(flag, s string) ([]int, error) {
 	}
 	if len(out) == 0 {
 		return nil, usagef("%s: want N, N1,N2,... or START:END:STEP", flag)
+	}
+	if err := refuseRepeats(fmt.Sprintf("%s %q", flag, s), "workload", texts, func(i int) int { return out[i] }); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -110,10 +110,17 @@ func runEvaluate(o *evaluateOptions) error {
 		}
 		cfg.Topologies = strings.Split(o.topologies, ",")
 	}
-	for _, t := range cfg.Topologies {
-		if _, err := parseTopologyArg(t); err != nil {
+	tops := make([]string, len(cfg.Topologies))
+	for i, t := range cfg.Topologies {
+		cfg.Topologies[i] = strings.TrimSpace(t)
+		d, err := parseTopologyArg(t)
+		if err != nil {
 			return err
 		}
+		tops[i] = d.Topology
+	}
+	if err := refuseRepeats(fmt.Sprintf("--topologies %q", o.topologies), "topology", cfg.Topologies, func(i int) string { return tops[i] }); err != nil {
+		return err
 	}
 	if cmd.Flags().Changed("seeds") && strings.TrimSpace(o.seeds) == "" {
 		return usagef("--seeds %q: want comma-separated seeds such as 1,2 (leave it out for the default)", o.seeds)

@@ -477,3 +477,33 @@ func noteDeprecated(fs *pflag.FlagSet, w io.Writer) {
 		}
 	})
 }
+
+// refuseRepeats refuses a list flag that names one item twice: a repeat
+// means nothing, and some meant something wrong (validate --seeds 1,1
+// averaged one run twice and narrowed its interval by the square root of
+// two). label is the flag as the error starts (--seeds "1,1"), noun what an
+// item is, texts the items as given and key(i) what the i-th means, so that
+// 2 and 2s are one SLA.
+func refuseRepeats[K comparable](label, noun string, texts []string, key func(i int) K) error {
+	first := make(map[K]int, len(texts))
+	for i, t := range texts {
+		k := key(i)
+		j, seen := first[k]
+		switch {
+		case !seen:
+			first[k] = i
+		case texts[j] == t:
+			return usagef("%s: %s %s is given twice; want each %s once", label, noun, t, noun)
+		default:
+			return usagef("%s: %s %s is %s %s again; want each %s once", label, noun, t, noun, texts[j], noun)
+		}
+	}
+	return nil
+}
+
+// splitUnique splits a comma-separated list of names (empty items dropped)
+// and refuses a name given twice.
+func splitUnique(flag, noun, s string) ([]string, error) {
+	names := splitList(s)
+	return names, refuseRepeats(fmt.Sprintf("%s %q", flag, s), noun, names, func(i int) string { return names[i] })
+}

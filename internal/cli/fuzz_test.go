@@ -74,7 +74,8 @@ func FuzzParseBaseline(f *testing.F) {
 // --grouping, --heavy and the grid sizes.
 func FuzzFlagValues(f *testing.F) {
 	for _, s := range []string{"5000:8000:200", "6000", "5000,6000", "0.5,1,2", "1,2", "5%", "app/cpu", "branch=main",
-		"0:40:5", "6,10,20", "1:1000000:1", "nan", "1e309", "-1", "a/b/c", "=", "", ",", "::", "10%%", " 5 % "} {
+		"0:40:5", "6,10,20", "1:1000000:1", "nan", "1e309", "-1", "a/b/c", "=", "", ",", "::", "10%%", " 5 % ",
+		"1,1", "2,2s", "5, 05", "0.5,500ms"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -86,6 +87,7 @@ func FuzzFlagValues(f *testing.F) {
 			for _, u := range users {
 				require.True(t, u >= 1 && u <= maxUsers, "%d users", u)
 			}
+			requireDistinct(t, users)
 		}
 		if slas, err := parseSLAs(s); err != nil {
 			fuzzcheck.RequireOneLine(t, err)
@@ -93,9 +95,12 @@ func FuzzFlagValues(f *testing.F) {
 			for _, x := range slas {
 				require.True(t, x.Seconds > 0 && !math.IsInf(x.Seconds, 0), "SLA %v", x.Seconds)
 			}
+			requireDistinct(t, slas)
 		}
-		if _, err := parseSeeds(s, runnerFlags{name: "sim"}); err != nil {
+		if seeds, err := parseSeeds(s, runnerFlags{name: "sim"}); err != nil {
 			fuzzcheck.RequireOneLine(t, err)
+		} else {
+			requireDistinct(t, seeds)
 		}
 		if p, err := parsePercent(s); err != nil {
 			fuzzcheck.RequireOneLine(t, err)
@@ -115,9 +120,23 @@ func FuzzFlagValues(f *testing.F) {
 			fuzzcheck.RequireOneLine(t, err)
 		} else {
 			require.LessOrEqual(t, len(levels), 1001)
+			requireDistinct(t, levels)
 		}
-		if _, err := parseSizes("--grid-threads", s); err != nil {
+		if sizes, err := parseSizes("--grid-threads", s); err != nil {
 			fuzzcheck.RequireOneLine(t, err)
+		} else {
+			requireDistinct(t, sizes)
 		}
 	})
+}
+
+// requireDistinct fails on a list that holds one value twice: every list
+// flag refuses a repeat (issue 35: --seeds 1,1 averaged one run twice).
+func requireDistinct[T comparable](t *testing.T, values []T) {
+	t.Helper()
+	seen := make(map[T]bool, len(values))
+	for _, v := range values {
+		require.False(t, seen[v], "%v repeated in %v", v, values)
+		seen[v] = true
+	}
 }

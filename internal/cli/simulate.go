@@ -121,6 +121,9 @@ func runSimulate(o *simulateOptions) error {
 			}
 			allocs = append(allocs, a)
 		}
+		if err := refuseRepeats("--alloc", "allocation", given, func(i int) string { return allocs[i].Key() }); err != nil {
+			return err
+		}
 	}
 	r, timing, err := o.runner.build(cmd, o.f, &o.deployment)
 	if err != nil {
@@ -194,14 +197,19 @@ func slaSeconds(slas []report.SLA) []float64 {
 
 func parseSLAs(s string) ([]report.SLA, error) {
 	var out []report.SLA
-	for _, f := range strings.Split(s, ",") {
+	texts := strings.Split(s, ",")
+	for i, f := range texts {
 		f = strings.TrimSpace(f)
+		texts[i] = f
 		d, err := parseSeconds(f)
 		if err != nil || d <= 0 {
 			return nil, usagef("--sla %q: threshold %q is not a positive time (seconds such as 2, 0.5 or 500ms)", s, f)
 		}
 		// Keys in seconds, however written: "2s" and "2" are one threshold.
 		out = append(out, report.SLA{Text: strconv.FormatFloat(d.Seconds(), 'g', -1, 64), Seconds: d.Seconds()})
+	}
+	if err := refuseRepeats(fmt.Sprintf("--sla %q", s), "SLA", texts, func(i int) string { return out[i].Text }); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -243,12 +251,17 @@ func parseUsers(s string) ([]int, error) {
 		return out, nil
 	}
 	var out []int
-	for _, f := range strings.Split(s, ",") {
+	texts := strings.Split(s, ",")
+	for i, f := range texts {
 		v, err := num(f)
 		if err != nil {
 			return nil, err
 		}
+		texts[i] = strings.TrimSpace(f)
 		out = append(out, v)
+	}
+	if err := refuseRepeats(fmt.Sprintf("--users %q", s), "workload", texts, func(i int) int { return out[i] }); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

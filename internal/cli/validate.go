@@ -238,12 +238,17 @@ func parseSeeds(s string, rf runnerFlags) ([]uint64, error) {
 		return nil, usagef("--seeds: only the sim runner has seeds (runner %q)", rf.name)
 	}
 	var out []uint64
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+	texts := strings.Split(s, ",")
+	for i, f := range texts {
+		texts[i] = strings.TrimSpace(f)
+		v, err := strconv.ParseUint(texts[i], 10, 64)
 		if err != nil {
 			return nil, usagef("--seeds %q: %q is not a seed (a non-negative integer)", s, f)
 		}
 		out = append(out, v)
+	}
+	if err := refuseRepeats(fmt.Sprintf("--seeds %q", s), "seed", texts, func(i int) uint64 { return out[i] }); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -265,12 +270,17 @@ func parseSizes(flag, s string) ([]int, error) {
 		return nil, nil
 	}
 	var out []int
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.Atoi(strings.TrimSpace(f))
+	texts := strings.Split(s, ",")
+	for i, f := range texts {
+		texts[i] = strings.TrimSpace(f)
+		v, err := strconv.Atoi(texts[i])
 		if err != nil || v < 1 || v > topology.MaxPoolSize {
 			return nil, usagef("%s %q: %q is not a pool size in 1..%d", flag, s, f, topology.MaxPoolSize)
 		}
 		out = append(out, v)
+	}
+	if err := refuseRepeats(fmt.Sprintf("%s %q", flag, s), "pool size", texts, func(i int) int { return out[i] }); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
