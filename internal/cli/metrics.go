@@ -92,7 +92,7 @@ func (f *metricsFlags) check() error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 			return usagef("%s %q: want the Pushgateway's URL, such as http://pushgateway:9091", src, metrics.Redact(f.gateway))
 		}
-		shown := u.Redacted()
+		shown := metrics.Redact(f.gateway)
 		// The push appends /metrics/job/<job>/... to the URL as a string.
 		if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
 			return usagef("%s %q: want the Pushgateway's base URL, without a query or fragment", src, shown)

@@ -378,12 +378,15 @@ func (p Pushgateway) CheckTLS() error {
 	return err
 }
 
-// Redact is a URL as messages show it: its password replaced by xxxxx
-// (url.URL.Redacted); when it does not parse as scheme://host, all before
-// its last @, which may be a user and password.
+// Redact is a URL as messages show it: as given, but its password replaced
+// by xxxxx (url.URL.Redacted); when it does not parse as scheme://host, all
+// before its last @, which may be a user and password.
 func Redact(raw string) string {
 	u, err := url.Parse(raw)
 	if err == nil && u.Opaque == "" {
+		if _, ok := u.User.Password(); !ok {
+			return raw // nothing to hide; Redacted would rewrite it ("http://" as "http:")
+		}
 		return u.Redacted()
 	}
 	at := strings.LastIndex(raw, "@")

@@ -135,6 +135,8 @@ func TestRedact(t *testing.T) {
 		"http://ci:s3%zzcret@gw:9091": "http://xxxxx@gw:9091", // does not parse
 		"ci:s3cret@gw:9091/%zz":       "xxxxx@gw:9091/%zz",
 		"not a url %zz":               "not a url %zz",
+		"http://":                     "http://",
+		"http://ci@gw:9091":           "http://ci@gw:9091",
 		"http://gw:9091/a@b":          "http://gw:9091/a@b",
 	} {
 		assert.Equal(t, want, metrics.Redact(in), in)
