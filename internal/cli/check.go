@@ -19,6 +19,7 @@ import (
 	"github.com/softalloc/softalloc/internal/journal"
 	"github.com/softalloc/softalloc/internal/report"
 	"github.com/softalloc/softalloc/internal/safefile"
+	"github.com/softalloc/softalloc/internal/topology"
 	"github.com/softalloc/softalloc/internal/version"
 )
 
@@ -76,7 +77,7 @@ job can push them whatever the verdict.`,
 	fs.StringVar(&o.fromJournal, "from-journal", "", "measure capacity from this recorded journal instead of running a campaign")
 	fs.Float64Var(&o.minGoodput, "min-goodput", 0, "fail when the highest goodput at --sla is below this many pages/s")
 	fs.StringVar(&o.maxRegression, "max-regression", "", "fail when goodput or throughput falls more than this (e.g. 5%) below --baseline")
-	fs.StringVar(&o.baseline, "baseline", "", "capacity JSON of an earlier run (check --output json)")
+	fs.StringVar(&o.baseline, "baseline", "", "capacity JSON of an earlier run (check --output json) on the same deployment and runner, at the same --sla")
 	fs.StringVar(&o.critical, "critical", "", "fail when the critical resource is not TIER/RESOURCE (e.g. app/cpu)")
 	fs.StringVar(&o.junit, "junit", "", "also write the checks as a JUnit XML report to FILE (one test case per check)")
 	return cmd
@@ -125,6 +126,20 @@ func parseBaseline(data []byte, path string) (report.Capacity, error) {
 	if !(c.MaxGoodput > 0) || !(c.MaxThroughput > 0) || !(c.SLA >= 0) {
 		return c, usagef("--baseline %q: want maxGoodput and maxThroughput above 0 and slaSeconds >= 0, got %g, %g and %g (check --output json writes them)",
 			path, c.MaxGoodput, c.MaxThroughput, c.SLA)
+	}
+	// What the figures were measured on and at: a capacity compared with
+	// one of another SLA, runner or deployment passes or fails for no reason.
+	for _, f := range []struct {
+		missing    bool
+		field, was string
+	}{
+		{c.SLA == 0, "slaSeconds", "the SLA its maxGoodput was measured at"},
+		{c.Runner == "", "runner", "the runner it was measured on"},
+		{c.Topology == "", "topology", "the deployment it was measured on"},
+	} {
+		if f.missing {
+			return c, usagef("--baseline %q: no %s, %s; want check --output json's capacity, which has it", path, f.field, f.was)
+		}
 	}
 	return c, nil
 }
@@ -189,12 +204,14 @@ func runCheck(o *checkOptions) error {
 		if capacity, cp, err = o.capacityFromJournal(); err != nil {
 			return err
 		}
-		if err := o.against(cp.deployment, capacity.SLA, base); err != nil {
+		if err := o.against(cp.deployment, capacity.Runner, capacity.Allocation, capacity.SLA, base); err != nil {
 			return err
 		}
 	} else {
 		// The flags that need the deployment are checked before the journal opens.
-		o.campaign.preflight = func(c campaign) error { return o.against(c.deployment, c.opts.SLA, base) }
+		o.campaign.preflight = func(c campaign) error {
+			return o.against(c.deployment, c.runner.Name, c.start.String(), c.opts.SLA, base)
+		}
 		if cp, err = o.campaign.setup(); err != nil {
 			return err
 		}
@@ -215,13 +232,17 @@ func runCheck(o *checkOptions) error {
 			capacity.SLA, capacity.MaxGoodput, o.minGoodput)
 	}
 	if o.maxRegression != "" {
+		allocations := ""
+		if base.Allocation != capacity.Allocation {
+			allocations = fmt.Sprintf(" (baseline allocation %s, this check's %s)", orNone(base.Allocation), capacity.Allocation)
+		}
 		for _, f := range []struct {
 			name     string
 			now, was float64
 		}{{"goodput", capacity.MaxGoodput, base.MaxGoodput}, {"throughput", capacity.MaxThroughput, base.MaxThroughput}} {
 			floor := f.was * (1 - regression)
-			add("max-regression-"+f.name, f.now >= floor, "max %s is %.1f pages/s, %s against the baseline's %.1f; the floor is %.1f (-%s)",
-				f.name, f.now, report.Percent(100*(f.now/f.was-1), 1, true), f.was, floor, o.maxRegression)
+			add("max-regression-"+f.name, f.now >= floor, "max %s is %.1f pages/s, %s against the baseline's %.1f%s; the floor is %.1f (-%s)",
+				f.name, f.now, report.Percent(100*(f.now/f.was-1), 1, true), f.was, allocations, floor, o.maxRegression)
 		}
 	}
 	if o.critical != "" {
@@ -272,10 +293,12 @@ func runCheck(o *checkOptions) error {
 	return nil
 }
 
-// against checks --critical's tier and the baseline's SLA and deployment
-// against what this check measures: a capacity compared with one of another
-// deployment or SLA would pass or fail for no reason.
-func (o *checkOptions) against(d algorithms.Deployment, sla float64, base report.Capacity) error {
+// against checks --critical's tier and the baseline's SLA, runner and
+// deployment against what this check measures: a capacity compared with one
+// of another deployment, runner or SLA would pass or fail for no reason. A
+// baseline of another allocation is what a gate on a changed allocation
+// compares with: that is said, not refused.
+func (o *checkOptions) against(d algorithms.Deployment, runnerName, alloc string, sla float64, base report.Capacity) error {
 	if tier, _, _ := strings.Cut(o.critical, "/"); o.critical != "" && d.TierIndex(tier) < 0 {
 		names := make([]string, len(d.Tiers))
 		for i, t := range d.Tiers {
@@ -289,7 +312,22 @@ func (o *checkOptions) against(d algorithms.Deployment, sla float64, base report
 	if base.Topology != "" && base.Topology != d.Topology {
 		return usagef("--baseline %q was measured on deployment %s, this check runs on %s", o.baseline, base.Topology, d.Topology)
 	}
+	if base.Runner != "" && base.Runner != runnerName {
+		return usagef("--baseline %q was measured on the %s runner, this check runs on %s", o.baseline, base.Runner, runnerName)
+	}
+	if o.maxRegression != "" && base.Allocation != alloc {
+		fmt.Fprintf(o.campaign.f.Streams.Err, "softalloc: warning: --baseline %q was measured on allocation %s, this check on %s: the regression checks compare the two allocations\n",
+			o.baseline, orNone(base.Allocation), alloc)
+	}
 	return nil
+}
+
+// orNone is s, or "none recorded" when it is empty.
+func orNone(s string) string {
+	if s == "" {
+		return "none recorded"
+	}
+	return s
 }
 
 // capacityFromJournal measures capacity from recorded experiments of one
@@ -304,6 +342,23 @@ func (o *checkOptions) capacityFromJournal() (report.Capacity, campaign, error) 
 	}
 	if err := o.campaign.metrics.check(); err != nil {
 		return c, cp, err
+	}
+	// The flags are checked before the journal is read: a mistake in them
+	// read as a journal that holds nothing to check.
+	opts, err := o.campaign.algorithm.options(algorithms.PaperTiming)
+	if err != nil {
+		return c, cp, err
+	}
+	wantAlloc := ""
+	if len(o.campaign.deployment.allocs) > 1 {
+		return c, cp, usagef("--alloc given %d times: check takes one allocation", len(o.campaign.deployment.allocs))
+	}
+	if len(o.campaign.deployment.allocs) == 1 {
+		a, err := topology.ParseAllocation(o.campaign.deployment.allocs[0])
+		if err != nil {
+			return c, cp, usagef("--alloc: %w", err)
+		}
+		wantAlloc = a.String() // as the journal's records write it
 	}
 	entries, warnings, err := journal.ReadFile(o.fromJournal)
 	for _, w := range warnings {
@@ -326,10 +381,6 @@ func (o *checkOptions) capacityFromJournal() (report.Capacity, campaign, error) 
 		groups[k] = append(groups[k], e)
 	}
 	want := o.campaign.deployment.topology
-	wantAlloc := ""
-	if len(o.campaign.deployment.allocs) == 1 {
-		wantAlloc = o.campaign.deployment.allocs[0]
-	}
 	var keys []string
 	for k := range groups {
 		t, rest, _ := strings.Cut(k, " ")
@@ -365,10 +416,6 @@ func (o *checkOptions) capacityFromJournal() (report.Capacity, campaign, error) 
 	}
 	recs := groups[keys[0]]
 	sort.Slice(recs, func(i, j int) bool { return recs[i].Experiment.Workload.Users < recs[j].Experiment.Workload.Users })
-	opts, err := o.campaign.algorithm.options(algorithms.PaperTiming)
-	if err != nil {
-		return c, cp, err
-	}
 	trials := make([]algorithms.Trial, len(recs))
 	for i, r := range recs {
 		trials[i] = algorithms.Trial{Experiment: r.Experiment, Observation: r.Observation}

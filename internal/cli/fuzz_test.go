@@ -65,7 +65,10 @@ func FuzzParseBaseline(f *testing.F) {
 		require.Greater(t, c.MaxGoodput, 0.0)
 		require.Greater(t, c.MaxThroughput, 0.0)
 		require.False(t, math.IsInf(c.MaxGoodput, 0) || math.IsInf(c.MaxThroughput, 0))
-		require.GreaterOrEqual(t, c.SLA, 0.0)
+		// What the figures were measured on and at, which check compares.
+		require.Greater(t, c.SLA, 0.0)
+		require.NotEmpty(t, c.Runner)
+		require.NotEmpty(t, c.Topology)
 	})
 }
 
