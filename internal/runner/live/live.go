@@ -317,6 +317,7 @@ func (r *Runner) apply(ctx context.Context, a algorithms.Allocation) error {
 	defer cancel()
 	cmd := osexec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = r.cfg.dir
+	cmd.Env = procattr.Environ() // softalloc's secrets stay its own
 	out := &prefixWriter{w: r.Log, prefix: "live: hook: ", keep: 3}
 	cmd.Stdout, cmd.Stderr = out, out // one writer: exec gives them one pipe, in order
 	// Its own process group, so that a timeout stops whatever it started.

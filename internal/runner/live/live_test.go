@@ -311,3 +311,26 @@ func TestUtilisationsOutOfRangeFailTheTrial(t *testing.T) {
 	assert.Equal(t, 0.0, obs.Servers[0].GCShare)
 	assert.InDelta(t, 0.3, obs.Servers[0].Resources["disk"], 1e-9)
 }
+
+// TestTheHookDoesNotInheritThePushgatewayPassword: the hook, a program the
+// deployment's owner wrote that may log its environment, gets softalloc's
+// environment without its secrets, as the exec runner's program does.
+func TestTheHookDoesNotInheritThePushgatewayPassword(t *testing.T) {
+	t.Setenv("SOFTALLOC_PUSHGATEWAY_PASSWORD", "s3cret")
+	t.Setenv("SOFTALLOC_TEST_VISIBLE", "kept")
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "w.yaml"), []byte(
+		"thinkTime: {mean: 20ms}\nstart: A\ninteractions:\n  - {name: A, path: /a, next: {A: 1}}\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "hook.sh"), []byte("#!/bin/sh\nenv > env.txt\n"), 0o755))
+	sec := map[string]any{
+		"target": "http://127.0.0.1:1", "prometheus": "http://127.0.0.1:1", "workload": "w.yaml", "hook": []any{"./hook.sh", "{app.threads}"},
+		"tiers": map[string]any{"app": map[string]any{"queries": map[string]any{"cpu": "cpu_usage"}}},
+	}
+	r, err := New(sec, filepath.Join(dir, "deployment.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, r.apply(context.Background(), algorithms.Allocation{"app": {Threads: 5}}))
+	env, err := os.ReadFile(filepath.Join(dir, "env.txt"))
+	require.NoError(t, err)
+	assert.Contains(t, string(env), "SOFTALLOC_TEST_VISIBLE=kept")
+	assert.NotContains(t, string(env), "s3cret")
+}
