@@ -206,7 +206,10 @@ func (o Observation) Validate() error {
 }
 
 // Problems lists every field that is missing or out of range, in field
-// order, so that a program writing observations sees all its mistakes at once.
+// order, so that a program writing observations sees all its mistakes at once,
+// then every pair of figures that contradict each other (see consistency).
+// It is the one validation: every way an observation enters softalloc (a
+// journal, a replay campaign, an exec program, the live runner) passes it.
 func (o Observation) Problems() []string {
 	var out []string
 	bad := func(field, want string, got any) {
@@ -309,7 +312,96 @@ func (o Observation) Problems() []string {
 			halfWidth(pf+".busyHalfWidth", p.BusyHalfWidth)
 		}
 	}
+	if len(out) == 0 {
+		// Figures out of range would only repeat themselves below.
+		out = o.consistency()
+	}
 	return out
+}
+
+// Tolerances of the consistency rules.
+const (
+	// pagesSlack: throughput x runtime and the histogram's count are two
+	// figures of one window. A program may take them from different
+	// sources (a load generator's count, a server log, a window measured
+	// on another clock), which differ by the pages at the window's edges:
+	// a few seconds' worth in a window of minutes. 5% allows that, and one
+	// page for rounding; a tenfold difference is the wrong window or unit.
+	pagesSlack = 0.05
+	// meanSlack: the mean lies within the bounds of the buckets that hold
+	// the pages, but the sum and the bounds may each be printed to 6
+	// digits, and a recorder's bound is a rounding off its value.
+	meanSlack = 1e-3
+	// goodputSlack: goodput counts a subset of the pages the throughput
+	// counts, over the same window; a program that computes the two in
+	// different ways (batch means, a histogram's interpolation) may round
+	// one above the other, by far less than 1%.
+	goodputSlack = 0.01
+	// maxErrorRate bounds failed pages per second of the window. A failed
+	// page can be far faster than a served one (a refused connection takes
+	// microseconds) and an outage has errors and no pages at all, so no
+	// ratio to the pages holds; but no load generator sends more than a few
+	// million requests a second, and a count beyond that is an overflow or
+	// a total of the wrong thing.
+	maxErrorRate = 1e7
+)
+
+// consistency lists the figures that contradict each other, with the
+// numbers: 10^12 errors at 282 pages/s, pages all under 10 s with a mean of
+// 70,882 s, throughput 1,000 with 10 pages in the buckets, goodput ten
+// times the throughput (issue 35).
+//
+// An empty histogram (no buckets with pages, sum 0) is response times not
+// measured, not a count of zero: a window Advise reads from Prometheus has
+// page throughput and no page response times. A trial's runner measures
+// them; the exec runner refuses a program's trial without them.
+func (o Observation) consistency() []string {
+	var out []string
+	T := o.RuntimeSeconds
+	if rate := float64(o.Errors) / T; rate > maxErrorRate {
+		out = append(out, fmt.Sprintf("observation.errors: %d failed pages in %g s is %.3g a second, faster than any load generator sends (at most %.3g a second); want the count of the window's failed pages",
+			o.Errors, T, rate, float64(maxErrorRate)))
+	}
+	h := o.ResponseTimes
+	n := h.Count()
+	lo, hi, measured := h.span()
+	if want := o.Throughput * T; (measured || h.Sum > 0) && math.Abs(float64(n)-want) > pagesSlack*math.Max(float64(n), want)+1 {
+		out = append(out, fmt.Sprintf("observation.responseTimes: %d pages in the buckets, but throughput %g pages/s over runtimeSeconds %g is %.6g pages; want the pages of the same window",
+			n, o.Throughput, T, want))
+	}
+	if !measured && h.Sum > 0 {
+		out = append(out, fmt.Sprintf("observation.responseTimes.sum: %g s over no pages; want 0", h.Sum))
+	}
+	if measured {
+		if mean := h.Mean(); mean < lo*(1-meanSlack) || mean > hi*(1+meanSlack) {
+			out = append(out, fmt.Sprintf("observation.responseTimes.sum: %g s over %d pages is a mean of %.6g s, outside the buckets that hold them (%g s to %g s); want the sum of the same pages' response times",
+				h.Sum, n, mean, lo, hi))
+		}
+	}
+	for i, g := range o.GoodputIntervals {
+		if g.Goodput > o.Throughput*(1+goodputSlack) {
+			out = append(out, fmt.Sprintf("observation.goodput[%d].goodput: %g pages/s within %g s is more than the throughput, %g pages/s; want at most the throughput",
+				i, g.Goodput, g.SLA, o.Throughput))
+		}
+	}
+	return out
+}
+
+// span is the range the histogram's values lie in: from the lower bound of
+// its first non-empty bucket to the upper bound of its last; ok is false
+// when it holds none.
+func (h Histogram) span() (lo, hi float64, ok bool) {
+	prev := 0.0
+	for _, b := range h.Buckets {
+		if b.Count > 0 {
+			if !ok {
+				lo, ok = prev, true
+			}
+			hi = b.LE
+		}
+		prev = b.LE
+	}
+	return lo, hi, ok
 }
 
 // Bucket counts the values in (previous bucket's LE, LE].

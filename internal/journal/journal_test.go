@@ -3,6 +3,7 @@ package journal_test
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,8 +43,11 @@ func (c *counting) RunExperiment(ctx context.Context, e algorithms.Experiment) (
 	c.mu.Lock()
 	c.calls++
 	c.mu.Unlock()
+	// The window's pages, to the page, in a histogram that holds them.
+	pages := int64(math.Round(120 * float64(e.Workload.Users) / 7))
 	return algorithms.Observation{RuntimeSeconds: 120, Throughput: float64(e.Workload.Users) / 7,
-		Servers: []algorithms.ServerObservation{{Name: "app-1", Tier: "app", CPU: 0.5}}}, ctx.Err()
+		ResponseTimes: algorithms.Histogram{Buckets: []algorithms.Bucket{{LE: 1, Count: pages}}, Sum: float64(pages) / 2},
+		Servers:       []algorithms.ServerObservation{{Name: "app-1", Tier: "app", CPU: 0.5}}}, ctx.Err()
 }
 
 func TestJournalRecordsAndReuses(t *testing.T) {

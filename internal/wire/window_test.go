@@ -30,7 +30,7 @@ func TestReadWindowsTakesEveryRecordedForm(t *testing.T) {
 	require.Len(t, ws, 5)
 	assert.Equal(t, "obs.jsonl:1 (6000 users)", ws[0].Label)
 	assert.Equal(t, 6000.0, ws[0].Users, "a journal record's users are its workload")
-	assert.InDelta(t, 12.5/16, ws[0].ResponseTime, 1e-12, "and its page response time the histogram's mean")
+	assert.InDelta(t, 120000.0/612360, ws[0].ResponseTime, 1e-12, "and its page response time the histogram's mean")
 	assert.Equal(t, o, ws[0].Observation)
 	require.NotNil(t, ws[0].Experiment, "a journal record says what measured it")
 	assert.Equal(t, e.Allocation, ws[0].Experiment.Allocation)

@@ -24,7 +24,8 @@ func sample() (algorithms.Experiment, algorithms.Observation) {
 		Timing:     algorithms.Timing{RampUp: 8 * time.Minute, Runtime: 12 * time.Minute, RampDown: 1500 * time.Millisecond},
 	}
 	o := algorithms.Observation{RuntimeSeconds: 720, Throughput: 850.5, Drops: 3, Retries: 4, Errors: 5,
-		ResponseTimes: algorithms.Histogram{Sum: 12.5, Buckets: []algorithms.Bucket{{LE: 0.1, Count: 7}, {LE: 2, Count: 9}}},
+		// 850.5 pages/s for 720 s: 612,360 pages.
+		ResponseTimes: algorithms.Histogram{Sum: 120000, Buckets: []algorithms.Bucket{{LE: 0.1, Count: 400000}, {LE: 2, Count: 212360}}},
 		Servers: []algorithms.ServerObservation{
 			{Name: "web-1", Tier: "web", CPU: 0.3, Throughput: 2600, ResponseTime: 0.14,
 				Pools: []algorithms.PoolObservation{{Name: "threads", Size: 400, Busy: 120.5, FullShare: -1}}},
@@ -49,7 +50,7 @@ func TestFormatIsTheOneFirstPublished(t *testing.T) {
 	  "workload":{"users":6000},
 	  "timing":{"rampUpSeconds":480,"runtimeSeconds":720,"rampDownSeconds":1.5}},
 	 "observation":{"runtimeSeconds":720,"throughput":850.5,
-	  "responseTimes":{"buckets":[{"le":0.1,"count":7},{"le":2,"count":9}],"sum":12.5},
+	  "responseTimes":{"buckets":[{"le":0.1,"count":400000},{"le":2,"count":212360}],"sum":120000},
 	  "servers":[
 	   {"name":"web-1","tier":"web","cpu":0.3,"pools":[{"name":"threads","size":400,"busy":120.5,"fullShare":-1}],"throughput":2600,"responseTime":0.14},
 	   {"name":"app-1","tier":"app","cpu":0.97,"resources":{"disk":0.2},"pools":[{"name":"threads","size":150,"busy":13,"fullShare":0}],

@@ -495,6 +495,7 @@ func TestNullListsAreEmpty(t *testing.T) {
 	m := observationJSON(t)
 	set(t, m, "responseTimes.buckets", json.RawMessage("null"))
 	set(t, m, "responseTimes.sum", 0)
+	set(t, m, "throughput", 0)
 	set(t, m, "servers.0.pools", json.RawMessage("null"))
 	set(t, m, "servers.4.resources", json.RawMessage("null"))
 	got, err := ParseObservation(marshal(t, m), testExperiment())
@@ -587,4 +588,60 @@ func TestAProgramThatExitsWithoutReadingFails(t *testing.T) {
 	_, err := runProcess(context.Background(), process{argv: []string{"/bin/sh", "-c", "cat >/dev/null"}, stdin: big,
 		timeout: time.Minute, grace: time.Second, limit: 1 << 10, line: func(string) {}, note: func(string, ...any) {}})
 	require.NoError(t, err)
+}
+
+// Issue 35: goodput came back for an SLA nobody asked for, and the program's
+// contradictions (goodput ten times the throughput, marked precise) were
+// journaled. Goodput is for the thresholds the request sent, and every
+// observation passes the one consistency check.
+func TestGoodputIsForTheThresholdsAsked(t *testing.T) {
+	e := testExperiment()
+	e.Timing.Precision, e.Timing.SLAs = 0.02, []float64{0.5, 2}
+	withGoodput := func(g ...map[string]any) []byte {
+		m := observationJSON(t)
+		m["throughputHalfWidth"] = 8
+		m["window"] = map[string]any{"warmUpSeconds": 10, "intervalSeconds": 1, "batches": 20, "precision": 0.02, "precise": true}
+		list := []any{}
+		for _, x := range g {
+			list = append(list, x)
+		}
+		m["goodput"] = list
+		return marshal(t, m)
+	}
+	gp := func(sla, goodput float64) map[string]any {
+		return map[string]any{"sla": sla, "goodput": goodput, "halfWidth": goodput / 100}
+	}
+	_, err := ParseObservation(withGoodput(gp(0.5, 700), gp(2, 790)), e)
+	require.NoError(t, err)
+
+	for _, c := range []struct {
+		data []byte
+		e    algorithms.Experiment
+		want string
+	}{
+		{withGoodput(gp(0.5, 700), gp(1, 790)), e,
+			"observation.goodput[1].sla: goodput at 1 s, a threshold the experiment did not ask for; want goodput at timing.slas [0.5 2] only"},
+		{withGoodput(gp(0.5, 8000), gp(2, 790)), e,
+			"observation.goodput[0].goodput: 8000 pages/s within 0.5 s is more than the throughput, 800 pages/s"},
+	} {
+		_, err := ParseObservation(c.data, c.e)
+		var inv *InvalidObservationError
+		require.ErrorAs(t, err, &inv)
+		require.Len(t, inv.Problems, 1)
+		assert.Contains(t, inv.Problems[0], c.want)
+	}
+	// Pages served and none in the histogram: every goodput would read 0.
+	m := observationJSON(t)
+	set(t, m, "responseTimes.buckets", json.RawMessage("[]"))
+	set(t, m, "responseTimes.sum", 0)
+	_, err = ParseObservation(marshal(t, m), testExperiment())
+	assert.ErrorContains(t, err, "observation.responseTimes: no pages in the buckets, but throughput 800 pages/s over runtimeSeconds 10 is 8000 pages")
+
+	// A fixed trial is sent no thresholds: goodput in its answer was asked by nobody.
+	fixed := testExperiment()
+	fixed.Timing.SLAs = []float64{0.5}
+	m = observationJSON(t)
+	m["goodput"] = []any{gp(0.5, 700)}
+	_, err = ParseObservation(marshal(t, m), fixed)
+	assert.ErrorContains(t, err, "observation.goodput[0].sla: goodput at 0.5 s, a threshold the experiment did not ask for; want no goodput (the request sent no timing.slas)")
 }

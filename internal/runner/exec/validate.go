@@ -19,6 +19,7 @@ import (
 
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/oneline"
+	"github.com/softalloc/softalloc/internal/wire"
 )
 
 // InvalidObservationError lists what is wrong with a program's observation,
@@ -519,7 +520,42 @@ func ParseObservation(stdout []byte, e algorithms.Experiment) (algorithms.Observ
 	if o, err = matchServers(o, e); err != nil {
 		return o, err
 	}
+	// A trial's pages have response times: an empty histogram beside a
+	// throughput would read as goodput 0 at every threshold. (Problems lets
+	// it through for the windows Advise reads, which have none.)
+	if n := o.Throughput * o.RuntimeSeconds; o.ResponseTimes.Count() == 0 && n >= 1 {
+		return algorithms.Observation{}, &InvalidObservationError{Problems: []string{fmt.Sprintf(
+			"observation.responseTimes: no pages in the buckets, but throughput %g pages/s over runtimeSeconds %g is %.6g pages; want the response times of the window's pages",
+			o.Throughput, o.RuntimeSeconds, n)}}
+	}
+	if err := checkGoodput(o, e); err != nil {
+		return algorithms.Observation{}, err
+	}
 	return o, checkWindow(o, e)
+}
+
+// checkGoodput holds goodput to the SLA thresholds the request sent (an
+// adaptive trial's timing.slas; a fixed trial is sent none): goodput at a
+// threshold nobody asked for is a program answering another experiment, or
+// one that mislabels its figures (issue 35).
+func checkGoodput(o algorithms.Observation, e algorithms.Experiment) error {
+	asked := wire.FromTiming(e.Timing).SLAs
+	want := fmt.Sprintf("want goodput at timing.slas %v only", asked)
+	if len(asked) == 0 {
+		want = "want no goodput (the request sent no timing.slas)"
+	}
+	var c checker
+	for i, g := range o.GoodputIntervals {
+		// The program echoes the thresholds it was sent; a rounding's
+		// worth of slack for one that prints them to 6 digits.
+		if !slices.ContainsFunc(asked, func(s float64) bool { return math.Abs(s-g.SLA) <= 1e-6*s }) {
+			c.add(fmt.Sprintf("observation.goodput[%d].sla", i), "goodput at %g s, a threshold the experiment did not ask for; %s", g.SLA, want)
+		}
+	}
+	if len(c.problems) > 0 {
+		return &InvalidObservationError{Problems: c.problems}
+	}
+	return nil
 }
 
 // checkWindow holds an adaptive trial's window to what it claims: the
