@@ -558,14 +558,24 @@ func (r *Runner) server(ctx context.Context, t algorithms.Tier, i int, q Queries
 	if s.GCShare, _, err = util("gcShare", q.GCShare, false); err != nil {
 		return s, err
 	}
-	if s.Throughput, _, err = eval("throughput", q.Throughput, false); err != nil {
+	// count reads a figure that cannot be negative.
+	count := func(field, query string, required bool) (float64, bool, error) {
+		v, ok, pq, err := evalRaw(field, query, required)
+		if err != nil || !ok {
+			return 0, ok, err
+		}
+		n, problem := nonNegative(pq, v)
+		if problem != "" {
+			return 0, false, permanent{fmt.Errorf("%s: %s", field, problem)}
+		}
+		return n, true, nil
+	}
+	if s.Throughput, _, err = count("throughput", q.Throughput, false); err != nil {
 		return s, err
 	}
-	s.Throughput = max(0, s.Throughput)
-	if s.ResponseTime, _, err = eval("responseTime", q.ResponseTime, false); err != nil {
+	if s.ResponseTime, _, err = count("responseTime", q.ResponseTime, false); err != nil {
 		return s, err
 	}
-	s.ResponseTime = max(0, s.ResponseTime)
 	for _, name := range sortedKeys(q.Resources) {
 		v, _, err := util("resources."+name, q.Resources[name], true)
 		if err != nil {
@@ -582,7 +592,7 @@ func (r *Runner) server(ctx context.Context, t algorithms.Tier, i int, q Queries
 			continue
 		}
 		p := algorithms.PoolObservation{Name: name, FullShare: -1}
-		busy, _, err := eval("pools."+name+".busy", pq.Busy, false)
+		busy, _, err := count("pools."+name+".busy", pq.Busy, false)
 		if err != nil {
 			return s, err
 		}

@@ -276,14 +276,14 @@ func TestUtilisationsOutOfRangeFailTheTrial(t *testing.T) {
 	e := algorithms.Experiment{Deployment: d, Workload: algorithms.Workload{Users: 2},
 		Timing: algorithms.Timing{RampUp: 50 * time.Millisecond, Runtime: 200 * time.Millisecond}}
 	run := func(answers map[string]string) (algorithms.Observation, error) {
-		all := map[string]string{"cpu_cores": "0.5", "disk_util": "0.3"}
+		all := map[string]string{"cpu_cores": "0.5", "disk_util": "0.3", "web_tput": "10", "web_rt": "0.1"}
 		for k, v := range answers {
 			all[k] = v
 		}
 		prom, _ := fakePrometheus(t, all)
 		sec := map[string]any{"target": app.URL, "prometheus": prom.URL, "workload": "w.yaml",
 			"tiers": map[string]any{"web": map[string]any{"queries": map[string]any{"cpu": "cpu_cores", "gcShare": "gc_share",
-				"resources": map[string]any{"disk": "disk_util"}}}}}
+				"throughput": "web_tput", "responseTime": "web_rt", "resources": map[string]any{"disk": "disk_util"}}}}}
 		r, err := New(sec, filepath.Join(dir, "deployment.yaml"))
 		require.NoError(t, err)
 		return r.RunExperiment(context.Background(), e)
@@ -298,6 +298,9 @@ func TestUtilisationsOutOfRangeFailTheTrial(t *testing.T) {
 		{map[string]string{"cpu_cores": "-0.5"}, "query cpu_cores read -0.5"},
 		{map[string]string{"gc_share": "1.2"}, "web-1: gcShare: query gc_share read 1.2"},
 		{map[string]string{"disk_util": "7"}, "web-1: resources.disk: query disk_util read 7"},
+		// Read as 0, a negative rate said "no pages served" of a server that served them.
+		{map[string]string{"web_tput": "-3"}, "web-1: throughput: query web_tput read -3: want a number >= 0"},
+		{map[string]string{"web_rt": "-0.2"}, "web-1: responseTime: query web_rt read -0.2"},
 	} {
 		_, err := run(c.answers)
 		require.Error(t, err, c.answers)

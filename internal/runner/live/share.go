@@ -2,6 +2,7 @@ package live
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -32,4 +33,16 @@ func share(field, query string, v float64, cores string) (float64, string) {
 		msg += ": want a share of the time, not a count or a rate"
 	}
 	return 0, msg
+}
+
+// nonNegative reads v, the value query gave for field (a rate, a time, a
+// count of busy units), which cannot be negative: a tiny negative from
+// floating-point subtraction reads 0; a real one (a query subtracting the
+// wrong series, a gauge read as a counter) is a problem naming the query and
+// the value. Read as 0 it said "no pages served" of a window that served them.
+func nonNegative(query string, v float64) (float64, string) {
+	if v >= -1e-9 || math.IsNaN(v) {
+		return max(0, v), ""
+	}
+	return 0, fmt.Sprintf("query %s read %s: want a number >= 0", query, strconv.FormatFloat(v, 'g', -1, 64))
 }

@@ -472,12 +472,24 @@ func (s *serverReads) at(k int) (algorithms.ServerObservation, []string) {
 		}
 		return u
 	}
+	// count reads a figure that cannot be negative.
+	count := func(field string, sv *stepValues, idle bool) float64 {
+		v := get(field, sv, idle)
+		if sv == nil || !sv.ok[k] {
+			return v
+		}
+		n, p := nonNegative(sv.query, v)
+		if p != "" {
+			problems = append(problems, s.name+": "+field+": "+p)
+		}
+		return n
+	}
 	o.CPU = util("cpu", s.cpu, false)
 	o.Throttled = util("throttled", s.throttled, s.cpu.ok[k] && s.cpu.v[k] == 0)
 	o.GCShare = util("gcShare", s.gc, false)
-	o.Throughput = max(0, get("throughput", s.tput, false))
+	o.Throughput = count("throughput", s.tput, false)
 	idle := s.tput != nil && s.tput.ok[k] && s.tput.v[k] == 0
-	o.ResponseTime = max(0, get("responseTime", s.rt, idle))
+	o.ResponseTime = count("responseTime", s.rt, idle)
 	for _, name := range sortedKeys(s.resources) {
 		if o.Resources == nil {
 			o.Resources = map[string]float64{}
@@ -486,8 +498,8 @@ func (s *serverReads) at(k int) (algorithms.ServerObservation, []string) {
 	}
 	for _, pr := range s.pools {
 		p := algorithms.PoolObservation{Name: pr.name, FullShare: -1}
-		p.Busy = max(0, get("pools."+pr.name+".busy", pr.busy, false))
-		p.Size = int(math.Round(max(0, get("pools."+pr.name+".size", pr.size, false))))
+		p.Busy = count("pools."+pr.name+".busy", pr.busy, false)
+		p.Size = int(math.Round(count("pools."+pr.name+".size", pr.size, false)))
 		if p.Size > 0 {
 			p.Busy = min(p.Busy, float64(p.Size))
 		}
@@ -559,19 +571,27 @@ func (p *pageReads) at(k int, servers []*serverReads) (tput, rt, users float64, 
 		if pr != "" && !(idle && math.IsNaN(sv.v[k]) && sv.ok[k]) {
 			problems = append(problems, "pages: "+field+": "+pr)
 		}
+		if pr == "" {
+			n, pr := nonNegative(sv.query, v)
+			if pr != "" {
+				problems = append(problems, "pages: "+field+": "+pr)
+			}
+			v = n
+		}
 		return v
 	}
 	if p.front != "" {
+		// A front server's negative throughput is its own problem (at).
 		for _, s := range servers {
 			if s.tier == p.front && s.tput.ok[k] && !math.IsNaN(s.tput.v[k]) && !math.IsInf(s.tput.v[k], 0) {
 				tput += max(0, s.tput.v[k])
 			}
 		}
 	} else {
-		tput = max(0, get("throughput", p.tput, false))
+		tput = get("throughput", p.tput, false)
 	}
-	rt = max(0, get("responseTime", p.rt, tput == 0))
-	users = max(0, get("users", p.users, false))
+	rt = get("responseTime", p.rt, tput == 0)
+	users = get("users", p.users, false)
 	if p.resets != nil && len(p.resets[k]) > 0 {
 		problems = append(problems, fmt.Sprintf("pages: counter reset in %s (a restarted process): the window's rates straddle two processes",
 			strings.Join(p.resets[k], ", ")))

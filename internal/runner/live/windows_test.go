@@ -510,12 +510,12 @@ func TestCounterSelector(t *testing.T) {
 // the value; within it, it is clipped.
 func TestWindowsUtilisationOutOfRangeIsAProblem(t *testing.T) {
 	prom, _ := fakeRangePrometheus(t, map[string]float64{
-		"web_cpu": 3.2, "app_cpu": 1.04, "app_full": -0.3, "web_tput": 10, "app_tput": 5, "web_disk": 0.5,
+		"web_cpu": 3.2, "app_cpu": 1.04, "app_full": -0.3, "web_tput": 10, "app_tput": 5, "web_disk": 0.5, "app_rt": -0.02,
 	})
 	sec := map[string]any{"prometheus": prom.URL, "tiers": map[string]any{
 		"web": map[string]any{"queries": map[string]any{"cpu": "web_cpu", "throughput": "web_tput",
 			"resources": map[string]any{"disk": "web_disk"}}},
-		"app": map[string]any{"queries": map[string]any{"cpu": "app_cpu", "throughput": "app_tput",
+		"app": map[string]any{"queries": map[string]any{"cpu": "app_cpu", "throughput": "app_tput", "responseTime": "app_rt",
 			"pools": map[string]any{"threads": map[string]any{"busy": "app_tput", "fullShare": "app_full"}}}},
 	}}
 	r, err := NewPassive(sec, "/x/deployment.yaml")
@@ -533,6 +533,7 @@ func TestWindowsUtilisationOutOfRangeIsAProblem(t *testing.T) {
 		assert.Contains(t, w.Problem, "divide it by {cores} (4 here)")
 		assert.Contains(t, w.Problem, "app-1: pools.threads.fullShare: query app_full read -0.3")
 		assert.NotContains(t, w.Problem, "app_cpu", "within the tolerance: clipped")
+		assert.Contains(t, w.Problem, "app-1: responseTime: query app_rt read -0.02: want a number >= 0", "read as 0 before")
 		require.Len(t, w.Observation.Servers, 2)
 		assert.Equal(t, 1.0, w.Observation.Servers[1].CPU)
 		assert.InDelta(t, 0.5, w.Observation.Servers[0].Resources["disk"], 1e-9)
