@@ -372,21 +372,25 @@ func (o *adviseOptions) timeRange() (start, end time.Time, err error) {
 
 // parseSince reads a duration that may count days: 7d, 36h, 90m.
 func parseSince(v string) (time.Duration, error) {
+	bad := fmt.Errorf("want a duration such as 7d, 36h or 90m, at most %dd (ten years)", maxSinceDays)
 	var d time.Duration
 	if days, ok := strings.CutSuffix(v, "d"); ok {
 		n, err := strconv.Atoi(days)
-		if err != nil || n <= 0 || n > 3660 {
-			return 0, fmt.Errorf("want a duration such as 7d, 36h or 90m")
+		if err != nil || n <= 0 || n > maxSinceDays {
+			return 0, bad
 		}
 		d = time.Duration(n) * 24 * time.Hour
 	} else {
 		var err error
-		if d, err = time.ParseDuration(v); err != nil || d <= 0 {
-			return 0, fmt.Errorf("want a duration such as 7d, 36h or 90m")
+		if d, err = time.ParseDuration(v); err != nil || d <= 0 || d > maxSinceDays*24*time.Hour {
+			return 0, bad
 		}
 	}
 	return d, nil
 }
+
+// maxSinceDays bounds --since: further back than any Prometheus keeps.
+const maxSinceDays = 3660
 
 // parseTime reads RFC 3339 or Unix seconds.
 func parseTime(v string) (time.Time, error) {

@@ -126,6 +126,9 @@ func TestAdviseUsage(t *testing.T) {
 		{"nojournal both sources", []string{"advise", "-t", "1/2/1/2", "--observations", obs, "--since", "1h"}, "not both"},
 		{"nojournal since", []string{"advise", "-t", "1/2/1/2", "--since", "a week"}, `--since "a week": want a duration such as 7d`},
 		{"nojournal since days", []string{"advise", "-t", "1/2/1/2", "--since", "-3d"}, `--since "-3d"`},
+		// The bound is stated, in days and in hours alike (it said only "want a duration such as 7d").
+		{"nojournal since too far", []string{"advise", "-t", "1/2/1/2", "--since", "99999999d"}, "at most 3660d (ten years)"},
+		{"nojournal since too far in hours", []string{"advise", "-t", "1/2/1/2", "--since", "99999h"}, "at most 3660d (ten years)"},
 		{"nojournal start", []string{"advise", "-t", "1/2/1/2", "--start", "yesterday"}, `--start "yesterday": want a time such as 2026-11-23T08:00:00Z`},
 		{"nojournal start after end", []string{"advise", "-t", "1/2/1/2", "--start", "2026-11-23T09:00:00Z", "--end", "2026-11-23T08:00:00Z"}, "not before its end"},
 		{"nojournal since and start", []string{"advise", "-t", "1/2/1/2", "--since", "1h", "--start", "2026-11-23T08:00:00Z"}, "give --since or --start, not both"},
