@@ -25,6 +25,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/oneline"
 	"github.com/softalloc/softalloc/internal/runner"
 	execrunner "github.com/softalloc/softalloc/internal/runner/exec"
 	"github.com/softalloc/softalloc/internal/topology"
@@ -166,7 +167,9 @@ func runWith(ctx context.Context, args []string, f *factory) int {
 		}
 	}
 	if msg != "" {
-		fmt.Fprintf(s.Err, "softalloc: %s\n", strings.ReplaceAll(msg, "\n", " "))
+		// One line, and input it quotes (a topology, a file's text) cannot
+		// clear the screen or forge lines.
+		fmt.Fprintf(s.Err, "softalloc: %s\n", oneline.Escape(strings.ReplaceAll(msg, "\n", " ")))
 	}
 	return code
 }

@@ -143,6 +143,18 @@ func TestBadTopologyIsAUsageError(t *testing.T) {
 	assert.Contains(t, stderr, `runner "nosuch": want one of`)
 }
 
+// TestErrorsEscapeWhatTheyQuote: an error quoting input raw (here the
+// system's, with a path) cannot clear the screen or forge a line.
+func TestErrorsEscapeWhatTheyQuote(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "no\x1b[2Jsuch\rsoftalloc: recommended 400-150-60")
+	_, stderr, code := run(t, "", "recommend", "--topology", "1/2/1/2", "--model", filepath.Join(dir, "model.yaml"))
+	assert.NotZero(t, code)
+	assert.NotContains(t, stderr, "\x1b")
+	assert.NotContains(t, stderr, "\r")
+	assert.Contains(t, stderr, `no\x1b[2Jsuch\rsoftalloc`)
+	assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+}
+
 func TestVersion(t *testing.T) {
 	stdout, stderr, code := run(t, "", "--version")
 	require.Equal(t, 0, code, stderr)
