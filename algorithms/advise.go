@@ -124,6 +124,14 @@ type DroppedWindow struct {
 	Problem string `json:"problem"`
 }
 
+// TierGap is a window left out of one tier's time per page (Little's law),
+// and why; the demand fits still use it.
+type TierGap struct {
+	Tier    string `json:"tier"`
+	Label   string `json:"label"`
+	Problem string `json:"problem"`
+}
+
 // SaturatedPool is a pool that was full in some windows: a soft bottleneck
 // already seen in production.
 type SaturatedPool struct {
@@ -148,6 +156,9 @@ type Advice struct {
 	Windows int             `json:"windows"`
 	Used    int             `json:"used"`
 	Dropped []DroppedWindow `json:"dropped"`
+	// TierGaps are the used windows that lack a tier's throughput or
+	// response time: left out of that tier's time per page alone.
+	TierGaps []TierGap `json:"tierGaps"`
 	// LoadRange is the quietest and the busiest used window's pages/s.
 	LoadRange [2]float64  `json:"loadRange"`
 	Fits      []DemandFit `json:"fits"`
@@ -186,7 +197,7 @@ func Advise(d Deployment, windows []Window, opts AdviseOptions) (Advice, error) 
 	if err := opts.validate(); err != nil {
 		return Advice{}, err
 	}
-	adv := Advice{Windows: len(windows), Dropped: []DroppedWindow{}, SaturatedPools: []SaturatedPool{}}
+	adv := Advice{Windows: len(windows), Dropped: []DroppedWindow{}, TierGaps: []TierGap{}, SaturatedPools: []SaturatedPool{}}
 	used := adv.screen(d, windows)
 	adv.Used = len(used)
 	if len(used) < opts.MinWindows {
@@ -242,8 +253,12 @@ func Advise(d Deployment, windows []Window, opts AdviseOptions) (Advice, error) 
 			continue
 		}
 		if i <= ci {
-			return adv, fmt.Errorf("tier %q: the windows have no throughput and response time for it, which Little's law needs to size %s: add its throughput and responseTime queries: %w",
-				t.Name, map[bool]string{true: "the critical tier", false: "a tier in front of the critical one"}[i == ci], ErrNotEnoughData)
+			return adv, net.noTierReadings(i, len(used), map[bool]string{true: "the critical tier", false: "a tier in front of the critical one"}[i == ci])
+		}
+	}
+	for i := range d.Tiers {
+		if net.hasRT[i] {
+			adv.TierGaps = append(adv.TierGaps, net.gaps[i]...)
 		}
 	}
 	minJobs := LittlesLaw(pred.tierThroughput[ci], pred.tierResponseTime[ci])

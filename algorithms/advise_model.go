@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // adviseNetwork is the chain as a queueing network: one station per fitted
@@ -22,6 +23,12 @@ type adviseNetwork struct {
 	visits  []float64
 	outside []float64
 	hasRT   []bool
+	// have counts the windows with each tier's throughput and response
+	// time, need is how many a tier wants, gaps are the others.
+	have       []int
+	need       int
+	minWindows int
+	gaps       [][]TierGap
 
 	model       string
 	think       float64 // closed: the delay per cycle besides the stations (think time and unmodelled time)
@@ -47,9 +54,11 @@ func newAdviseNetwork(d Deployment, fits []DemandFit, used []Window, opts Advise
 	}
 	nt := len(d.Tiers)
 	n.visits, n.outside, n.hasRT = make([]float64, nt), make([]float64, nt), make([]bool, nt)
+	n.have, n.gaps, n.minWindows = make([]int, nt), make([][]TierGap, nt), opts.MinWindows
+	n.need = max(opts.MinWindows, (len(used)+1)/2)
 	for ti, t := range d.Tiers {
 		var visits, outside []float64
-		has := true
+		gapLacks := map[string]bool{}
 		for _, w := range used {
 			o := w.Observation
 			var tp, jobs float64
@@ -59,24 +68,106 @@ func newAdviseNetwork(d Deployment, fits []DemandFit, used []Window, opts Advise
 					jobs += s.Throughput * s.ResponseTime
 				}
 			}
-			visits = append(visits, tp/o.Throughput)
-			if jobs <= 0 {
-				has = false
+			// A window lacking the tier's reading (a sampled busy gauge at 0,
+			// a missing series read as 0) is left out of this tier's figures
+			// alone: it disabled the whole tier (3 of 27 windows).
+			if p, lacks := tierGap(t.Name, o); p != "" {
+				n.gaps[ti] = append(n.gaps[ti], TierGap{Tier: t.Name, Label: w.Label, Problem: p})
+				gapLacks[lacks] = true
 				continue
 			}
+			n.have[ti]++
+			visits = append(visits, tp/o.Throughput)
 			// Little's law: the tier's jobs per page/s is its time per page.
 			outside = append(outside, jobs/o.Throughput-n.inTiers(ti, n.openResidence(o.Throughput)))
 		}
-		n.visits[ti] = median(visits)
-		n.hasRT[ti] = has && n.visits[ti] > 0
+		// The medians stand for the windows only when most have the readings.
+		n.hasRT[ti] = n.have[ti] >= n.need && median(visits) > 0
 		if n.hasRT[ti] {
-			n.outside[ti] = max(0, median(outside))
+			n.visits[ti], n.outside[ti] = median(visits), max(0, median(outside))
+			if len(n.gaps[ti]) > 0 {
+				n.notes = append(n.notes, gapNote(t.Name, n.gaps[ti], gapLacks, len(used)))
+			}
 		}
 	}
 	if err := n.thinkTime(used, opts); err != nil {
 		return nil, err
 	}
 	return n, nil
+}
+
+// tierGap says why window o lacks tier's throughput and response time, or
+// "" when it has them: each server either idle (both 0) or reading both, and
+// the tier serving some requests. lacks is "throughput", "response time" or
+// "both" (its servers lack different ones).
+func tierGap(tier string, o Observation) (problem, lacks string) {
+	var problems []string
+	var tp float64
+	lack := func(what string) {
+		if lacks != "" && lacks != what {
+			what = "both"
+		}
+		lacks = what
+	}
+	for _, s := range o.Servers {
+		if s.Tier != tier {
+			continue
+		}
+		tp += s.Throughput
+		switch {
+		case s.Throughput > 0 && s.ResponseTime == 0:
+			problems = append(problems, fmt.Sprintf("%s: response time 0 while its throughput is %.4g/s", s.Name, s.Throughput))
+			lack("response time")
+		case s.Throughput == 0 && s.ResponseTime > 0:
+			problems = append(problems, fmt.Sprintf("%s: throughput 0 while its response time is %.4g s", s.Name, s.ResponseTime))
+			lack("throughput")
+		}
+	}
+	if len(problems) == 0 && tp == 0 {
+		return fmt.Sprintf("tier %s: throughput 0 while the deployment served %.4g pages/s", tier, o.Throughput), "throughput"
+	}
+	return strings.Join(problems, "; "), lacks
+}
+
+// noTierReadings is the error for tier ti, which sizing (what) needs, when
+// too few of the used windows have its throughput and response time.
+func (n *adviseNetwork) noTierReadings(ti, used int, what string) error {
+	t := n.d.Tiers[ti]
+	first := ""
+	if g := n.gaps[ti]; len(g) > 0 {
+		first = fmt.Sprintf(" (the first %s: %s)", g[0].Label, g[0].Problem)
+	}
+	switch {
+	case n.have[ti] == 0:
+		return fmt.Errorf("tier %q: none of the %d windows has a throughput and response time for it%s, which Little's law needs to size %s: add its throughput and responseTime queries: %w",
+			t.Name, used, first, what, ErrNotEnoughData)
+	case n.have[ti] < n.need:
+		return fmt.Errorf("tier %q: %d of %d windows have its throughput and response time (want at least %d: half the windows, and at least %d), which Little's law needs to size %s; %d lack them%s: check its throughput and responseTime queries: %w",
+			t.Name, n.have[ti], used, n.need, n.minWindows, what, len(n.gaps[ti]), first, ErrNotEnoughData)
+	}
+	return fmt.Errorf("tier %q: %d of %d windows have its throughput and response time, but the model gives it no time per page, which Little's law needs to size %s: %w",
+		t.Name, n.have[ti], used, what, ErrNotEnoughData)
+}
+
+// gapNote names the windows left out of a tier's time per page.
+// lacks holds what they lack (tierGap's).
+func gapNote(tier string, gaps []TierGap, lacks map[string]bool, used int) string {
+	var labels []string
+	for _, g := range gaps[:min(5, len(gaps))] {
+		labels = append(labels, g.Label)
+	}
+	what := "throughput or response time"
+	if len(lacks) == 1 && !lacks["both"] {
+		for k := range lacks {
+			what = k
+		}
+	}
+	more := ""
+	if len(gaps) > len(labels) {
+		more = fmt.Sprintf(" and %d more", len(gaps)-len(labels))
+	}
+	return fmt.Sprintf("tier %s: %d of %d windows lack its %s and are left out of its time per page (the other %d give it): %s%s",
+		tier, len(gaps), used, what, used-len(gaps), strings.Join(labels, ", "), more)
 }
 
 // thinkTime chooses the model: closed with the think time given or read from

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -289,4 +290,71 @@ func TestAdviseNamesAServerWhoseCPUDoesNotMove(t *testing.T) {
 	}
 	_, err := algorithms.Advise(d, ws, algorithms.AdviseOptions{})
 	require.NoError(t, err)
+}
+
+// Issue 40, item 5: `advise --step 5s` refused, saying the windows had no
+// throughput and response time for a tier, while its queries were there: a
+// sampled busy gauge (response time = busy / throughput) read 0 in 3 of 27
+// windows, and one such window disabled the tier. A tier is usable when
+// enough windows have its readings; the others are left out of its time
+// per page, each named with its reason.
+func TestAdviseKeepsATierWhenSomeWindowsLackItsReadings(t *testing.T) {
+	d := deployment(t, "1/2/1/2")
+	x := rubbosFake()
+	var wl []int
+	for i := 0; i < 27; i++ {
+		wl = append(wl, 300+100*i)
+	}
+	whole, err := algorithms.Advise(d, fakeWindows(t, x, d, "400-150-60", true, wl...), algorithms.AdviseOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "app", whole.Critical.Tier)
+	require.Empty(t, whole.TierGaps)
+
+	// zero reads server's response time as 0 in window i (its busy gauge sampled 0).
+	zero := func(ws []algorithms.Window, i int, servers ...string) {
+		for j := range ws[i].Observation.Servers {
+			if s := &ws[i].Observation.Servers[j]; slices.Contains(servers, s.Name) {
+				s.ResponseTime = 0
+			}
+		}
+	}
+	ws := fakeWindows(t, x, d, "400-150-60", true, wl...)
+	zero(ws, 4, "app-1", "app-2")
+	zero(ws, 11, "app-1", "app-2")
+	zero(ws, 19, "app-2") // one replica's reading alone: its jobs would be missed
+	adv, err := algorithms.Advise(d, ws, algorithms.AdviseOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "app", adv.Critical.Tier)
+	assert.Equal(t, 27, adv.Used, "the windows still serve every demand fit")
+	assert.Empty(t, adv.Dropped)
+	assert.InEpsilon(t, whole.MinJobs.MinJobs, adv.MinJobs.MinJobs, 0.02, "minJobs from the other 24 windows")
+	require.Len(t, adv.TierGaps, 3)
+	for k, i := range []int{4, 11, 19} {
+		g := adv.TierGaps[k]
+		assert.Equal(t, "app", g.Tier)
+		assert.Equal(t, ws[i].Label, g.Label)
+		assert.Contains(t, g.Problem, "app-2: response time 0 while its throughput is")
+	}
+	assert.NotContains(t, adv.TierGaps[2].Problem, "app-1")
+	assert.Contains(t, fmt.Sprint(adv.Critical.Warnings), "tier app: 3 of 27 windows lack its response time and are left out of its time per page (the other 24 give it): 700 users, 1400 users, 2200 users")
+
+	// Too few windows with the readings: the message says how many had them.
+	ws = fakeWindows(t, x, d, "400-150-60", true, wl...)
+	for i := 4; i < len(ws); i++ {
+		zero(ws, i, "app-1", "app-2")
+	}
+	_, err = algorithms.Advise(d, ws, algorithms.AdviseOptions{})
+	require.ErrorIs(t, err, algorithms.ErrNotEnoughData)
+	assert.Contains(t, err.Error(), `tier "app": 4 of 27 windows have its throughput and response time (want at least 14: half the windows, and at least 5)`)
+	assert.Contains(t, err.Error(), "(the first 700 users: app-1: response time 0 while its throughput is")
+
+	// None: its queries are missing.
+	ws = fakeWindows(t, x, d, "400-150-60", true, wl...)
+	for i := range ws {
+		zero(ws, i, "app-1", "app-2")
+	}
+	_, err = algorithms.Advise(d, ws, algorithms.AdviseOptions{})
+	require.ErrorIs(t, err, algorithms.ErrNotEnoughData)
+	assert.Contains(t, err.Error(), `tier "app": none of the 27 windows has a throughput and response time for it`)
+	assert.Contains(t, err.Error(), "add its throughput and responseTime queries")
 }

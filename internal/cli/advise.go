@@ -73,14 +73,18 @@ and servers whose CPU per page falls with load are named.
 It says what data it needs instead of guessing, and exits 1, when fewer than
 --min-windows windows are usable, the load hardly varies, no window loads
 the critical resource to --min-utilization, a resource is at or above
---hw-threshold in every window (saturated throughout), or a server's CPU
-reads the same in every window (a missing or stuck metric).
+--hw-threshold in every window (saturated throughout), a server's CPU
+reads the same in every window (a missing or stuck metric), or a tier the
+sizing needs has its throughput and response time in fewer than half the
+windows (or --min-windows): the message says how many had them.
 
 The windows come from Prometheus or from a file. With -f and --since (or
 --start and --end), advise reads the deployment file's runner section (its
 Prometheus, the tiers' queries and presets as the live runner reads them, and
 the pages block: testbed/README.md) over the time range, cut into --step
-windows; a window with a gap, a counter reset or NaN is left out and named.
+windows; a window with a gap, a counter reset or NaN is left out and named,
+and one lacking a tier's throughput or response time (a busy gauge sampled
+at 0) is left out of that tier's time per page alone, and named.
 --observations reads JSON Lines instead, each line one of: a journal record
 (the users are its workload), a bare observation (simulate --output
 observation, an exec program's answer) or a window (advise --output windows,

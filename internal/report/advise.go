@@ -25,6 +25,7 @@ type AdviceEvidenceJSON struct {
 	Windows              int                        `json:"windows"`
 	Used                 int                        `json:"used"`
 	Dropped              []algorithms.DroppedWindow `json:"dropped"`
+	TierGaps             []algorithms.TierGap       `json:"tierGaps"`
 	LoadRange            [2]float64                 `json:"loadRange"`
 	SaturationThroughput float64                    `json:"saturationThroughput"`
 	Fits                 []DemandFitJSON            `json:"fits"`
@@ -43,8 +44,11 @@ func NewAdviseJSON(d algorithms.Deployment, a algorithms.Advice, alloc string) A
 	doc := AdviseJSON{RecommendJSON: NewRecommendJSON(d, a.Recommendation, alloc)}
 	doc.Evidence.Scan = []algorithms.ScanPoint{}
 	ev := AdviceEvidenceJSON{Model: a.Model, ThinkTime: a.ThinkTime, ThinkTimeSource: a.ThinkTimeSource, Windows: a.Windows,
-		Used: a.Used, Dropped: a.Dropped, LoadRange: a.LoadRange, SaturationThroughput: a.SaturationThroughput,
+		Used: a.Used, Dropped: a.Dropped, TierGaps: a.TierGaps, LoadRange: a.LoadRange, SaturationThroughput: a.SaturationThroughput,
 		Fits: []DemandFitJSON{}, SaturatedPools: a.SaturatedPools}
+	if ev.TierGaps == nil {
+		ev.TierGaps = []algorithms.TierGap{} // JSON's [] when none: a list to read, not null
+	}
 	for _, f := range a.Fits {
 		fj := DemandFitJSON{DemandFit: f}
 		if !math.IsInf(f.SaturationThroughput, 0) {
@@ -109,6 +113,13 @@ func WriteAdviseTable(w io.Writer, a AdviseJSON) error {
 			break
 		}
 		warnings = append(warnings, fmt.Sprintf("window %s left out: %s", esc(d.Label), esc(d.Problem)))
+	}
+	for i, g := range ev.TierGaps {
+		if i == shown {
+			warnings = append(warnings, fmt.Sprintf("%d more windows left out of a tier's time per page (--output json lists them)", len(ev.TierGaps)-shown))
+			break
+		}
+		warnings = append(warnings, fmt.Sprintf("window %s left out of tier %s's time per page: %s", esc(g.Label), esc(g.Tier), esc(g.Problem)))
 	}
 	writeWarnings(w, warnings)
 	return WriteSnippets(w, a.Snippets)
