@@ -111,7 +111,7 @@ func TestAdaptiveLiveTrial(t *testing.T) {
 	assert.GreaterOrEqual(t, w.WarmUpSeconds, 0.2, "the least ramp-up")
 	assert.InDelta(t, 0, math.Mod(obs.RuntimeSeconds+1e-9, 0.05), 1e-6, "the window is whole intervals")
 	assert.GreaterOrEqual(t, obs.RuntimeSeconds, 1.0, "at least 20 intervals")
-	assert.Less(t, took, 8*time.Second, "ended before its longest window")
+	assert.Less(t, obs.RuntimeSeconds, e.Timing.Runtime.Seconds(), "ended before its longest window")
 	assert.Positive(t, obs.Throughput)
 	assert.Positive(t, obs.ThroughputHalfWidth)
 	assert.LessOrEqual(t, obs.ThroughputHalfWidth, 0.1*obs.Throughput)
@@ -152,21 +152,25 @@ func TestAdaptiveLiveTrialIgnoresPoolsNotAllocated(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, obs.Window)
 	assert.True(t, obs.Window.Precise, "limit %s excess %.2f", obs.Window.Limit, obs.Window.Excess)
-	assert.Less(t, obs.RuntimeSeconds, 5.0, "ended before its longest window")
+	assert.Less(t, obs.RuntimeSeconds, e.Timing.Runtime.Seconds(), "ended before its longest window")
 	require.Len(t, obs.Servers, 2)
 	require.Len(t, obs.Servers[1].Pools, 1, "the pool is still observed")
 	assert.Positive(t, obs.Servers[1].Pools[0].BusyHalfWidth, "with its interval")
 }
 
 // adaptiveSection is a runner section loading a server that answers at
-// once, with a one-page workload of 10 ms think times, 50 ms intervals and
-// the given tiers' queries.
+// once, with a one-page workload of 40 ms think times, 50 ms intervals and
+// the given tiers' queries. Light enough to stay steady on a busy machine:
+// at 10 ms think times 20 users asked 1,700 pages/s of the test's own
+// process, a core under the race detector, and beside four CPU-bound
+// processes the rate halved and wandered, and trials ran to their longest
+// windows (3 of 5 runs failed).
 func adaptiveSection(t *testing.T, dir, prometheus string, tiers map[string]any) map[string]any {
 	t.Helper()
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	t.Cleanup(app.Close)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "w.yaml"), []byte(
-		"thinkTime: {mean: 10ms}\nstart: A\ninteractions:\n  - {name: A, path: /a, next: {A: 1}}\n"), 0o644))
+		"thinkTime: {mean: 40ms}\nstart: A\ninteractions:\n  - {name: A, path: /a, next: {A: 1}}\n"), 0o644))
 	return map[string]any{"target": app.URL, "prometheus": prometheus, "workload": "w.yaml", "interval": "50ms", "tiers": tiers}
 }
 
