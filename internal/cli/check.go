@@ -431,7 +431,8 @@ func (o *checkOptions) capacityFromJournal() (report.Capacity, campaign, error) 
 func capacityOf(d algorithms.Deployment, runner, allocation string, opts algorithms.Options, trials []algorithms.Trial) report.Capacity {
 	m := algorithms.MeasureCapacity(d, trials, opts.SLA, opts)
 	c := report.Capacity{Topology: d.Topology, Runner: runner, Allocation: allocation, SLA: opts.SLA,
-		MaxGoodput: m.MaxGoodput, MaxThroughput: m.MaxThroughput, SaturationWorkload: m.SaturationWorkload, Experiments: m.Experiments}
+		MaxGoodput: m.MaxGoodput, MaxThroughput: m.MaxThroughput, SaturationWorkload: m.SaturationWorkload, Experiments: m.Experiments,
+		Failures: report.TrialFailures(trials)}
 	if m.FirstSaturated != nil {
 		c.Critical = m.FirstSaturated.Tier + "/" + m.FirstSaturated.Resource
 	}

@@ -172,7 +172,8 @@ func runFindCritical(o *findCriticalOptions) error {
 	switch o.output {
 	case "json":
 		err = report.WriteJSON(s.Out, report.FindCriticalJSON{Topology: d.Topology, Critical: report.NewCriticalJSON(c),
-			Reserve: c.Reserve.String(), Experiments: c.Experiments, Warnings: nonNilStrings(c.Warnings), Version: version.String()})
+			Reserve: c.Reserve.String(), Experiments: c.Experiments, Failures: report.TrialFailures(c.Trials),
+			Warnings: nonNilStrings(c.Warnings), Version: version.String()})
 	case "csv":
 		err = report.WriteCriticalCSV(s.Out, d.Topology, c, c.Reserve.String())
 	default:

@@ -171,6 +171,7 @@ func runValidate(o *validateOptions) error {
 		}
 	}
 	grid := algorithms.Grid(d, rec, threads, conns)
+	xs, failures := recordFailures(xs)
 	// A runner that drives one real deployment runs its trials one by one.
 	cmp, err := algorithms.Compare(ctx, xs, d, grid, algorithms.CompareOptions{Workloads: doc.Workloads,
 		SLAs: []float64{cp.opts.SLA}, Timing: cp.opts.Timing, Parallel: cp.runner.Workers(o.parallel), Screening: o.screening})
@@ -183,7 +184,7 @@ func runValidate(o *validateOptions) error {
 		results[i] = report.ValidateAllocation{Allocation: e.Allocation.String(), Role: e.Role,
 			Roles: append([]string{e.Role}, e.Also...), Goodput: e.Goodput[0],
 			MaxGoodput: e.MaxGoodput[0], AtUsers: e.AtUsers[0], Ratio: e.Ratio[0], MaxHalfWidth: e.MaxHalfWidth[0],
-			Indistinguishable: e.Indistinguishable[0]}
+			Indistinguishable: e.Indistinguishable[0], Failures: failures.of(e.Allocation, doc.Workloads, len(xs))}
 	}
 	doc.Best = results[cmp.Best[0]]
 	doc.Grid = results

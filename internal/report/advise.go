@@ -42,7 +42,7 @@ type DemandFitJSON struct {
 // NewAdviseJSON assembles advise's document; alloc is the allocation's notation.
 func NewAdviseJSON(d algorithms.Deployment, a algorithms.Advice, alloc string) AdviseJSON {
 	doc := AdviseJSON{RecommendJSON: NewRecommendJSON(d, a.Recommendation, alloc)}
-	doc.Evidence.Scan = []algorithms.ScanPoint{}
+	doc.Evidence.Scan = []ScanPointJSON{}
 	ev := AdviceEvidenceJSON{Model: a.Model, ThinkTime: a.ThinkTime, ThinkTimeSource: a.ThinkTimeSource, Windows: a.Windows,
 		Used: a.Used, Dropped: a.Dropped, TierGaps: a.TierGaps, LoadRange: a.LoadRange, SaturationThroughput: a.SaturationThroughput,
 		Fits: []DemandFitJSON{}, SaturatedPools: a.SaturatedPools}

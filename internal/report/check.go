@@ -21,6 +21,8 @@ type Capacity struct {
 	Critical           string `json:"critical"`
 	SaturationWorkload int    `json:"saturationWorkload"`
 	Experiments        int    `json:"experiments"`
+	// Failures are the failed pages of the campaign's trials.
+	Failures
 }
 
 // CheckResult is one check.
@@ -46,8 +48,12 @@ func WriteCheckTable(w io.Writer, doc CheckJSON) error {
 	if critical == "" {
 		critical = "none saturated"
 	}
-	fmt.Fprintf(w, "capacity of %s %s on %s: max goodput %.1f pages/s at %g s, max throughput %.1f pages/s, critical %s at %d users (%d experiments)\n\n",
+	fmt.Fprintf(w, "capacity of %s %s on %s: max goodput %.1f pages/s at %g s, max throughput %.1f pages/s, critical %s at %d users (%d experiments",
 		c.Topology, c.Allocation, c.Runner, c.MaxGoodput, c.SLA, c.MaxThroughput, critical, c.SaturationWorkload, c.Experiments)
+	if c.Errors > 0 {
+		fmt.Fprintf(w, ", %d failed pages, %s of those attempted", c.Errors, Percent(100*c.ErrorShare, 2, false))
+	}
+	fmt.Fprint(w, ")\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHECK\tRESULT\tDETAIL")
 	for _, ch := range doc.Checks {

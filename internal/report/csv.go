@@ -45,9 +45,11 @@ func optInt(p *int) string {
 
 // WriteCriticalCSV is find-critical's answer as one row.
 func WriteCriticalCSV(w io.Writer, topology string, c algorithms.Critical, reserve string) error {
-	return writeCSV(w, []string{"topology", "tier", "server", "resource", "utilization", "saturation_workload", "max_throughput", "reserve", "experiments"},
+	f := TrialFailures(c.Trials)
+	return writeCSV(w, []string{"topology", "tier", "server", "resource", "utilization", "saturation_workload", "max_throughput", "reserve", "experiments",
+		"errors", "error_share"},
 		[][]string{{topology, c.Tier, c.Server, c.Resource, num(c.Utilization), strconv.Itoa(c.SaturationWorkload), num(c.MaxThroughput),
-			reserve, strconv.Itoa(c.Experiments)}})
+			reserve, strconv.Itoa(c.Experiments), strconv.FormatInt(f.Errors, 10), num(f.ErrorShare)}})
 }
 
 // WriteRecommendCSV is recommend's tiers, a row each.
@@ -84,9 +86,10 @@ func WriteValidateCSV(w io.Writer, doc ValidateJSON) error {
 		if v.Allocation == doc.Best.Allocation {
 			role += "+best"
 		}
-		rows = append(rows, []string{doc.Topology, v.Allocation, role, num(doc.SLA), num(v.MaxGoodput), strconv.Itoa(v.AtUsers), num(v.Ratio)})
+		rows = append(rows, []string{doc.Topology, v.Allocation, role, num(doc.SLA), num(v.MaxGoodput), strconv.Itoa(v.AtUsers), num(v.Ratio),
+			strconv.FormatInt(v.Errors, 10), num(v.ErrorShare)})
 	}
-	return writeCSV(w, []string{"topology", "allocation", "role", "sla_seconds", "max_goodput", "at_users", "vs_best"}, rows)
+	return writeCSV(w, []string{"topology", "allocation", "role", "sla_seconds", "max_goodput", "at_users", "vs_best", "errors", "error_share"}, rows)
 }
 
 // WriteCheckCSV is check's checks, a row each, with the capacity measured.
@@ -99,16 +102,16 @@ func WriteCheckCSV(w io.Writer, doc CheckJSON) error {
 			res = "fail"
 		}
 		rows = append(rows, []string{c.Topology, c.Allocation, c.Runner, ch.Name, res, ch.Message, num(c.MaxGoodput), num(c.MaxThroughput), c.Critical,
-			num(c.SLA), strconv.Itoa(c.SaturationWorkload)})
+			num(c.SLA), strconv.Itoa(c.SaturationWorkload), strconv.FormatInt(c.Errors, 10), num(c.ErrorShare)})
 	}
 	// With no threshold the capacity measured is still the answer: one row,
 	// check and result empty.
 	if len(rows) == 0 {
 		rows = append(rows, []string{c.Topology, c.Allocation, c.Runner, "", "", "", num(c.MaxGoodput), num(c.MaxThroughput), c.Critical,
-			num(c.SLA), strconv.Itoa(c.SaturationWorkload)})
+			num(c.SLA), strconv.Itoa(c.SaturationWorkload), strconv.FormatInt(c.Errors, 10), num(c.ErrorShare)})
 	}
 	return writeCSV(w, []string{"topology", "allocation", "runner", "check", "result", "detail", "max_goodput", "max_throughput", "critical",
-		"sla_seconds", "saturation_workload"}, rows)
+		"sla_seconds", "saturation_workload", "errors", "error_share"}, rows)
 }
 
 // WriteDegradationCSV is degradation's schemes: a row per setup, level and class.

@@ -49,7 +49,9 @@ type FindCriticalJSON struct {
 	Critical    CriticalJSON `json:"critical"`
 	Reserve     string       `json:"reserve"`
 	Experiments int          `json:"experiments"`
-	Warnings    []string     `json:"warnings"`
+	// Failures are the failed pages of the experiments.
+	Failures
+	Warnings []string `json:"warnings"`
 	// Version is the softalloc that wrote the document.
 	Version string `json:"version"`
 }
@@ -62,10 +64,10 @@ type EvidenceJSON struct {
 	KneeThreshold float64 `json:"kneeThreshold"`
 	// CriticalThroughput (requests/s) and CriticalResponseTime (s) of the
 	// critical tier at WLmin: minJobs = their product.
-	CriticalThroughput   float64                `json:"criticalThroughput"`
-	CriticalResponseTime float64                `json:"criticalResponseTime"`
-	Tiers                []TierEvidenceJSON     `json:"tiers"`
-	Scan                 []algorithms.ScanPoint `json:"scan"`
+	CriticalThroughput   float64            `json:"criticalThroughput"`
+	CriticalResponseTime float64            `json:"criticalResponseTime"`
+	Tiers                []TierEvidenceJSON `json:"tiers"`
+	Scan                 []ScanPointJSON    `json:"scan"`
 }
 
 // TierEvidenceJSON is one tier's measurement at WLmin with Formula 3's ratios.
@@ -81,13 +83,16 @@ type TierEvidenceJSON struct {
 
 // RecommendJSON is `softalloc recommend --output json`.
 type RecommendJSON struct {
-	Topology    string                          `json:"topology"`
-	Critical    CriticalJSON                    `json:"critical"`
-	MinJobs     float64                         `json:"minJobs"`
-	Experiments int                             `json:"experiments"`
-	Allocation  string                          `json:"allocation"`
-	Tiers       []algorithms.TierRecommendation `json:"tiers"`
-	Evidence    EvidenceJSON                    `json:"evidence"`
+	Topology    string       `json:"topology"`
+	Critical    CriticalJSON `json:"critical"`
+	MinJobs     float64      `json:"minJobs"`
+	Experiments int          `json:"experiments"`
+	// Failures are the failed pages of the experiments; absent where none
+	// ran (advise reads Prometheus windows, which count no failed pages).
+	*Failures
+	Allocation string                          `json:"allocation"`
+	Tiers      []algorithms.TierRecommendation `json:"tiers"`
+	Evidence   EvidenceJSON                    `json:"evidence"`
 	// Range is present with recommend --range, and from advise.
 	Range    *algorithms.PoolRange `json:"range,omitempty"`
 	Warnings []string              `json:"warnings"`
@@ -106,7 +111,7 @@ func NewCriticalJSON(c algorithms.Critical) CriticalJSON {
 // NewRecommendJSON assembles recommend's document; alloc is the allocation's notation.
 func NewRecommendJSON(d algorithms.Deployment, r algorithms.Recommendation, alloc string) RecommendJSON {
 	ev := EvidenceJSON{WLmin: r.MinJobs.WLmin, Reading: r.MinJobs.Reading, Knee: r.MinJobs.Knee,
-		KneeThreshold: r.MinJobs.KneeThreshold, Scan: r.MinJobs.Points, Tiers: []TierEvidenceJSON{}}
+		KneeThreshold: r.MinJobs.KneeThreshold, Scan: scanPoints(r), Tiers: []TierEvidenceJSON{}}
 	meas := map[string]algorithms.TierMeasurement{}
 	for _, m := range r.MinJobs.Measurements {
 		meas[m.Tier] = m
@@ -120,8 +125,13 @@ func NewRecommendJSON(d algorithms.Deployment, r algorithms.Recommendation, allo
 			Jobs: ts.Jobs, ReqRatio: ts.ReqRatio, RTTRatio: ts.RTTRatio, Position: ts.Position})
 	}
 	warnings := append(append([]string{}, r.Critical.Warnings...), r.MinJobs.Warnings...)
-	return RecommendJSON{Topology: d.Topology, Critical: NewCriticalJSON(r.Critical), MinJobs: r.MinJobs.MinJobs,
+	doc := RecommendJSON{Topology: d.Topology, Critical: NewCriticalJSON(r.Critical), MinJobs: r.MinJobs.MinJobs,
 		Experiments: r.Experiments, Allocation: alloc, Tiers: r.Tiers, Evidence: ev, Range: r.Range, Warnings: nonNil(warnings)}
+	if r.Experiments > 0 {
+		f := TrialFailures(distinctTrials(r.Critical.Trials, r.MinJobs.Trials))
+		doc.Failures = &f
+	}
+	return doc
 }
 
 func nonNil(s []string) []string {

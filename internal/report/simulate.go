@@ -20,10 +20,14 @@ type SimulateRow struct {
 	Goodput    map[string]float64 `json:"goodput"`
 	Badput     map[string]float64 `json:"badput"`
 	// ResponseTime is the mean page response time, seconds.
-	ResponseTime float64          `json:"responseTime"`
-	Drops        int64            `json:"drops"`
-	Retries      int64            `json:"retries"`
-	Servers      []SimulateServer `json:"servers"`
+	ResponseTime float64 `json:"responseTime"`
+	Drops        int64   `json:"drops"`
+	Retries      int64   `json:"retries"`
+	// Errors counts the pages that failed (refused, timed out, 5xx), in no
+	// throughput; ErrorShare is Errors over the pages attempted.
+	Errors     int64            `json:"errors"`
+	ErrorShare float64          `json:"errorShare"`
+	Servers    []SimulateServer `json:"servers"`
 	// RuntimeSeconds is the measured time; the half-widths, where the
 	// runner measured them, are of throughput's and each goodput's 95%
 	// interval; Window says how the window was chosen.
@@ -64,7 +68,7 @@ func NewSimulateRow(allocation string, e algorithms.Experiment, o algorithms.Obs
 	row := SimulateRow{
 		Allocation: allocation, Users: e.Workload.Users, Throughput: o.Throughput,
 		Goodput: map[string]float64{}, Badput: map[string]float64{}, ResponseTime: o.ResponseTimes.Mean(),
-		Drops: o.Drops, Retries: o.Retries, RuntimeSeconds: o.RuntimeSeconds, ThroughputHalfWidth: o.ThroughputHalfWidth, Window: o.Window,
+		Drops: o.Drops, Retries: o.Retries, Errors: o.Errors, ErrorShare: ObservationFailures(o).ErrorShare, RuntimeSeconds: o.RuntimeSeconds, ThroughputHalfWidth: o.ThroughputHalfWidth, Window: o.Window,
 	}
 	for _, t := range slas {
 		row.Goodput[t.Text] = o.Goodput(t.Seconds)
@@ -152,6 +156,8 @@ func simulateHeader(d algorithms.Deployment, rows []SimulateRow, slas []SLA) ([]
 	for _, p := range pools {
 		h = append(h, "busy."+p)
 	}
+	// Last, so that the columns scripts already read keep their places.
+	h = append(h, "errors", "error_share", "drops", "retries")
 	return h, tiers, pools
 }
 
@@ -172,6 +178,8 @@ func simulateRecord(r SimulateRow, slas []SLA, tiers, pools []string, prec int) 
 	for _, p := range pools {
 		rec = append(rec, f(busy[p]))
 	}
+	rec = append(rec, strconv.FormatInt(r.Errors, 10), strconv.FormatFloat(r.ErrorShare, 'f', 4, 64),
+		strconv.FormatInt(r.Drops, 10), strconv.FormatInt(r.Retries, 10))
 	return rec
 }
 
@@ -203,6 +211,6 @@ func WriteSimulateTable(w io.Writer, d algorithms.Deployment, rows []SimulateRow
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "throughput, goodput and badput in pages/s; response time in s; cpu is the mean utilisation of a tier's servers; busy is mean busy units per server.")
+	fmt.Fprintln(w, "throughput, goodput and badput in pages/s; response time in s; cpu is the mean utilisation of a tier's servers; busy is mean busy units per server; errors are failed pages (error share of the pages attempted), drops connections refused by a full accept queue.")
 	return nil
 }

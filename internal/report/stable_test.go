@@ -18,6 +18,13 @@ func TestStableKeysAreWrittenWhenZero(t *testing.T) {
 	}{
 		{AdviceEvidenceJSON{Model: "open"}, []string{"thinkTime", "thinkTimeSource"}},
 		{SimulateServer{Name: "web-1", Tier: "web"}, []string{"gcShare"}},
+		// No failed page is an answer too: a script tells it from a key it
+		// does not know.
+		{SimulateRow{}, []string{"errors", "errorShare", "drops", "retries"}},
+		{ValidateAllocation{}, []string{"errors", "errorShare"}},
+		{Capacity{}, []string{"errors", "errorShare"}},
+		{FindCriticalJSON{}, []string{"errors", "errorShare"}},
+		{RecommendJSON{Failures: &Failures{}}, []string{"errors", "errorShare"}},
 	} {
 		b, err := json.Marshal(c.value)
 		require.NoError(t, err)

@@ -28,6 +28,9 @@ type ValidateAllocation struct {
 	// one; Indistinguishable says it cannot be told from the grid's best.
 	MaxHalfWidth      float64 `json:"maxGoodputHalfWidth,omitempty"`
 	Indistinguishable bool    `json:"indistinguishable"`
+	// Failures are the failed pages of its trials, over the workloads and
+	// seeds: a pool the database cannot serve fails pages beside its goodput.
+	Failures
 }
 
 // ValidateJSON is `softalloc validate --output json`.
@@ -53,7 +56,7 @@ func WriteValidateTable(w io.Writer, doc ValidateJSON) error {
 	fmt.Fprintf(w, "topology %s, goodput at %.3g s, %d allocations x %d workloads (%s users)%s\n\n",
 		doc.Topology, doc.SLA, len(doc.Grid), len(doc.Workloads), workloadRange(doc.Workloads), seedsText(doc.Seeds))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "\tALLOCATION\tMAX GOODPUT (PAGES/S)\tAT USERS\tVS BEST\tEXPERIMENTS")
+	fmt.Fprintln(tw, "\tALLOCATION\tMAX GOODPUT (PAGES/S)\tAT USERS\tVS BEST\tFAILED PAGES\tEXPERIMENTS")
 	row := func(label string, v ValidateAllocation, exps string) {
 		good := fmt.Sprintf("%.1f", v.MaxGoodput)
 		if v.MaxHalfWidth > 0 {
@@ -63,7 +66,11 @@ func WriteValidateTable(w io.Writer, doc ValidateJSON) error {
 		if v.Indistinguishable && v.Ratio < 1 {
 			ratio += " (within the noise)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", label, v.Allocation, good, v.AtUsers, ratio, exps)
+		failed := "0"
+		if v.Errors > 0 {
+			failed = fmt.Sprintf("%d (%s)", v.Errors, Percent(100*v.ErrorShare, 1, false))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", label, v.Allocation, good, v.AtUsers, ratio, failed, exps)
 	}
 	recExps := "given"
 	if doc.RecommendExperiments > 0 {
