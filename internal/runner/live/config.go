@@ -106,8 +106,9 @@ type TierConfig struct {
 // Queries are the PromQL expressions of one server's observation. Each
 // must evaluate to a scalar or a one-element vector at the end of the
 // runtime window. Placeholders: {window} (the runtime, e.g. 300000ms),
-// {tier}, {server} (web-1), {cores} (the tier's cores), and each key of the
-// tier's servers entry.
+// {windowSeconds} (the same in seconds, 300, to turn a count over the window
+// into a rate), {tier}, {server} (web-1), {cores} (the tier's cores), and
+// each key of the tier's servers entry.
 type Queries struct {
 	// CPU is the utilisation in [0,1] of all the server's cores: a query in
 	// cores divides by {cores}. Each utilisation here (cpu, throttled,
@@ -135,7 +136,7 @@ type Queries struct {
 // PageQueries are PromQL expressions of the whole deployment's pages, for
 // windows of its own traffic (Windows): the live runner's experiments
 // measure pages at the load generator instead. Each must give one number per
-// window; the only placeholder is {window}.
+// window; the only placeholders are {window} and {windowSeconds}.
 type PageQueries struct {
 	// Throughput is pages completed per second. Absent: the sum of the first
 	// tier's servers' throughput, which counts requests, not pages, when a
@@ -247,10 +248,10 @@ func (c *Config) check(passive bool) error {
 		{"throughput", c.Pages.Throughput}, {"responseTime", c.Pages.ResponseTime}, {"users", c.Pages.Users},
 	} {
 		// Refused here rather than at the first query: a page figure has no
-		// tier or server, so {window} is its only placeholder.
+		// tier or server, so {window} and {windowSeconds} are its only placeholders.
 		for _, m := range placeholder.FindAllStringSubmatch(q.val, -1) {
-			if m[1] != "window" {
-				return fail("pages.%s: placeholder %s has no value; a page query has only {window}", q.key, m[0])
+			if m[1] != "window" && m[1] != "windowSeconds" {
+				return fail("pages.%s: placeholder %s has no value; a page query has only {window} and {windowSeconds}", q.key, m[0])
 			}
 		}
 	}
@@ -314,6 +315,12 @@ func (c Config) path(p string) string {
 //   - cgroup: testbed/cgexporter, per-tier CPU over the tier's cgroup quota,
 //     and the share of quota periods in which the tier was throttled.
 //   - apache: apache_exporter (mod_status with ExtendedStatus On) ({instance}).
+//     The exporter fetches /server-status at each scrape, and Apache counts
+//     that request among its accesses: the scrapes, one sample of apache_up
+//     each, are taken out of the throughput (1 request/s at idle at a 1 s
+//     scrape interval), and a request or less left in the window is none.
+//     Another client of /server-status (a second Prometheus, a health probe)
+//     still counts.
 //   - tomcat: Tomcat through Micrometer's TomcatMetrics and Prometheus
 //     registry ({instance}), the names checked against embedded Tomcat 11
 //     (testbed/java). The thread gauges are sampled at each scrape: busy is
@@ -341,8 +348,14 @@ var Presets = map[string]Queries{
 		Throttled: `sum(rate(softalloc_testbed_cpu_throttled_periods_total{tier="{tier}"}[{window}])) / sum(rate(softalloc_testbed_cpu_periods_total{tier="{tier}"}[{window}]))`,
 	},
 	"apache": {
-		Throughput:   `sum(rate(apache_accesses_total{instance="{instance}"}[{window}]))`,
-		ResponseTime: `sum(rate(apache_duration_ms_total{instance="{instance}"}[{window}])) / sum(rate(apache_accesses_total{instance="{instance}"}[{window}])) / 1000`,
+		Throughput: apachePages + " * " + apacheServed,
+		// The scrapes' durations stay in the sum (mod_status counts none
+		// apart): a status page takes well under a millisecond, beside pages
+		// of tens. Their count is out of the divisor, where it weighed: at 2
+		// pages/s and a 1 s scrape interval it cut the mean by a third. With
+		// no page served the mean is 0/0, as any idle server's, not the
+		// scrapes' durations over nothing.
+		ResponseTime: `sum(rate(apache_duration_ms_total{instance="{instance}"}[{window}])) / 1000 * ` + apacheServed + " / " + apachePages,
 		Pools: map[string]PoolQueries{"threads": {
 			Busy: `avg_over_time(apache_workers{state="busy",instance="{instance}"}[{window}])`,
 			Size: `sum(last_over_time(apache_workers{instance="{instance}"}[{window}]))`,
@@ -396,6 +409,16 @@ var Presets = map[string]Queries{
 		},
 	},
 }
+
+// apachePages is the requests per second Apache served less the exporter's
+// scrapes of /server-status (Prometheus's samples of apache_up over the
+// window, per second), never below 0: at idle the two differ by the
+// extrapolation of rate() at the window's edges, up to a request a window.
+const apachePages = `clamp_min(sum(rate(apache_accesses_total{instance="{instance}"}[{window}])) - sum(count_over_time(apache_up{instance="{instance}"}[{window}])) / {windowSeconds}, 0)`
+
+// apacheServed is 1 when more than a request was served in the window, else
+// 0: less is that noise, read as no page.
+const apacheServed = "(" + apachePages + " > bool (1 / {windowSeconds}))"
 
 // PresetNames lists the presets.
 func PresetNames() []string {

@@ -472,15 +472,27 @@ func (r *Runner) tier(t algorithms.Tier) (TierConfig, Queries, error) {
 	return tc, q, nil
 }
 
-// serverVars are the placeholder values of server i of tier t.
+// serverVars are the placeholder values of server i of tier t; window is a
+// PromQL duration such as 6000ms.
 func serverVars(t algorithms.Tier, i int, tc TierConfig, window string) map[string]string {
-	vars := map[string]string{"window": window, "tier": t.Name, "server": t.ServerName(i), "cores": strconv.Itoa(max(1, t.Cores))}
+	vars := map[string]string{"window": window, "windowSeconds": windowSeconds(window), "tier": t.Name, "server": t.ServerName(i),
+		"cores": strconv.Itoa(max(1, t.Cores))}
 	if len(tc.Servers) > 0 {
 		for k, v := range tc.Servers[i] {
 			vars[k] = v
 		}
 	}
 	return vars
+}
+
+// windowSeconds is {windowSeconds}: the window in seconds, to make a count
+// over it a rate (the runner writes every window as a Go duration in ms).
+func windowSeconds(window string) string {
+	d, err := time.ParseDuration(window)
+	if err != nil {
+		return window // not a duration: the query fails naming it
+	}
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
 }
 
 func (r *Runner) server(ctx context.Context, t algorithms.Tier, i int, q Queries, vars map[string]string,

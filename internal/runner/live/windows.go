@@ -526,7 +526,7 @@ type pageReads struct {
 
 func (rd *reader) pages(ctx context.Context, front algorithms.Tier, servers []*serverReads, window string) (*pageReads, error) {
 	pc := rd.r.cfg.Pages
-	vars := map[string]string{"window": window}
+	vars := map[string]string{"window": window, "windowSeconds": windowSeconds(window)}
 	p := &pageReads{}
 	var err error
 	// A throughput query set is the figure everything else is per: required.
