@@ -40,6 +40,9 @@ type Critical struct {
 	PredictedSaturation int `json:"predictedSaturation,omitempty"`
 	// Reserve is the allocation the procedure ended with (S_reserve).
 	Reserve Allocation `json:"reserve"`
+	// Steps are the workload steps derived before the first step
+	// (Options.DeriveSteps), nil when none was.
+	Steps *Steps `json:"steps,omitempty"`
 	// Saturated lists every saturated hardware resource at that workload.
 	Saturated []Saturation `json:"saturated"`
 	// Throttled: the critical CPU's usage stayed below the threshold, and
@@ -62,6 +65,20 @@ func FindCriticalResource(ctx context.Context, x Experimenter, d Deployment, s0 
 	}
 	r := &procedure{x: x, d: d, opts: opts, name: "find-critical"}
 	res := Critical{}
+	if opts.DeriveSteps.Any() {
+		steps, err := deriveSteps(ctx, r, s0)
+		if err != nil {
+			res.Trials, res.Experiments = r.trials, len(r.trials)
+			return res, fmt.Errorf("find-critical: %w", err)
+		}
+		res.Steps = &steps
+		opts = steps.Apply(opts)
+		opts.DeriveSteps = StepsToDerive{}
+		r.opts = opts
+		if opts.OnSteps != nil {
+			opts.OnSteps(steps)
+		}
+	}
 	s := s0.Clone()
 	workload := opts.Step
 	// Throughput has grown when its interval lies above the last one's

@@ -57,6 +57,15 @@ type Options struct {
 	// ScanSpan: in efficient mode the small-step scan starts this many users
 	// below the saturation workload of FindCriticalResource.
 	ScanSpan int
+	// DeriveSteps names the steps FindCriticalResource (and so Recommend)
+	// derives from the deployment before its first step, from a low-load
+	// trial's prediction of the saturation workload, instead of taking
+	// Step, SmallStep and ScanSpan: the defaults are the simulator's scale
+	// (it saturates near 5,500 users), which a deployment saturating at 30
+	// users passes on its first step. See Steps.
+	DeriveSteps StepsToDerive
+	// OnSteps, when set, is told the steps once derived.
+	OnSteps func(Steps)
 	// SLA is the response-time threshold of goodput, seconds.
 	SLA float64
 	// KneeThreshold is the response time (s) at which SLO satisfaction is
@@ -176,10 +185,10 @@ func (o Options) validate() error {
 		return fmt.Errorf("workload steps %d and %d: want positive numbers of users", o.Step, o.SmallStep)
 	case o.MaxWorkload < 1:
 		return fmt.Errorf("maximum workload %d: want a positive number of users", o.MaxWorkload)
-	case o.Step > o.MaxWorkload:
+	case o.Step > o.MaxWorkload && !o.DeriveSteps.Step:
 		// The first step would already pass the bound: no experiment at all.
 		return fmt.Errorf("step %d users is larger than the maximum workload %d: want a step of at most %d users", o.Step, o.MaxWorkload, o.MaxWorkload)
-	case o.SmallStep > o.MaxWorkload:
+	case o.SmallStep > o.MaxWorkload && !o.DeriveSteps.SmallStep:
 		return fmt.Errorf("small step %d users is larger than the maximum workload %d: want a small step of at most %d users", o.SmallStep, o.MaxWorkload, o.MaxWorkload)
 	case o.DemandDrift >= 1:
 		return fmt.Errorf("demand drift %g: want a share below 1 (negative: no check)", o.DemandDrift)

@@ -29,6 +29,11 @@ func Recommend(ctx context.Context, x Experimenter, d Deployment, s0 Allocation,
 	if err != nil {
 		return rec, err
 	}
+	if c.Steps != nil {
+		// The steps find-critical derived are the campaign's.
+		opts = c.Steps.Apply(opts)
+		opts.DeriveSteps = StepsToDerive{}
+	}
 	m, err := InferMinConcurrentJobs(ctx, memo, d, c, opts)
 	rec.MinJobs, rec.Experiments = m, len(memo.seen)
 	if err != nil {

@@ -89,10 +89,12 @@ func TestExecSimEqualsSim(t *testing.T) {
 	t.Run("recommend", func(t *testing.T) {
 		work := t.TempDir()
 		recommend := func(runner ...string) string {
-			// The exec runner's default trial is the paper's; the timing
-			// flags make both runners run the same experiments.
+			// The exec runner's default trial is the paper's, and it
+			// derives its workload steps from a first trial: the timing and
+			// step flags make both runners run the same experiments.
 			args := append([]string{"recommend", "--topology", "1/2/1/2", "--runtime", "60s",
-				"--ramp-up", "1m", "--ramp-down", "0s", "--output", "json"}, runner...)
+				"--ramp-up", "1m", "--ramp-down", "0s", "--step", "500", "--small-step", "100", "--scan-span", "1500",
+				"--output", "json"}, runner...)
 			cmd := osexec.Command(softalloc, args...)
 			cmd.Dir = work // where the journals go
 			var stdout, stderr bytes.Buffer

@@ -307,6 +307,9 @@ type algorithmFlags struct {
 	kneeFactor    float64
 	demandDrift   float64
 	refinements   int
+	// derive names the steps the campaign derives from the deployment
+	// (set by the campaign's setup, before options).
+	derive algorithms.StepsToDerive
 }
 
 // algorithmScope says which procedures a command runs, and so which of
@@ -330,7 +333,7 @@ func (f *algorithmFlags) register(fs *pflag.FlagSet, scope algorithmScope) {
 	f.refinements = d.Refinements
 	stepUse := "workload step of the sweep, users"
 	if scope >= scopeFindCritical {
-		stepUse = "find-critical workload step, users"
+		stepUse = "find-critical workload step, users (on the exec and live runners, unless given: 1/11 of the saturation workload a first low-load trial predicts)"
 		fs.StringVar(&f.mode, "mode", string(d.Mode), "efficient (fewer experiments, same answer) or paper (Algorithm 1 as written)")
 		fs.IntVar(&f.refinements, "refinements", d.Refinements, fmt.Sprintf(
 			"adaptive trials: a saturation test whose interval holds the threshold is measured again at half the precision up to this many times, until one decides it or runs to --runtime (0: never; at most %d)", maxRefinements))
@@ -344,8 +347,8 @@ func (f *algorithmFlags) register(fs *pflag.FlagSet, scope algorithmScope) {
 		return
 	}
 	fs.StringVar(&f.minJobsAt, "minjobs-at", string(d.MinJobsAt), "where minJobs is read: knee (of SLO satisfaction) or saturation (critical utilisation crosses --hw-threshold)")
-	fs.IntVar(&f.smallStep, "small-step", d.SmallStep, "knee scan workload step, users")
-	fs.IntVar(&f.scanSpan, "scan-span", d.ScanSpan, "efficient mode: the knee scan starts this many users below the saturation workload")
+	fs.IntVar(&f.smallStep, "small-step", d.SmallStep, "knee scan workload step, users (on the exec and live runners, unless given: 1/5 of the step)")
+	fs.IntVar(&f.scanSpan, "scan-span", d.ScanSpan, "efficient mode: the knee scan starts this many users below the saturation workload (on the exec and live runners, unless given: 3 steps)")
 	fs.Var((*seconds)(&f.kneeThreshold), "knee-threshold", "response time at which SLO satisfaction is measured for the knee (default: --knee-factor x the page response time at the scan's lowest workload; the SLA in paper mode)")
 	fs.Float64Var(&f.kneeFactor, "knee-factor", d.KneeFactor, "see --knee-threshold")
 	fs.Float64Var(&f.demandDrift, "demand-drift", d.DemandDrift, "the saturation reading trusts the utilisation law: if the critical server's CPU per request falls by more than this share between low load and saturation, minJobs is read where throughput stops growing instead, the peak of a small-step scan (0: no check)")
@@ -391,6 +394,7 @@ func (f *algorithmFlags) options(t algorithms.Timing) (algorithms.Options, error
 	o.Mode = algorithms.Mode(f.mode)
 	o.MinJobsAt = algorithms.MinJobsReading(f.minJobsAt)
 	o.Step, o.SmallStep, o.MaxWorkload, o.ScanSpan = f.step, f.smallStep, f.maxWorkload, f.scanSpan
+	o.DeriveSteps = f.derive
 	o.HardwareThreshold, o.SoftThreshold = f.hwThreshold, f.softThreshold
 	o.SLA, o.KneeThreshold, o.KneeFactor = f.sla.Seconds(), f.kneeThreshold.Seconds(), f.kneeFactor
 	o.DemandDrift = f.demandDrift
@@ -418,9 +422,9 @@ func (f *algorithmFlags) options(t algorithms.Timing) (algorithms.Options, error
 		return o, usagef("--small-step: want a positive number of users, got %d", o.SmallStep)
 	case o.MaxWorkload < 1 || o.MaxWorkload > maxUsers:
 		return o, usagef("--max-workload: want a number of users in 1..%d, got %d", maxUsers, o.MaxWorkload)
-	case o.Step > o.MaxWorkload:
+	case o.Step > o.MaxWorkload && !f.derive.Step:
 		return o, usagef("--step %d: want at most --max-workload (%d users)", o.Step, o.MaxWorkload)
-	case o.SmallStep > o.MaxWorkload:
+	case o.SmallStep > o.MaxWorkload && !f.derive.SmallStep:
 		return o, usagef("--small-step %d: want at most --max-workload (%d users)", o.SmallStep, o.MaxWorkload)
 	case o.ScanSpan < 1:
 		return o, usagef("--scan-span: want a positive number of users, got %d", o.ScanSpan)

@@ -240,6 +240,17 @@ func windowText(o algorithms.Observation) string {
 	return fmt.Sprintf("; short of %s at %.0f s after %.0f s of warm-up%s", share, o.RuntimeSeconds, w.WarmUpSeconds, why)
 }
 
+// note writes a line that is not an experiment's (the steps derived).
+func (u *progress) note(line string) {
+	if u == nil {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.lastLine = time.Now()
+	fmt.Fprintf(u.w, "softalloc: %s\n", line)
+}
+
 // close ends the display and waits until it has stopped drawing.
 func (u *progress) close() {
 	if u == nil {

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -92,6 +94,10 @@ func (o *campaignOptions) setup() (campaign, error) {
 	for _, w := range c.runner.Warnings {
 		fmt.Fprintf(s.Err, "softalloc: warning: %s\n", w)
 	}
+	if derivesSteps(c.runner.Name) {
+		fl := cmd.Flags()
+		o.algorithm.derive = algorithms.StepsToDerive{Step: !fl.Changed("step"), SmallStep: !fl.Changed("small-step"), ScanSpan: !fl.Changed("scan-span")}
+	}
 	if c.opts, err = o.algorithm.options(t); err != nil {
 		return c, err
 	}
@@ -102,6 +108,11 @@ func (o *campaignOptions) setup() (campaign, error) {
 	}
 	c.progress = newProgress(cmd.Context(), s, c.progressMode)
 	c.progress.campaign(c.deployment, &c.opts)
+	if c.progress != nil {
+		c.opts.OnSteps = func(st algorithms.Steps) {
+			c.progress.note(fmt.Sprintf("workload steps: step %d users, small step %d, scan span %d: %s", st.Step, st.SmallStep, st.ScanSpan, st.From))
+		}
+	}
 	// Inside the journal: the display shows the experiments that run.
 	run := c.runner
 	run.Experimenter = c.progress.wrap(run.Experimenter)
@@ -110,6 +121,47 @@ func (o *campaignOptions) setup() (campaign, error) {
 		return c, err
 	}
 	return c, nil
+}
+
+// derivesSteps says whether a campaign on the named runner derives the
+// workload steps it is not given from the deployment. The defaults are the
+// simulator's scale (it saturates near 5,500 users), so the sim runner keeps
+// them, and its answers with them; the replay runner answers only the
+// experiments of its recording, whose steps the user names. A real
+// deployment (exec, live) may saturate at 30 users or at 30,000.
+func derivesSteps(runner string) bool { return runner == "exec" || runner == "live" }
+
+// stepsHint tells the user who meets a deployment whose steps cannot be
+// derived which flags to give instead.
+func stepsHint(err error) error {
+	if errors.Is(err, algorithms.ErrStepsNotDerived) {
+		return fmt.Errorf("%w; give --step (and for recommend --small-step and --scan-span)", err)
+	}
+	return err
+}
+
+// stepsUsed says which workload steps a campaign used: those derived, or
+// the options' with where they came from.
+func (o *campaignOptions) stepsUsed(c campaign, derived *algorithms.Steps) algorithms.Steps {
+	if derived != nil {
+		return *derived
+	}
+	st := algorithms.Steps{Step: c.opts.Step, SmallStep: c.opts.SmallStep, ScanSpan: c.opts.ScanSpan, From: "the defaults"}
+	fl := o.cmd.Flags()
+	var given []string
+	for _, name := range []string{"step", "small-step", "scan-span"} {
+		if fl.Changed(name) {
+			given = append(given, "--"+name)
+		}
+	}
+	switch {
+	case len(given) == 0:
+	case fl.Lookup("small-step") == nil || len(given) == 3:
+		st.From = "given"
+	default:
+		st.From = strings.Join(given, " and ") + " given; the others the defaults"
+	}
+	return st
 }
 
 // finish stops the progress display and closes the journal.
@@ -161,6 +213,7 @@ func runFindCritical(o *findCriticalOptions) error {
 	}
 	d := cp.deployment
 	c, err := algorithms.FindCriticalResource(ctx, cp.x, d, cp.start, cp.opts)
+	err = stepsHint(err)
 	if err = o.finish(cp, err); err != nil {
 		return err
 	}
@@ -171,9 +224,12 @@ func runFindCritical(o *findCriticalOptions) error {
 	// The answer is printed first, so a failed push never hides it.
 	switch o.output {
 	case "json":
-		err = report.WriteJSON(s.Out, report.FindCriticalJSON{Topology: d.Topology, Critical: report.NewCriticalJSON(c),
+		err = report.WriteJSON(s.Out, struct {
+			report.FindCriticalJSON
+			Steps algorithms.Steps `json:"steps"`
+		}{Steps: o.stepsUsed(cp, c.Steps), FindCriticalJSON: report.FindCriticalJSON{Topology: d.Topology, Critical: report.NewCriticalJSON(c),
 			Reserve: c.Reserve.String(), Experiments: c.Experiments, Failures: report.TrialFailures(c.Trials),
-			Warnings: nonNilStrings(c.Warnings), Version: version.String()})
+			Warnings: nonNilStrings(c.Warnings), Version: version.String()}})
 	case "csv":
 		err = report.WriteCriticalCSV(s.Out, d.Topology, c, c.Reserve.String())
 	default:
@@ -247,6 +303,7 @@ func runRecommend(o *recommendOptions) error {
 	}
 	d := cp.deployment
 	rec, err := algorithms.Recommend(ctx, cp.x, d, cp.start, cp.opts)
+	err = stepsHint(err)
 	if err == nil && o.withRange {
 		var r algorithms.PoolRange
 		r, err = algorithms.MeasureRange(ctx, cp.x, d, rec, cp.opts)
@@ -265,7 +322,10 @@ func runRecommend(o *recommendOptions) error {
 	set.TrialsGoodput(append(rec.Critical.Trials, rec.MinJobs.Trials...), cp.opts.SLA, algorithms.Allocation.String)
 	switch o.output {
 	case "json":
-		err = report.WriteJSON(s.Out, doc)
+		err = report.WriteJSON(s.Out, struct {
+			report.RecommendJSON
+			Steps algorithms.Steps `json:"steps"`
+		}{doc, o.stepsUsed(cp, rec.Critical.Steps)})
 	case "csv":
 		err = report.WriteRecommendCSV(s.Out, doc)
 	default:
