@@ -16,7 +16,7 @@ build:
 # without -race.
 PACKAGES = $$($(GO) list ./... | grep -v /testbed/e2e)
 test: test-deps lint
-	$(GO) test -race -count=1 $(PACKAGES)
+	$(GO) test -race -count=1 -timeout 20m $(PACKAGES)
 	$(GO) test -count=1 -run '^Test(Paper|MVAAgreement|Behaviour|Slow)' $(PACKAGES)
 	$(GO) test -count=1 -timeout 20m ./testbed/e2e/
 

@@ -20,8 +20,12 @@ import (
 // generator walked.
 func TestTwinWritesALoadableModel(t *testing.T) {
 	dir := t.TempDir()
+	// The pages of the window: 100 pages/s for 60 s (an observation's
+	// histogram must hold its throughput's pages).
 	var rt algorithms.Recorder
-	rt.Add(0.01)
+	for range 6000 {
+		rt.Add(0.01)
+	}
 	o := algorithms.Observation{RuntimeSeconds: 60, Throughput: 100, ResponseTimes: rt.Histogram(), Servers: []algorithms.ServerObservation{
 		{Name: "web-1", Tier: "web", CPU: 0.2, Throughput: 180},
 		{Name: "app-1", Tier: "app", CPU: 0.5, Throughput: 80},
