@@ -149,6 +149,7 @@ func listens(bind string, port int) bool {
 // trial at once: its users' pages are lost, and Locust would go on with the
 // others.
 func runLocust(ctx context.Context, c config, p plan, dir string, logf func(string, ...any)) (window, error) {
+	p.ConnectTimeout = c.ConnectTimeout.Duration().Seconds()
 	src, err := p.render()
 	if err != nil {
 		return window{}, err
@@ -180,11 +181,13 @@ func runLocust(ctx context.Context, c config, p plan, dir string, logf func(stri
 	_ = os.Remove(out + ".workers")
 	total := p.Timing.RampUp + p.Timing.Runtime + p.Timing.RampDown
 	// Users start over the first half of the ramp-up, as in the live
-	// runner, so that the second half lets queues settle.
+	// runner, so that the second half lets queues settle. The window opens
+	// once they all run, at least the ramp-up after the test's start and
+	// half of it after the last user's (the locustfile's open_when_running).
 	rate := float64(p.Users) / math.Max(p.Timing.RampUp/2, 0.001)
 	// The locustfile ends the run itself; --run-time only stops a master
-	// whose window clock failed.
-	backstop := int(math.Ceil(total + p.ReplyTimeout + 60))
+	// whose window clock failed; the window may open up to connectTimeout late.
+	backstop := int(math.Ceil(total + p.ConnectTimeout + p.ReplyTimeout + 60))
 	masterArgs := []string{locust, "-f", lf, "--master", "--headless",
 		"--master-bind-host", c.MasterBind, "--master-bind-port", strconv.Itoa(port),
 		"--expect-workers", strconv.Itoa(p.Workers), "--expect-workers-max-wait", strconv.Itoa(int(math.Ceil(c.ConnectTimeout.Duration().Seconds()))),
@@ -201,6 +204,9 @@ func runLocust(ctx context.Context, c config, p plan, dir string, logf func(stri
 	}
 	logf("locust: %d users on %s%d workers (%s), master %s:%d, %g+%g+%g s; files in %s",
 		p.Users, of, len(c.Workers), strings.Join(active, ", "), c.MasterHost, port, p.Timing.RampUp, p.Timing.Runtime, p.Timing.RampDown, dir)
+	// The master's start, on its clock (this machine's): its users must run
+	// by connectTimeout + half the ramp-up after it.
+	masterArgs = append(masterArgs, "--softalloc-began", strconv.FormatFloat(float64(time.Now().UnixMicro())/1e6, 'f', 6, 64))
 	master, err := start("master", masterArgs, nil, dir, "master.log")
 	if err != nil {
 		return window{}, err

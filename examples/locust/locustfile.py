@@ -26,9 +26,10 @@ import socket
 import time
 
 import gevent
+import locust.runners
 from locust import events, task
 from locust.contrib.fasthttp import FastHttpUser
-from locust.runners import MasterRunner, WorkerRunner
+from locust.runners import STATE_STOPPED, STATE_STOPPING, MasterRunner, WorkerRunner
 from locust.stats import RequestStats, StatsEntry
 
 PLAN = None  # softalloc-locust: the plan
@@ -54,6 +55,8 @@ def _render(path, rng):
 def _arguments(parser):
     parser.add_argument("--softalloc-out", default="", help="the master writes the window's statistics here (JSON)")
     parser.add_argument("--softalloc-worker", default="", help="this worker's name, for the master's messages")
+    parser.add_argument("--softalloc-began", type=float, default=0.0,
+                        help="the master's start, Unix seconds: its users must run by connectTimeout + half the ramp-up after it")
 
 
 class Visitor(FastHttpUser):
@@ -188,6 +191,20 @@ def _label(environment):
 # ---- the window, on the master ----
 
 
+# Locust's master marks a worker missing once it has missed this many
+# heartbeats (1 s apart). In the window it stands: a worker that silent
+# cannot keep its users' pace. Before it, workers starved on a busy machine
+# missed them while their users started (both at once, 4 s into the test),
+# and Locust moves a missing worker's users to the others or stops the test;
+# so until the window opens the allowance is connectTimeout's, as for the
+# workers' start. The master reads the module's value at each heartbeat.
+_WINDOW_LIVENESS = locust.runners.HEARTBEAT_LIVENESS
+
+
+def _liveness(n):
+    locust.runners.HEARTBEAT_LIVENESS = n
+
+
 class _Master:
     def __init__(self, environment):
         self.env = environment
@@ -196,6 +213,11 @@ class _Master:
         self.names = {}  # client id -> worker name
         self.replies = {}
         self.clock = None
+        self.began = environment.parsed_options.softalloc_began or time.time()
+        self.spawned = False  # Locust's spawning_complete fired
+
+    def spawning_complete(self, **_):
+        self.spawned = True
 
     def hello(self, environment, msg, **_):
         self.names[msg.node_id] = msg.data["worker"]
@@ -214,6 +236,43 @@ class _Master:
     def name(self, cid):
         return self.names.get(cid, cid)
 
+    def running(self):
+        """Every user runs: Locust's master has dispatched them all
+        (spawning_complete) and the workers report them running. It fires
+        spawning_complete after waiting a second for the workers' reports,
+        whether or not they came, so the reports are counted as well."""
+        return self.spawned and self.runner.user_count >= PLAN["users"]
+
+    def open_when_running(self, start):
+        """Waits to open the window, as the live runner's generator does: until
+        every user runs and the ramp-up has passed since the test's start, and
+        then at least half the ramp-up more, so that queues settle after the
+        last user's start. On a busy machine the workers start their users
+        seconds late, and a window opened at a fixed time from the test's start
+        had none of them. The users must run by connectTimeout + half the
+        ramp-up from the master's start (their nominal start plus
+        connectTimeout, the one allowance for Locust's start, the workers'
+        connections and their users' start together), so the window opens by
+        connectTimeout + ramp-up from it: a trial lasts at most as long as it
+        could before, and within the exec runner's default timeout."""
+        t = PLAN["timing"]
+        due = self.began + PLAN["connectTimeout"] + t["rampUp"] / 2
+        while not self.running():
+            if self.runner.state in (STATE_STOPPED, STATE_STOPPING):
+                raise _Failed("Locust stopped the test %.1f s in, before the window opened, with %d of %d users "
+                              "running; see the master's log" % (time.time() - start, self.runner.user_count,
+                                                                 PLAN["users"]))
+            if time.time() >= due:
+                split = ", ".join(sorted("%s %d" % (self.name(c.id), c.user_count) for c in self.runner.clients.all))
+                raise _Failed("%d of %d users were running %.1f s after the master's start (%s), past connectTimeout "
+                              "%g s + half the ramp-up: the workers did not start them in time" % (
+                                  self.runner.user_count, PLAN["users"], time.time() - self.began,
+                                  split or "no workers", PLAN["connectTimeout"]))
+            gevent.sleep(0.05)
+        ready = time.time()
+        logging.info("softalloc: all %d users running %.1f s into the test" % (PLAN["users"], ready - start))
+        gevent.sleep(max(0.0, max(start + t["rampUp"], ready + t["rampUp"] / 2) - time.time()))
+
     def lost(self, expected):
         """The workers of expected that are gone or missing, by name."""
         present = {c.id: c for c in self.runner.clients.all}
@@ -224,14 +283,17 @@ class _Master:
         start = time.time()
         result = {"users": PLAN["users"], "workers": []}
         try:
-            gevent.sleep(max(0.0, start + t["rampUp"] - time.time()))
+            self.open_when_running(start)
             expected = [c.id for c in self.runner.clients.all if c.state != "missing"]
             if len(expected) < PLAN["workers"]:
                 raise _Failed("%d of %d workers running when the window opened (%s)" % (
                     len(expected), PLAN["workers"], ", ".join(sorted(self.name(c) for c in expected)) or "none"))
+            _liveness(_WINDOW_LIVENESS)
+            for c in self.runner.clients.all:
+                c.heartbeat = min(c.heartbeat, _WINDOW_LIVENESS)
             opened = time.time()
             self.runner.send_message("softalloc_open")
-            logging.info("softalloc: the window opened")
+            logging.info("softalloc: the window opened %.1f s into the test" % (opened - start))
             while time.time() < opened + t["runtime"]:
                 gevent.sleep(min(0.5, max(0.0, opened + t["runtime"] - time.time())))
                 gone = self.lost(expected)
@@ -298,8 +360,10 @@ def _init(environment, runner, **_):
         if not environment.parsed_options.softalloc_out:
             raise SystemExit("softalloc locustfile: the master needs --softalloc-out FILE")
         m = _Master(environment)
+        _liveness(max(_WINDOW_LIVENESS, int(PLAN["connectTimeout"])))
         runner.register_message("softalloc_hello", m.hello)
         runner.register_message("softalloc_window", m.window)
+        environment.events.spawning_complete.add_listener(m.spawning_complete)
         environment.events.test_start.add_listener(lambda **kw: m.start())
     elif isinstance(runner, WorkerRunner):
         runner.register_message("softalloc_open", _on_open)

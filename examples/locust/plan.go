@@ -41,6 +41,10 @@ type plan struct {
 	// ReplyTimeout is how long past the window the master waits for the
 	// workers' statistics, if longer than the ramp-down.
 	ReplyTimeout float64 `json:"replyTimeout"`
+	// ConnectTimeout is the settings' connectTimeout, seconds (runLocust
+	// sets it): the users must run by it plus half the ramp-up from the
+	// master's start.
+	ConnectTimeout float64 `json:"connectTimeout"`
 }
 
 type planThink struct {

@@ -96,7 +96,7 @@ func (w window) check(workers int) error {
 	}
 	switch {
 	case open != w.Users:
-		return fmt.Errorf("%d of %d users were running when the window opened (%s): the ramp-up is too short for the workers to start them",
+		return fmt.Errorf("%d of %d users were running when the window opened (%s), though the workers had reported them all running",
 			open, w.Users, strings.Join(split, ", "))
 	case closed != w.Users:
 		return fmt.Errorf("%d of %d users were running when the window closed", closed, w.Users)
