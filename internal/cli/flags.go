@@ -103,10 +103,15 @@ func (f *deploymentFlags) inFile(err error) error {
 // allocation the runner can tell it cannot run (the simulator's rules on
 // tiers and pools; other runners take what the deployment lists). alloc is
 // the --alloc value the allocation came from, empty when none was given.
-func (f *deploymentFlags) checkRunnable(r runner.Runner, d algorithms.Deployment, a algorithms.Allocation, t algorithms.Timing, alloc string) error {
+// sizing names the command when it sizes pools from every tier's throughput
+// and response time (recommend), which the runner must then read.
+func (f *deploymentFlags) checkRunnable(r runner.Runner, d algorithms.Deployment, a algorithms.Allocation, t algorithms.Timing, alloc, sizing string) error {
 	// One user: what is checked is the chain and its pools, not a workload.
 	e := algorithms.Experiment{Deployment: d, Allocation: a, Workload: algorithms.Workload{Users: 1}, Timing: t}
 	err := r.Check(e)
+	if err == nil && sizing != "" {
+		err = r.CheckSizing(e, sizing)
+	}
 	if err == nil {
 		return nil
 	}

@@ -32,6 +32,9 @@ type campaignOptions struct {
 	// preflight, when set, checks a command's own flags against the resolved
 	// campaign before the journal opens (and with --fresh sets it aside).
 	preflight func(campaign) error
+	// sizing names the command when it sizes pools from every tier's
+	// throughput and response time, checked before the first trial.
+	sizing string
 }
 
 func (o *campaignOptions) register(f *factory, cmd *cobra.Command, scope algorithmScope) {
@@ -88,7 +91,7 @@ func (o *campaignOptions) setup() (campaign, error) {
 	if len(o.deployment.allocs) == 1 {
 		alloc = o.deployment.allocs[0]
 	}
-	if err := o.deployment.checkRunnable(c.runner, c.deployment, c.start, t, alloc); err != nil {
+	if err := o.deployment.checkRunnable(c.runner, c.deployment, c.start, t, alloc, o.sizing); err != nil {
 		return c, err
 	}
 	for _, w := range c.runner.Warnings {
@@ -297,6 +300,7 @@ func runRecommend(o *recommendOptions) error {
 	if err != nil {
 		return usageError{err}
 	}
+	o.sizing = "recommend"
 	cp, err := o.setup()
 	if err != nil {
 		return err

@@ -139,7 +139,7 @@ func runSimulate(o *simulateOptions) error {
 		if len(given) > 0 {
 			alloc = given[i]
 		}
-		if err := o.deployment.checkRunnable(r, d, a, timing, alloc); err != nil {
+		if err := o.deployment.checkRunnable(r, d, a, timing, alloc, ""); err != nil {
 			return err
 		}
 	}

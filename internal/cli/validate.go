@@ -112,6 +112,9 @@ func runValidate(o *validateOptions) error {
 			return err
 		}
 	}
+	if o.recommended == "" {
+		o.campaign.sizing = "validate" // its recommend
+	}
 	cp, err := o.campaign.setup()
 	if err != nil {
 		return err

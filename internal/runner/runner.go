@@ -82,6 +82,22 @@ func (r Runner) Check(e algorithms.Experiment) error {
 	return nil
 }
 
+// SizingChecker is implemented by runners that can tell, without running
+// a trial, that they will not read a tier's throughput and response time,
+// which a command that sizes pools (recommend) needs of every tier.
+type SizingChecker interface {
+	CheckSizing(e algorithms.Experiment, command string) error
+}
+
+// CheckSizing reports what the runner would not read of e's tiers that
+// command's sizing needs, if it can tell beforehand.
+func (r Runner) CheckSizing(e algorithms.Experiment, command string) error {
+	if c, ok := r.Experimenter.(SizingChecker); ok {
+		return c.CheckSizing(e, command)
+	}
+	return nil
+}
+
 // WithSeed is the same runner with another seed (runners with Seeded only).
 func (r Runner) WithSeed(seed uint64) (Runner, error) {
 	if !r.Seeded {

@@ -54,6 +54,52 @@ func (r *Runner) CheckExperiment(e algorithms.Experiment) error {
 	return r.checkHook(e.Allocation)
 }
 
+// CheckSizing refuses, before the hook runs or any load starts, a tier whose
+// throughput or response time the runner section does not read, for a
+// command (recommend, validate) that sizes pools from them: minJobs is the
+// critical tier's throughput x response time and each tier in front of it
+// is sized by its own (Little's law, the forced flow law). Which tier is
+// critical is known only after the trials, so every tier needs both; a
+// missing one failed the sizing after every trial had run (tier "db":
+// responseTime: want a finite number > 0, got 0). find-critical reads the
+// CPUs alone (CheckExperiment).
+func (r *Runner) CheckSizing(e algorithms.Experiment, command string) error {
+	for _, t := range e.Deployment.Tiers {
+		tc, q, err := r.tier(t)
+		if err != nil {
+			return err
+		}
+		for _, need := range []struct{ field, query string }{{"throughput", q.Throughput}, {"responseTime", q.ResponseTime}} {
+			if need.query != "" {
+				continue
+			}
+			from := "nothing reads (the tier has no presets)"
+			if len(tc.Presets) > 0 {
+				from = fmt.Sprintf("its presets (%s) do not read", strings.Join(tc.Presets, ", "))
+			}
+			var give []string
+			for _, p := range PresetNames() {
+				if (need.field == "throughput" && Presets[p].Throughput != "") || (need.field == "responseTime" && Presets[p].ResponseTime != "") {
+					give = append(give, p)
+				}
+			}
+			hint := ""
+			if t.Role == algorithms.RoleDB && need.field == "responseTime" {
+				// No database preset reads a latency: mysqld_exporter has none
+				// without performance_schema.
+				hint = "; for a database, its app's view of its queries as testbed/deployment.yaml reads them, or with mysqld_exporter's " +
+					"--collect.perf_schema.eventsstatements MySQL's performance_schema: " +
+					"sum(rate(mysql_perf_schema_events_statements_seconds_total{instance=\"{instance}\"}[{window}])) / " +
+					"sum(rate(mysql_perf_schema_events_statements_total{instance=\"{instance}\"}[{window}]))"
+			}
+			return fmt.Errorf("runner section: tiers.%s: %s needs its %s, which %s: set queries.%s (presets that read it: %s%s); "+
+				"every tier's throughput x response time sizes its pools, and which tier is critical is known only after the trials",
+				t.Name, command, need.field, from, need.field, strings.Join(give, ", "), hint)
+		}
+	}
+	return nil
+}
+
 // checkHook refuses what hookArgv would refuse of e's allocation (a
 // placeholder naming no pool it sets), and a hook program that is not
 // there to run.

@@ -3,6 +3,7 @@ package live
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -100,6 +101,54 @@ func TestRepositoryDeploymentFilesPassTheCheck(t *testing.T) {
 		require.NoError(t, err, name)
 		r, err := New(df.Runner, path)
 		require.NoError(t, err, name)
-		assert.NoError(t, r.CheckExperiment(algorithms.Experiment{Deployment: df.Deployment, Allocation: df.Allocation}), name)
+		e := algorithms.Experiment{Deployment: df.Deployment, Allocation: df.Allocation}
+		assert.NoError(t, r.CheckExperiment(e), name)
+		assert.NoError(t, r.CheckSizing(e, "recommend"), name)
 	}
+}
+
+// Issue 40: recommend ran three trials and then failed in its sizing
+// (tier "db": responseTime: want a finite number > 0, got 0): the mysql
+// preset has no latency, and the check before any load asked for a cpu
+// query only. A command that sizes pools from every tier's throughput and
+// response time is refused before the first trial; find-critical, which
+// reads the CPUs alone, still runs on the same section.
+func TestSizingNeedsEveryTiersLatencyBeforeAnyLoad(t *testing.T) {
+	e := algorithms.Experiment{Allocation: algorithms.Allocation{"web": {Threads: 100}, "app": {Threads: 20, Connections: 10}},
+		Deployment: algorithms.Deployment{Topology: "stack", Tiers: []algorithms.Tier{
+			{Name: "web", Role: algorithms.RoleWeb, Replicas: 1, Cores: 1, Pools: []string{"threads"}},
+			{Name: "app", Role: algorithms.RoleApp, Replicas: 1, Cores: 1, Pools: []string{"threads", "connections"}},
+			{Name: "db", Role: algorithms.RoleDB, Replicas: 1, Cores: 1},
+		}}}
+	server := []any{map[string]any{"instance": "a:1", "node": "a:9100"}}
+	tier := func(queries map[string]any, presets ...any) map[string]any {
+		return map[string]any{"presets": append([]any{"node"}, presets...), "servers": server, "queries": queries}
+	}
+	runner := func(db map[string]any) *Runner {
+		c, err := ParseConfig(section(map[string]any{"tiers": map[string]any{
+			"web": tier(nil, "apache"), "app": tier(nil, "bboard"), "db": db}}), "deployment.yaml")
+		require.NoError(t, err)
+		return &Runner{cfg: c.withDefaults()}
+	}
+
+	mysqlOnly := runner(tier(nil, "mysql"))
+	require.NoError(t, mysqlOnly.CheckExperiment(e), "find-critical reads the CPUs alone")
+	err := mysqlOnly.CheckSizing(e, "recommend")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "runner section: tiers.db: recommend needs its responseTime, which its presets (node, mysql) do not read: set queries.responseTime")
+	_, give, ok := strings.Cut(err.Error(), "presets that read it: ")
+	require.True(t, ok, "the presets that would give it")
+	give, _, _ = strings.Cut(give, ";")
+	for _, p := range []string{"apache", "bboard", "tomcat"} {
+		assert.Contains(t, strings.Split(give, ", "), p)
+	}
+	assert.NotContains(t, strings.Split(give, ", "), "mysql")
+	assert.Contains(t, err.Error(), "mysql_perf_schema_events_statements_seconds_total", "a database's own latency")
+
+	err = runner(tier(map[string]any{"responseTime": "db_seconds / db_queries"})).CheckSizing(e, "validate")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "runner section: tiers.db: validate needs its throughput, which its presets (node) do not read: set queries.throughput")
+
+	withLatency := runner(tier(map[string]any{"responseTime": "db_seconds / db_queries"}, "mysql"))
+	assert.NoError(t, withLatency.CheckSizing(e, "recommend"))
 }
