@@ -24,9 +24,9 @@ func fakeLocust(t *testing.T, dir string) string {
 }
 
 // fakeTrial runs runLocust on the fake Locust with the settings' workers
-// for users, and returns its error, what it logged and the attempt's
-// directory. The context only keeps a regression from hanging the test.
-func fakeTrial(t *testing.T, settings string, users int) (error, []string, string) {
+// for users, and returns what it logged, the attempt's directory and its
+// error. The context only keeps a regression from hanging the test.
+func fakeTrial(t *testing.T, settings string, users int) ([]string, string, error) {
 	t.Helper()
 	dir := t.TempDir()
 	c, err := loadConfig(writeFile(t, filepath.Join(dir, "s.yaml"),
@@ -39,14 +39,14 @@ func fakeTrial(t *testing.T, settings string, users int) (error, []string, strin
 	var logged []string
 	attempt := filepath.Join(dir, "attempt-1")
 	_, err = runLocust(ctx, c, p, attempt, func(format string, a ...any) { logged = append(logged, fmt.Sprintf(format, a...)) })
-	return err, logged, attempt
+	return logged, attempt, err
 }
 
 // Issue 35: a master that never opened its port was waited for until the
 // exec runner's timeout (40 s for a short trial), whatever connectTimeout
 // said; no worker can connect to it, so connectTimeout bounds the wait.
 func TestAMasterThatNeverListensFailsAfterConnectTimeout(t *testing.T) {
-	err, _, _ := fakeTrial(t, "workers: [local]\nconnectTimeout: 1s\n", 5)
+	_, _, err := fakeTrial(t, "workers: [local]\nconnectTimeout: 1s\n", 5)
 	require.Error(t, err)
 	assert.Regexp(t, `^the Locust master did not listen on 127\.0\.0\.1:[0-9]+ within connectTimeout 1s, so no worker could connect; `+
 		`it was still running \(last output: none; log .*master\.log\)$`, err.Error())
@@ -56,7 +56,7 @@ func TestAMasterThatNeverListensFailsAfterConnectTimeout(t *testing.T) {
 // them all (20,002 files; with real Locust, a fork bomb). A trial starts at
 // most one worker per user, the first of the list.
 func TestATrialStartsAtMostOneWorkerPerUser(t *testing.T) {
-	err, logged, attempt := fakeTrial(t, "workers: [local, h2, h3, h4]\nremote: ['{locust}', '{workerArgs}']\nconnectTimeout: 1s\n", 2)
+	logged, attempt, err := fakeTrial(t, "workers: [local, h2, h3, h4]\nremote: ['{locust}', '{workerArgs}']\nconnectTimeout: 1s\n", 2)
 	require.ErrorContains(t, err, "connectTimeout")
 	logs, err := filepath.Glob(filepath.Join(attempt, "worker-*.log"))
 	require.NoError(t, err)
