@@ -229,7 +229,7 @@ func checkPresets(t *testing.T, deployment string) {
 					q = strings.ReplaceAll(q, "{"+k+"}", v)
 				}
 				name := fmt.Sprintf("%s preset %s, %s", tier, preset, field)
-				v, err := promValue(prom, q)
+				v, err := promAnswer(prom, q)
 				if err != nil {
 					for _, m := range metricNames(q) {
 						if n, err := promValue(prom, "count("+m+")"); err != nil || n == 0 {
@@ -305,6 +305,21 @@ func waitScrapesUp(t *testing.T, prom string) {
 			t.Fatalf("Prometheus's scrapes did not all succeed within a minute (min(up): %v, %v; %v targets down)", v, err, down)
 		}
 		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// promAnswer is promValue once the query answers, or its error after 30 s:
+// a rate over 30 s needs two samples of a series the window holds, and a JVM
+// the campaign's last allocation restarted begins its GC series at its first
+// pause (in CI beside a CPU-bound process, one sample old: "0 series").
+func promAnswer(prom, q string) (float64, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v, err := promValue(prom, q)
+		if err == nil || time.Now().After(deadline) {
+			return v, err
+		}
+		time.Sleep(time.Second)
 	}
 }
 
