@@ -178,7 +178,13 @@ func TestLocustTestbed(t *testing.T) {
 			x := float64(w.Total.NumRequests) / w.Window.Seconds
 			z := thought / float64(thinks)
 			r := w.Total.TotalResponseTime / 1000 / float64(w.Total.NumRequests)
-			assert.InEpsilon(t, float64(w.Users), x*(z+r), 0.05, "%s: X %.1f pages/s, Z %.3f s, R %.3f s", path, x, z, r)
+			// Within 5%, or the window's edges: each user's cycle that
+			// straddles an edge is counted in part, up to one page a user
+			// of the window's pages (20 users, 208 pages: 9.6%; a run beside
+			// a CPU-bound process read 6.1% off there, every run before
+			// under 2% at 60 and 80 users).
+			edges := float64(w.Users) / float64(w.Total.NumRequests)
+			assert.InEpsilon(t, float64(w.Users), x*(z+r), math.Max(0.05, edges), "%s: X %.1f pages/s, Z %.3f s, R %.3f s", path, x, z, r)
 			t.Logf("%d users: X(Z+R) %.1f; %s", w.Users, x*(z+r), strings.Join(split, "; "))
 		}
 	})
