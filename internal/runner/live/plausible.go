@@ -2,7 +2,6 @@ package live
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 
@@ -122,4 +121,9 @@ func median(v []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-func abs(x int) int { return int(math.Abs(float64(x))) }
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
