@@ -339,7 +339,11 @@ func (c Config) path(p string) string {
 //     sum(rate(mysql_perf_schema_events_statements_seconds_total{instance="{instance}"}[{window}]))
 //     / sum(rate(mysql_perf_schema_events_statements_total{instance="{instance}"}[{window}])).
 //   - bboard: the testbed's app (testbed/app), a client_golang service.
-var Presets = map[string]Queries{
+//
+// The presets of presets_*.go join these.
+var Presets = joinPresets(builtinPresets, hostPresets, phpPresets)
+
+var builtinPresets = map[string]Queries{
 	"node": {
 		CPU: `1 - avg(rate(node_cpu_seconds_total{mode="idle",instance="{node}"}[{window}]))`,
 	},
@@ -419,6 +423,21 @@ const apachePages = `clamp_min(sum(rate(apache_accesses_total{instance="{instanc
 // apacheServed is 1 when more than a request was served in the window, else
 // 0: less is that noise, read as no page.
 const apacheServed = "(" + apachePages + " > bool (1 / {windowSeconds}))"
+
+// joinPresets is the union of preset sets; a name in two sets is a
+// programming error, caught when the package loads.
+func joinPresets(sets ...map[string]Queries) map[string]Queries {
+	out := map[string]Queries{}
+	for _, set := range sets {
+		for name, q := range set {
+			if _, dup := out[name]; dup {
+				panic("live: preset " + name + " is defined twice")
+			}
+			out[name] = q
+		}
+	}
+	return out
+}
 
 // PresetNames lists the presets.
 func PresetNames() []string {
