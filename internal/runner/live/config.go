@@ -131,6 +131,10 @@ type Queries struct {
 	Pools map[string]PoolQueries `yaml:"pools"`
 	// Resources are other hardware utilisations in [0,1] (disk, network).
 	Resources map[string]string `yaml:"resources"`
+
+	// About describes a preset to its users (softalloc presets,
+	// docs/deployment.md); a deployment file cannot set it.
+	About PresetAbout `yaml:"-"`
 }
 
 // PageQueries are PromQL expressions of the whole deployment's pages, for
@@ -309,49 +313,37 @@ func (c Config) path(p string) string {
 }
 
 // Presets are documented default queries for common exporters. Each is a
-// starting point: a deployment file overrides any query it needs to.
-//
-//   - node: node_exporter on each server ({node}: its instance).
-//   - cgroup: testbed/cgexporter, per-tier CPU over the tier's cgroup quota,
-//     and the share of quota periods in which the tier was throttled.
-//   - apache: apache_exporter (mod_status with ExtendedStatus On) ({instance}).
-//     The exporter fetches /server-status at each scrape, and Apache counts
-//     that request among its accesses: the scrapes, one sample of apache_up
-//     each, are taken out of the throughput (1 request/s at idle at a 1 s
-//     scrape interval), and a request or less left in the window is none.
-//     Another client of /server-status (a second Prometheus, a health probe)
-//     still counts.
-//   - tomcat: Tomcat through Micrometer's TomcatMetrics and Prometheus
-//     registry ({instance}), the names checked against embedded Tomcat 11
-//     (testbed/java). The thread gauges are sampled at each scrape: busy is
-//     their mean over the window and fullShare the share of samples with
-//     every thread busy.
-//   - hikari: HikariCP's MicrometerMetricsTrackerFactory ({instance}),
-//     checked against HikariCP 7.1; sampled as tomcat's.
-//   - jvm: Micrometer's JvmGcMetrics and ProcessorMetrics ({instance}):
-//     gcShare is stop-the-world pause seconds per second (G1's or Serial's
-//     pauses; a collector's concurrent phases are not in it), cpu the JVM
-//     process's CPU over {cores} cores. The pause series appears at the
-//     JVM's first collection.
-//   - mysql: mysqld_exporter for MySQL or MariaDB ({instance}). It has no
-//     per-query latency without performance_schema; with
-//     --collect.perf_schema.eventsstatements, set responseTime to
-//     sum(rate(mysql_perf_schema_events_statements_seconds_total{instance="{instance}"}[{window}]))
-//     / sum(rate(mysql_perf_schema_events_statements_total{instance="{instance}"}[{window}])).
-//   - bboard: the testbed's app (testbed/app), a client_golang service.
+// starting point: a deployment file overrides any query it needs to. Each
+// says in About what it reads and the exporter it needs (softalloc presets
+// prints them, docs/deployment.md lists them).
 //
 // The presets of presets_*.go join these.
 var Presets = joinPresets(builtinPresets, hostPresets, phpPresets)
 
 var builtinPresets = map[string]Queries{
 	"node": {
+		About: PresetAbout{
+			Reads:    "the CPU utilisation of a host, all its cores",
+			Exporter: "node_exporter on each server ({node}: its instance)",
+		},
 		CPU: `1 - avg(rate(node_cpu_seconds_total{mode="idle",instance="{node}"}[{window}]))`,
 	},
 	"cgroup": {
+		About: PresetAbout{
+			Reads:    "a tier's CPU over its cgroup's CPU quota, and the share of quota periods in which it was throttled",
+			Exporter: "testbed/cgexporter, the testbed's cgroup exporter ({tier}: the tier's cgroup label)",
+		},
 		CPU:       `sum(rate(softalloc_testbed_cpu_usage_seconds_total{tier="{tier}"}[{window}])) / sum(softalloc_testbed_cpu_limit_cores{tier="{tier}"})`,
 		Throttled: `sum(rate(softalloc_testbed_cpu_throttled_periods_total{tier="{tier}"}[{window}])) / sum(rate(softalloc_testbed_cpu_periods_total{tier="{tier}"}[{window}]))`,
 	},
 	"apache": {
+		About: PresetAbout{
+			Reads:    "Apache's page throughput and response time, and its worker threads",
+			Exporter: "apache_exporter, with mod_status and ExtendedStatus On ({instance})",
+			Notes: "The exporter fetches /server-status at each scrape, and Apache counts that request among its accesses: " +
+				"the scrapes, one sample of apache_up each, are taken out of the throughput (1 request/s at idle at a 1 s scrape interval), " +
+				"and a request or less left in the window is none. Another client of /server-status (a second Prometheus, a health probe) still counts.",
+		},
 		Throughput: apachePages + " * " + apacheServed,
 		// The scrapes' durations stay in the sum (mod_status counts none
 		// apart): a status page takes well under a millisecond, beside pages
@@ -369,6 +361,11 @@ var builtinPresets = map[string]Queries{
 	// them at its evaluation interval (1m by default), a single point in a
 	// window of seconds.
 	"tomcat": {
+		About: PresetAbout{
+			Reads:    "Tomcat's request throughput and response time, and its request threads",
+			Exporter: "Micrometer's TomcatMetrics and Prometheus registry ({instance}), checked against embedded Tomcat 11 (testbed/java)",
+			Notes:    "The thread gauges are sampled at each scrape: busy is their mean over the window and fullShare the share of samples with every thread busy.",
+		},
 		Throughput:   `sum(rate(tomcat_global_request_seconds_count{instance="{instance}"}[{window}]))`,
 		ResponseTime: `sum(rate(tomcat_global_request_seconds_sum{instance="{instance}"}[{window}])) / sum(rate(tomcat_global_request_seconds_count{instance="{instance}"}[{window}]))`,
 		Pools: map[string]PoolQueries{"threads": {
@@ -378,6 +375,11 @@ var builtinPresets = map[string]Queries{
 		}},
 	},
 	"hikari": {
+		About: PresetAbout{
+			Reads:    "HikariCP's connection pool",
+			Exporter: "HikariCP's MicrometerMetricsTrackerFactory ({instance}), checked against HikariCP 7.1",
+			Notes:    "Sampled as tomcat's: busy is the mean of the active-connections gauge over the window, fullShare the share of samples with every connection active.",
+		},
 		Pools: map[string]PoolQueries{"connections": {
 			Busy:      `sum(avg_over_time(hikaricp_connections_active{instance="{instance}"}[{window}]))`,
 			Size:      `sum(last_over_time(hikaricp_connections_max{instance="{instance}"}[{window}]))`,
@@ -385,10 +387,24 @@ var builtinPresets = map[string]Queries{
 		}},
 	},
 	"jvm": {
+		About: PresetAbout{
+			Reads:    "a JVM's CPU and its stop-the-world garbage-collection pauses",
+			Exporter: "Micrometer's JvmGcMetrics and ProcessorMetrics ({instance})",
+			Notes: "gcShare is stop-the-world pause seconds per second (G1's or Serial's pauses; a collector's concurrent phases are not in it), " +
+				"cpu the JVM process's CPU over {cores} cores. The pause series appears at the JVM's first collection.",
+		},
 		CPU:     `rate(process_cpu_time_ns_total{instance="{instance}"}[{window}]) / 1e9 / {cores}`,
 		GCShare: `sum(rate(jvm_gc_pause_seconds_sum{instance="{instance}"}[{window}]))`,
 	},
 	"mysql": {
+		About: PresetAbout{
+			Reads:    "MySQL's or MariaDB's statement throughput and running threads (no latency)",
+			Exporter: "mysqld_exporter ({instance})",
+			Notes: "It has no per-query latency without performance_schema; with --collect.perf_schema.eventsstatements, set responseTime to " +
+				"sum(rate(mysql_perf_schema_events_statements_seconds_total{instance=\"{instance}\"}[{window}])) / " +
+				"sum(rate(mysql_perf_schema_events_statements_total{instance=\"{instance}\"}[{window}])). " +
+				"The exporter's own query is running at every scrape: busy threads leave it out.",
+		},
 		Throughput: `rate(mysql_global_status_questions{instance="{instance}"}[{window}])`,
 		Pools: map[string]PoolQueries{"threads": {
 			// The exporter's own query is running at every scrape.
@@ -397,6 +413,10 @@ var builtinPresets = map[string]Queries{
 		}},
 	},
 	"bboard": {
+		About: PresetAbout{
+			Reads:    "the testbed's app: its throughput, response time, threads and connections",
+			Exporter: "the testbed's app (testbed/app), a client_golang service ({instance})",
+		},
 		Throughput:   `sum(rate(bboard_requests_total{instance="{instance}"}[{window}]))`,
 		ResponseTime: `sum(rate(bboard_request_duration_seconds_sum{instance="{instance}"}[{window}])) / sum(rate(bboard_request_duration_seconds_count{instance="{instance}"}[{window}]))`,
 		Pools: map[string]PoolQueries{
