@@ -6,6 +6,12 @@
 // the tier's processes from /proc and reports the machine's cores as the cap
 // (uncapped).
 //
+// It exports each tier's memory too (memory.go): the working set against
+// the cgroup's limit (v2 memory.current and memory.max; v1 the memory
+// hierarchy's usage_in_bytes and limit_in_bytes), the OOM kills and limit
+// hits, and PSI memory stalls where the kernel has them (v2). A tier without
+// a memory cgroup reads its processes' memory against the machine's.
+//
 // node_exporter would give a whole machine's CPU; the testbed's tiers share
 // one machine, so each needs its own accounting.
 package main
@@ -33,6 +39,7 @@ func main() {
 	mode := flag.String("mode", "v1", "v1 (cpu and cpuacct hierarchies), v2 (unified) or proc (no cgroups: /proc, uncapped)")
 	cpuRoot := flag.String("cpu", "", "v1: the cpu hierarchy's directory holding one cgroup per tier; v2: the directory holding one cgroup per tier")
 	acctRoot := flag.String("cpuacct", "", "v1: the cpuacct hierarchy's directory holding one cgroup per tier (default: -cpu)")
+	memRoot := flag.String("memory", "", "v1: the memory hierarchy's directory holding one cgroup per tier (default: -cpu's path under the memory hierarchy, /sys/fs/cgroup/memory/...); a tier without one there reads its processes' memory")
 	pidDir := flag.String("pids", "", "proc: directory of TIER.pid files")
 	tiers := flag.String("tiers", "web,app,db", "tiers, comma-separated: cgroup names, or pid file names in proc mode")
 	flag.Parse()
@@ -42,7 +49,10 @@ func main() {
 	var src source
 	switch *mode {
 	case "v1":
-		src = v1{cpu: *cpuRoot, acct: *acctRoot}
+		if *memRoot == "" {
+			*memRoot = siblingHierarchy(*cpuRoot, "memory")
+		}
+		src = v1{cpu: *cpuRoot, acct: *acctRoot, mem: *memRoot}
 	case "v2":
 		src = v2{root: *cpuRoot}
 	case "proc":
@@ -65,6 +75,7 @@ type stats struct {
 	throttled      float64 // seconds
 	throttledCount float64 // periods
 	periods        float64 // quota periods in which the tier had work
+	mem            memStats
 }
 
 type source interface {
@@ -87,6 +98,19 @@ var (
 		"Quota periods in which the tier was throttled.", []string{"tier"}, nil)
 	descPeriods = prometheus.NewDesc("softalloc_testbed_cpu_periods_total",
 		"Quota periods in which the tier had work to run (cpu.stat's nr_periods).", []string{"tier"}, nil)
+
+	descMemUsage = prometheus.NewDesc("softalloc_testbed_memory_usage_bytes",
+		"Memory charged to the tier's cgroup, page cache included (v2 memory.current, v1 memory.usage_in_bytes); without a memory cgroup, its processes' PSS.", []string{"tier"}, nil)
+	descMemWorkingSet = prometheus.NewDesc("softalloc_testbed_memory_working_set_bytes",
+		"The tier's memory less the inactive page cache the kernel reclaims first: what its limit must hold.", []string{"tier"}, nil)
+	descMemLimit = prometheus.NewDesc("softalloc_testbed_memory_limit_bytes",
+		"The tier's memory limit (v2 memory.max, v1 memory.limit_in_bytes), or the machine's memory when it has none below it.", []string{"tier", "limited"}, nil)
+	descOOMKills = prometheus.NewDesc("softalloc_testbed_memory_oom_kills_total",
+		"Processes of the tier the OOM killer killed (v2 memory.events oom_kill, v1 memory.oom_control oom_kill).", []string{"tier"}, nil)
+	descLimitHits = prometheus.NewDesc("softalloc_testbed_memory_limit_hits_total",
+		"Times the tier's memory reached its limit (v2 memory.events max, v1 memory.failcnt).", []string{"tier"}, nil)
+	descMemStall = prometheus.NewDesc("softalloc_testbed_memory_pressure_seconds_total",
+		"PSI: time in which some (at least one) or full (every non-idle) task of the tier stalled on memory (memory.pressure's total).", []string{"tier", "stall"}, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
@@ -95,6 +119,12 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descThrottled
 	ch <- descThrottledPeriods
 	ch <- descPeriods
+	ch <- descMemUsage
+	ch <- descMemWorkingSet
+	ch <- descMemLimit
+	ch <- descOOMKills
+	ch <- descLimitHits
+	ch <- descMemStall
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -111,7 +141,44 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descThrottledPeriods, prometheus.CounterValue, s.throttledCount, t)
 			ch <- prometheus.MustNewConstMetric(descPeriods, prometheus.CounterValue, s.periods, t)
 		}
+		collectMemory(ch, t, s.mem)
 	}
+}
+
+func collectMemory(ch chan<- prometheus.Metric, tier string, m memStats) {
+	if m.usage < 0 {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(descMemUsage, prometheus.GaugeValue, m.usage, tier)
+	ch <- prometheus.MustNewConstMetric(descMemWorkingSet, prometheus.GaugeValue, m.workingSet, tier)
+	ch <- prometheus.MustNewConstMetric(descMemLimit, prometheus.GaugeValue, m.limit, tier, strconv.FormatBool(m.limited))
+	if m.oomKills >= 0 {
+		ch <- prometheus.MustNewConstMetric(descOOMKills, prometheus.CounterValue, m.oomKills, tier)
+	}
+	if m.limitHits >= 0 {
+		ch <- prometheus.MustNewConstMetric(descLimitHits, prometheus.CounterValue, m.limitHits, tier)
+	}
+	for _, p := range []struct {
+		kind string
+		v    float64
+	}{{"some", m.someStall}, {"full", m.fullStall}} {
+		if p.v >= 0 {
+			ch <- prometheus.MustNewConstMetric(descMemStall, prometheus.CounterValue, p.v, tier, p.kind)
+		}
+	}
+}
+
+// siblingHierarchy is dir's path under another v1 hierarchy:
+// /sys/fs/cgroup/cpu/softalloc-testbed under memory is
+// /sys/fs/cgroup/memory/softalloc-testbed. "" when dir is not under
+// /sys/fs/cgroup.
+func siblingHierarchy(dir, controller string) string {
+	rest, ok := strings.CutPrefix(filepath.Clean(dir), "/sys/fs/cgroup/")
+	if !ok {
+		return ""
+	}
+	_, sub, _ := strings.Cut(rest, "/")
+	return filepath.Join("/sys/fs/cgroup", controller, sub)
 }
 
 func readNumber(path string) (float64, error) {
@@ -143,7 +210,7 @@ func readKV(path string) (map[string]float64, error) {
 	return out, sc.Err()
 }
 
-type v1 struct{ cpu, acct string }
+type v1 struct{ cpu, acct, mem string }
 
 func (s v1) read(tier string) (stats, error) {
 	ns, err := readNumber(filepath.Join(s.acct, tier, "cpuacct.usage"))
@@ -165,7 +232,24 @@ func (s v1) read(tier string) (stats, error) {
 	if kv, err := readKV(filepath.Join(s.cpu, tier, "cpu.stat")); err == nil {
 		st.throttled, st.throttledCount, st.periods = kv["throttled_time"]/1e9, kv["nr_throttled"], kv["nr_periods"]
 	}
-	return st, nil
+	st.mem, err = s.memory(tier)
+	return st, err
+}
+
+// memory reads the tier's memory cgroup, or, when the memory hierarchy has
+// none for it, the memory of the processes in its cpu cgroup.
+func (s v1) memory(tier string) (memStats, error) {
+	dir := filepath.Join(s.mem, tier)
+	if s.mem != "" {
+		if _, err := os.Stat(filepath.Join(dir, "memory.usage_in_bytes")); err == nil {
+			return memoryV1(dir)
+		}
+	}
+	pids, err := cgroupProcs(filepath.Join(s.cpu, tier))
+	if err != nil {
+		return unknownMem(), err
+	}
+	return memoryOfProcesses(pids)
 }
 
 type v2 struct{ root string }
@@ -188,7 +272,8 @@ func (s v2) read(tier string) (stats, error) {
 			st.limit = q / p
 		}
 	}
-	return st, nil
+	st.mem, err = memoryV2(filepath.Join(s.root, tier))
+	return st, err
 }
 
 // procSource sums utime and stime of a tier's process tree (the pid in
@@ -240,13 +325,16 @@ func (s procSource) read(tier string) (stats, error) {
 		return stats{}, errors.New("process not running")
 	}
 	var sum float64
+	var tree []int
 	for pid, t := range ticks {
 		for p, n := pid, 0; p > 0 && n < 64; p, n = parent[p], n+1 {
 			if p == root {
 				sum += t
+				tree = append(tree, pid)
 				break
 			}
 		}
 	}
-	return stats{usage: sum / clockTicks, limit: float64(runtime.NumCPU()), throttled: -1}, nil
+	mem, err := memoryOfProcesses(tree)
+	return stats{usage: sum / clockTicks, limit: float64(runtime.NumCPU()), throttled: -1, mem: mem}, err
 }
