@@ -25,6 +25,35 @@ const (
 	PoolConnections = "connections"
 )
 
+// PoolChildren is the deployment file's name for the pool of a tier whose
+// workers are processes that each open their own connections to the next
+// tier (php-fpm's children): one pool that is both the tier's workers and
+// its connections. The model keeps it as the tier's threads (it bounds the
+// tier's concurrent jobs as a thread pool does) and marks the tier
+// Children, so that the algorithms, journals and hooks of thread pools
+// apply unchanged and the next tier's connection limit is derived from it
+// (MaxConnections) instead of being a pool of its own.
+const PoolChildren = "children"
+
+// What a tier runs (Tier.Software): it chooses the config snippets and
+// validate's named baselines, which mean nothing for other software.
+const (
+	SoftwareApache     = "apache"
+	SoftwareNginx      = "nginx"
+	SoftwarePHPFPM     = "php-fpm"
+	SoftwareTomcat     = "tomcat"
+	SoftwareHikari     = "hikari" // a JVM application whose DB pool is HikariCP
+	SoftwareGo         = "go"
+	SoftwareMariaDB    = "mariadb"
+	SoftwareMySQL      = "mysql"
+	SoftwarePostgreSQL = "postgresql"
+	SoftwarePgBouncer  = "pgbouncer"
+)
+
+// KnownSoftware lists the values Tier.Software takes.
+var KnownSoftware = []string{SoftwareApache, SoftwareNginx, SoftwarePHPFPM, SoftwareTomcat, SoftwareHikari,
+	SoftwareGo, SoftwareMariaDB, SoftwareMySQL, SoftwarePostgreSQL, SoftwarePgBouncer}
+
 // Tier is one tier of an n-tier chain: a set of identical replicated servers.
 type Tier struct {
 	Name     string   `json:"name"`
@@ -32,6 +61,25 @@ type Tier struct {
 	Replicas int      `json:"replicas"`
 	Cores    int      `json:"cores"`
 	Pools    []string `json:"pools,omitempty"` // the pools an allocation sets, in order
+	// Software is what the tier's servers run (one of KnownSoftware), or
+	// empty: unknown, and snippets and baselines go by role as before.
+	Software string `json:"software,omitempty"`
+	// Children says the tier's threads are worker processes that each hold
+	// their own connections to the next tier (PoolChildren).
+	Children bool `json:"children,omitempty"`
+}
+
+// PoolLabel names one of the tier's pools for people: "php-fpm children"
+// for a php-fpm tier's workers, "children" for another children tier's,
+// else the pool's name.
+func (t Tier) PoolLabel(pool string) string {
+	if pool == PoolThreads && t.Children {
+		if t.Software == SoftwarePHPFPM {
+			return "php-fpm children"
+		}
+		return PoolChildren
+	}
+	return pool
 }
 
 // HasPool reports whether the tier's allocation sets the named pool.

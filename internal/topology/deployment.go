@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -72,6 +73,7 @@ type fileTier struct {
 	Replicas yaml.Node `yaml:"replicas"`
 	Cores    yaml.Node `yaml:"cores"`
 	Pools    yaml.Node `yaml:"pools"`
+	Software yaml.Node `yaml:"software"`
 }
 
 const (
@@ -177,6 +179,10 @@ func (p *parser) parse(data []byte) (DeploymentFile, error) {
 			df.Allocation[t.Name] = pools
 		}
 	}
+	if last := df.Deployment.Tiers[len(df.Deployment.Tiers)-1]; last.Children {
+		return DeploymentFile{}, p.fail(nil, "%s: pools: children open connections to the next tier, and %q is the last; give it threads",
+			p.tierLabel(len(df.Deployment.Tiers)-1), last.Name)
+	}
 	df.Deployment.Topology = FormatTopology(df.Deployment)
 	if df.Deployment.Topology == "" {
 		if df.Name == "" {
@@ -247,6 +253,14 @@ func (p *parser) tier(i int, ft *fileTier, seen map[string]int) (algorithms.Tier
 		}
 	}
 
+	if !isAbsent(&ft.Software) {
+		sw := resolve(&ft.Software)
+		if sw.Kind != yaml.ScalarNode || !slices.Contains(algorithms.KnownSoftware, sw.Value) {
+			return t, pools, fail("software: want %s, got %s", orList(algorithms.KnownSoftware), describe(sw))
+		}
+		t.Software = sw.Value
+	}
+
 	if isAbsent(&ft.Pools) {
 		return t, pools, nil
 	}
@@ -255,11 +269,35 @@ func (p *parser) tier(i int, ft *fileTier, seen map[string]int) (algorithms.Tier
 		return t, pools, fail("pools: want a mapping of %s and %s to sizes, got %s",
 			algorithms.PoolThreads, algorithms.PoolConnections, describe(pn))
 	}
+	mixed := func(other string) error {
+		return fail("pools: children are the tier's workers and its connections both; give children alone, not with %s", other)
+	}
 	for j := 0; j+1 < len(pn.Content); j += 2 {
 		k, v := resolve(pn.Content[j]), pn.Content[j+1]
+		if k.Kind == yaml.ScalarNode && k.Value == algorithms.PoolChildren {
+			// The children are the tier's workers, and each opens its own
+			// connections: the model keeps them as its threads.
+			if t.Children {
+				return t, pools, fail("pools: children given twice")
+			}
+			for _, other := range []string{algorithms.PoolThreads, algorithms.PoolConnections} {
+				if pools.Size(other) != 0 {
+					return t, pools, mixed(other)
+				}
+			}
+			n, err := readInt(v, MaxPoolSize)
+			if err != nil {
+				return t, pools, fail("pools: children: %v", err)
+			}
+			t.Children, pools.Threads = true, n
+			continue
+		}
 		if k.Kind != yaml.ScalarNode || (k.Value != algorithms.PoolThreads && k.Value != algorithms.PoolConnections) {
 			return t, pools, fail("pools: unknown pool %s; want %s or %s",
 				describe(k), algorithms.PoolThreads, algorithms.PoolConnections)
+		}
+		if t.Children {
+			return t, pools, mixed(k.Value)
 		}
 		if pools.Size(k.Value) != 0 {
 			return t, pools, fail("pools: %s given twice", k.Value)
@@ -274,6 +312,12 @@ func (p *parser) tier(i int, ft *fileTier, seen map[string]int) (algorithms.Tier
 			pools.Connections = n
 		}
 	}
+	if !t.Children && t.Software == algorithms.SoftwarePHPFPM && pools.Threads != 0 {
+		// Sized as threads, the DB's connections would be taken as a pool
+		// the tier does not have (issue 36: max_connections of 10-12 for
+		// 150-200 children).
+		return t, pools, fail("pools: php-fpm's pool is its children, each with its own DB connections: write pools: {children: N}")
+	}
 	// The pools in a fixed order, as ParseTopology lists them, whatever the
 	// file's order: a deployment's value must not depend on how it was written.
 	for _, name := range []string{algorithms.PoolThreads, algorithms.PoolConnections} {
@@ -282,6 +326,14 @@ func (p *parser) tier(i int, ft *fileTier, seen map[string]int) (algorithms.Tier
 		}
 	}
 	return t, pools, nil
+}
+
+// orList is "a, b or c".
+func orList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
 }
 
 // validName allows what is safe in server names ("app-1"), allocation keys
