@@ -1,0 +1,399 @@
+// Package discover proposes a deployment file from what a Prometheus scrapes:
+// which exporters answer, which servers they watch, the tiers those servers
+// make in chain order, each tier's presets and current pool sizes, and what
+// it could not find and the user must decide.
+package discover
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+)
+
+// A signature is a metric only one kind of exporter (or instrumented
+// library) writes: a target that has it runs that software.
+type signature struct {
+	kind   string // what runs: the live runner's preset of the same name where there is one
+	metric string
+	role   string // web, app or db; "" for a CPU source, which watches servers rather than being one
+	about  string
+}
+
+// signatures are checked in this order; a target may match several (one JVM
+// serves Tomcat's, HikariCP's and the JVM's metrics).
+var signatures = []signature{
+	{"apache", "apache_accesses_total", "web", "Apache httpd through apache_exporter"},
+	{"nginx", "nginx_http_requests_total", "web", "nginx through nginx-prometheus-exporter"},
+	{"tomcat", "tomcat_threads_config_max_threads", "app", "Tomcat through Micrometer"},
+	{"hikari", "hikaricp_connections_max", "app", "HikariCP through Micrometer"},
+	{"jvm", "jvm_gc_pause_seconds_count", "app", "a JVM through Micrometer"},
+	{"phpfpm", "phpfpm_total_processes", "app", "php-fpm's status page"},
+	{"bboard", "bboard_pool_size", "app", "the testbed's bulletin board"},
+	{"mysql", "mysql_up", "db", "MySQL or MariaDB through mysqld_exporter"},
+	{"postgres", "pg_up", "db", "PostgreSQL through postgres_exporter"},
+	{"pgbouncer", "pgbouncer_up", "db", "PgBouncer through pgbouncer_exporter"},
+	{"node", "node_cpu_seconds_total", "", "node_exporter (a host's CPU)"},
+	{"process-exporter", "namedprocess_namegroup_cpu_seconds_total", "", "process-exporter (CPU per process group)"},
+	{"cadvisor", "container_cpu_usage_seconds_total", "", "cAdvisor or the kubelet (CPU per container)"},
+	{"cgroup", "softalloc_testbed_cpu_usage_seconds_total", "", "the testbed's cgroup exporter (CPU per tier)"},
+}
+
+// source is one series of a CPU source: who reports it and by which labels.
+type source struct {
+	kind, instance string
+	labels         model.LabelSet
+}
+
+// roleOrder is the chain's order: requests flow from web to db.
+var roleOrder = map[string]int{"web": 0, "app": 1, "db": 2}
+
+// Target is one scraped endpoint and what it runs.
+type Target struct {
+	Job      string   `json:"job"`
+	Instance string   `json:"instance"`
+	Up       bool     `json:"up"`
+	Kinds    []string `json:"kinds,omitempty"`
+}
+
+// Tier is a proposed tier of the deployment.
+type Tier struct {
+	Name     string `json:"name"`
+	Role     string `json:"role"`
+	Software string `json:"software"`
+	// Presets in the order the live runner applies them (later ones win).
+	Presets []string `json:"presets"`
+	// Servers are the placeholder values of each server, {instance} first.
+	Servers []map[string]string `json:"servers"`
+	// Pools are the sizes read now (the allocation a campaign starts from),
+	// per server.
+	Pools map[string]int `json:"pools,omitempty"`
+	// Queries override the presets' (the db tier's response time read from
+	// the app, where the app measures it).
+	Queries map[string]string `json:"queries,omitempty"`
+	// Notes say what could not be found for this tier.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Proposal is what Discover found.
+type Proposal struct {
+	Prometheus string   `json:"prometheus"`
+	Targets    []Target `json:"targets"`
+	Tiers      []Tier   `json:"tiers"`
+	// Decide lists what the metrics cannot tell and the user must.
+	Decide []string `json:"decide,omitempty"`
+}
+
+// querier is the part of Prometheus's API Discover uses.
+type querier interface {
+	Query(ctx context.Context, query string, ts time.Time, opts ...v1.Option) (model.Value, v1.Warnings, v1.Infos, error)
+}
+
+// Discover asks the Prometheus at address what it scrapes and proposes tiers.
+func Discover(ctx context.Context, address string, rt http.RoundTripper) (Proposal, error) {
+	c, err := api.NewClient(api.Config{Address: address, RoundTripper: rt})
+	if err != nil {
+		return Proposal{}, fmt.Errorf("prometheus %q: %w", address, err)
+	}
+	p, err := discover(ctx, v1.NewAPI(c), time.Now())
+	p.Prometheus = address
+	return p, err
+}
+
+func discover(ctx context.Context, q querier, now time.Time) (Proposal, error) {
+	vector := func(query string) (model.Vector, error) {
+		v, _, _, err := q.Query(ctx, query, now)
+		if err != nil {
+			return nil, fmt.Errorf("query %s: %w", query, err)
+		}
+		vec, ok := v.(model.Vector)
+		if !ok {
+			return nil, fmt.Errorf("query %s: a %s; want an instant vector", query, v.Type())
+		}
+		return vec, nil
+	}
+	up, err := vector("up")
+	if err != nil {
+		return Proposal{}, err
+	}
+	if len(up) == 0 {
+		return Proposal{}, fmt.Errorf("the Prometheus scrapes nothing (the query up returned no series): add the exporters' targets to its scrape configuration")
+	}
+	var p Proposal
+	byInstance := map[string]*Target{}
+	for _, s := range up {
+		inst := string(s.Metric["instance"])
+		t := &Target{Job: string(s.Metric["job"]), Instance: inst, Up: s.Value == 1}
+		byInstance[inst] = t
+		p.Targets = append(p.Targets, *t)
+	}
+	var sources []source
+	for _, sig := range signatures {
+		vec, err := vector(fmt.Sprintf("group by (instance, tier, groupname, name) (%s)", sig.metric))
+		if err != nil {
+			return Proposal{}, err
+		}
+		seen := map[string]bool{}
+		for _, s := range vec {
+			inst := string(s.Metric["instance"])
+			if sig.role == "" {
+				sources = append(sources, source{kind: sig.kind, instance: inst, labels: model.LabelSet(s.Metric)})
+			}
+			if seen[inst] {
+				continue
+			}
+			seen[inst] = true
+			if t := byInstance[inst]; t != nil {
+				t.Kinds = append(t.Kinds, sig.kind)
+			}
+		}
+	}
+	for i := range p.Targets {
+		p.Targets[i].Kinds = byInstance[p.Targets[i].Instance].Kinds
+	}
+	sort.Slice(p.Targets, func(i, j int) bool { return p.Targets[i].Instance < p.Targets[j].Instance })
+
+	// Servers by software: the first kind with a role names what a target is.
+	bySoftware := map[string][]Target{}
+	var softwares []string
+	for _, t := range p.Targets {
+		sw, role := software(t.Kinds)
+		if role == "" {
+			continue
+		}
+		if !t.Up {
+			p.Decide = append(p.Decide, fmt.Sprintf("target %s (job %s) runs %s but is down: it is left out; bring it up and run init again", t.Instance, t.Job, sw))
+			continue
+		}
+		if _, ok := bySoftware[sw]; !ok {
+			softwares = append(softwares, sw)
+		}
+		bySoftware[sw] = append(bySoftware[sw], t)
+	}
+	if len(softwares) == 0 {
+		return p, fmt.Errorf("none of the %d targets runs a server softalloc knows (%s): nothing to size", len(p.Targets), knownServers())
+	}
+	sort.SliceStable(softwares, func(i, j int) bool {
+		ri, rj := roleOrder[roleOf(softwares[i])], roleOrder[roleOf(softwares[j])]
+		if ri != rj {
+			return ri < rj
+		}
+		return softwares[i] < softwares[j]
+	})
+	names := map[string]int{}
+	for _, sw := range softwares {
+		names[roleOf(sw)]++
+	}
+	for _, sw := range softwares {
+		role := roleOf(sw)
+		name := role
+		if names[role] > 1 {
+			name = sw // two kinds in one role: the tiers take the software's names
+			p.Decide = append(p.Decide, fmt.Sprintf("two %s tiers (%s): the metrics do not say which calls which; put them in the chain's order", role, strings.Join(sameRole(softwares, role), ", ")))
+		}
+		t := Tier{Name: name, Role: role, Software: sw}
+		targets := bySoftware[sw]
+		for _, tg := range targets {
+			t.Servers = append(t.Servers, map[string]string{"instance": tg.Instance})
+		}
+		// Presets: the app's own (jvm before the others, whose CPU wins), then the kinds.
+		kinds := targets[0].Kinds
+		for _, k := range []string{"jvm"} {
+			if slices.Contains(kinds, k) {
+				t.Presets = append(t.Presets, k)
+			}
+		}
+		t.Presets = append(t.Presets, cpuPresets(&t, sources)...)
+		for _, k := range kinds {
+			if k != "jvm" && roleOf(k) != "" && preset(k) {
+				t.Presets = append(t.Presets, k)
+			}
+		}
+		p.Tiers = append(p.Tiers, t)
+	}
+	// Pools now, and the db tier's latency.
+	for i := range p.Tiers {
+		if err := readPools(&p.Tiers[i], vector); err != nil {
+			return p, err
+		}
+	}
+	if err := dbLatency(&p, vector); err != nil {
+		return p, err
+	}
+	for _, t := range p.Tiers {
+		if !hasCPU(t) {
+			p.Decide = append(p.Decide, fmt.Sprintf("tier %s: no CPU source found (no cgroup exporter with tier=%q, no node_exporter on a host of its own): add a cpu query (see softalloc presets)", t.Name, t.Name))
+		}
+	}
+	return p, nil
+}
+
+func roleOf(kind string) string {
+	for _, s := range signatures {
+		if s.kind == kind {
+			return s.role
+		}
+	}
+	return ""
+}
+
+// software names what a target runs: its first kind with a role.
+func software(kinds []string) (string, string) {
+	for _, k := range kinds {
+		if r := roleOf(k); r != "" && k != "hikari" && k != "jvm" {
+			return k, r
+		}
+	}
+	for _, k := range kinds {
+		if r := roleOf(k); r != "" {
+			return k, r
+		}
+	}
+	return "", ""
+}
+
+func sameRole(softwares []string, role string) []string {
+	var out []string
+	for _, s := range softwares {
+		if roleOf(s) == role {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func knownServers() string {
+	var out []string
+	for _, s := range signatures {
+		if s.role != "" {
+			out = append(out, s.kind)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// presetKinds are the kinds the live runner has a preset for under that name.
+var presetKinds = map[string]bool{"apache": true, "tomcat": true, "hikari": true, "jvm": true, "bboard": true, "mysql": true, "node": true, "cgroup": true}
+
+func preset(kind string) bool { return presetKinds[kind] }
+
+func host(instance string) string {
+	h, _, err := net.SplitHostPort(instance)
+	if err != nil {
+		return instance
+	}
+	return h
+}
+
+// cpuPresets picks where the tier's CPU comes from: the testbed's cgroup
+// exporter when it reports a cgroup of the tier's name, else node_exporter
+// on the servers' own host when no other server shares that host (a host's
+// CPU is a tier's only then).
+func cpuPresets(t *Tier, sources []source) []string {
+	for _, s := range sources {
+		if s.kind == "cgroup" && string(s.labels["tier"]) == t.Name {
+			return []string{"cgroup"}
+		}
+	}
+	nodes := map[string]string{} // host -> node_exporter instance
+	for _, s := range sources {
+		if s.kind == "node" {
+			nodes[host(s.instance)] = s.instance
+		}
+	}
+	var found []string
+	for _, srv := range t.Servers {
+		n, ok := nodes[host(srv["instance"])]
+		if !ok {
+			found = nil
+			break
+		}
+		found = append(found, n)
+	}
+	if found == nil {
+		return nil
+	}
+	for i, srv := range t.Servers {
+		srv["node"] = found[i]
+	}
+	t.Notes = append(t.Notes, "CPU from node_exporter on each server's host: true only if nothing else runs there (check that no other tier shares the host)")
+	return []string{"node"}
+}
+
+func hasCPU(t Tier) bool {
+	if t.Queries["cpu"] != "" {
+		return true
+	}
+	for _, p := range t.Presets {
+		if p == "cgroup" || p == "node" || p == "jvm" {
+			return true
+		}
+	}
+	return false
+}
+
+// poolQueries read a pool's size now, per server, by the tier's software.
+var poolQueries = map[string]map[string]string{
+	"apache": {"threads": `sum(apache_workers{instance="%s"})`},
+	"tomcat": {"threads": `sum(tomcat_threads_config_max_threads{instance="%s"})`},
+	"hikari": {"connections": `sum(hikaricp_connections_max{instance="%s"})`},
+	"bboard": {"threads": `sum(bboard_pool_size{pool="threads",instance="%s"})`, "connections": `sum(bboard_pool_size{pool="connections",instance="%s"})`},
+	"phpfpm": {"threads": `sum(phpfpm_total_processes{instance="%s"})`},
+}
+
+func readPools(t *Tier, vector func(string) (model.Vector, error)) error {
+	inst := t.Servers[0]["instance"]
+	kinds := []string{t.Software}
+	if slices.Contains(t.Presets, "hikari") {
+		kinds = append(kinds, "hikari")
+	}
+	for _, k := range kinds {
+		for pool, q := range poolQueries[k] {
+			vec, err := vector(strings.ReplaceAll(q, "%s", inst))
+			if err != nil {
+				return fmt.Errorf("tier %s: pool %s: %w", t.Name, pool, err)
+			}
+			if len(vec) == 1 && vec[0].Value >= 1 {
+				if t.Pools == nil {
+					t.Pools = map[string]int{}
+				}
+				t.Pools[pool] = int(vec[0].Value)
+			}
+		}
+	}
+	return nil
+}
+
+// dbLatency gives the db tier a throughput and response time: the database's
+// exporter has none without performance_schema, and an app that measures its
+// own queries (the testbed's bulletin board, Go or Java) has them.
+func dbLatency(p *Proposal, vector func(string) (model.Vector, error)) error {
+	appTimed, err := vector("count(bboard_db_query_duration_seconds_count)")
+	if err != nil {
+		return err
+	}
+	for i := range p.Tiers {
+		t := &p.Tiers[i]
+		if t.Role != "db" {
+			continue
+		}
+		if len(appTimed) == 1 && appTimed[0].Value > 0 {
+			t.Queries = map[string]string{
+				"throughput":   "sum(rate(bboard_db_queries_total[{window}]))",
+				"responseTime": "sum(rate(bboard_db_query_duration_seconds_sum[{window}])) / sum(rate(bboard_db_query_duration_seconds_count[{window}]))",
+			}
+			t.Notes = append(t.Notes, "throughput and response time from the app's view of each query (sent to last row), the DB's residence")
+			continue
+		}
+		p.Decide = append(p.Decide, fmt.Sprintf("tier %s: no throughput and response time (%s's exporter has no per-statement latency): add them (performance_schema through mysqld_exporter's --collect.perf_schema.eventsstatements, or the app's own timing of its queries)", t.Name, t.Software))
+	}
+	return nil
+}

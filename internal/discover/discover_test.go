@@ -1,0 +1,189 @@
+package discover
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/softalloc/softalloc/internal/topology"
+)
+
+// exporter serves a fixed exposition, as an exporter of that software would.
+func exporter(t *testing.T, text string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprint(w, text)
+	}))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// prometheusScraping starts Debian's prometheus on loopback scraping the
+// jobs' targets every second, and returns its URL once every target has
+// been scraped.
+func prometheusScraping(t *testing.T, jobs map[string][]string) string {
+	t.Helper()
+	bin, err := exec.LookPath("prometheus")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("prometheus is not installed in CI: .ci/run installs Debian's prometheus package (scripts/test-deps.sh)")
+		}
+		t.Skip("SKIPPED: prometheus is not installed (apt-get install prometheus); the test of init against a real Prometheus did not run")
+	}
+	dir := t.TempDir()
+	var cfg strings.Builder
+	cfg.WriteString("global: {scrape_interval: 1s, scrape_timeout: 1s}\nscrape_configs:\n")
+	n := 0
+	for job, targets := range jobs {
+		fmt.Fprintf(&cfg, "  - job_name: %s\n    static_configs: [{targets: ['%s']}]\n", job, strings.Join(targets, "', '"))
+		n += len(targets)
+	}
+	config := filepath.Join(dir, "prometheus.yml")
+	require.NoError(t, os.WriteFile(config, []byte(cfg.String()), 0o644))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "--config.file="+config, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
+		"--web.listen-address="+addr)
+	var mu sync.Mutex
+	var log strings.Builder
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			mu.Lock()
+			log.WriteString(sc.Text() + "\n")
+			mu.Unlock()
+		}
+	}()
+	url := "http://" + addr
+	// Every target scraped once: up has a sample for each.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(url + "/api/v1/query?query=count(up)")
+		if err == nil {
+			var body strings.Builder
+			sc := bufio.NewScanner(resp.Body)
+			for sc.Scan() {
+				body.WriteString(sc.Text())
+			}
+			resp.Body.Close()
+			if strings.Contains(body.String(), fmt.Sprintf(`"%d"]`, n)) {
+				return url
+			}
+		}
+		if time.Now().After(deadline) {
+			mu.Lock()
+			defer mu.Unlock()
+			t.Fatalf("Prometheus did not scrape its %d targets in 60 s:\n%s", n, log.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+const (
+	apacheText = `apache_up 1
+apache_accesses_total 120
+apache_workers{state="busy"} 1
+apache_workers{state="idle"} 99
+`
+	javaText = `tomcat_threads_config_max_threads{name="http-nio-18081"} 20
+tomcat_threads_busy_threads{name="http-nio-18081"} 0
+hikaricp_connections_max{pool="HikariPool-1"} 10
+jvm_gc_pause_seconds_count{action="end of minor GC",cause="G1 Evacuation Pause"} 3
+bboard_db_queries_total 50
+bboard_db_query_duration_seconds_count 50
+bboard_db_query_duration_seconds_sum 0.2
+`
+	mysqlText  = "mysql_up 1\nmysql_global_variables_max_connections 151\n"
+	cgroupText = `softalloc_testbed_cpu_usage_seconds_total{tier="web"} 1
+softalloc_testbed_cpu_usage_seconds_total{tier="app"} 2
+softalloc_testbed_cpu_usage_seconds_total{tier="db"} 3
+`
+)
+
+// The Java testbed's exporters, as its Prometheus scrapes them: init
+// proposes its hand-written file's tiers, presets, servers and pools, and
+// the file it writes loads as a deployment once the user gives a target and
+// a workload.
+func TestInitProposesTheJavaTestbedsTiers(t *testing.T) {
+	t.Parallel()
+	web, app, db, cg := exporter(t, apacheText), exporter(t, javaText), exporter(t, mysqlText), exporter(t, cgroupText)
+	prom := prometheusScraping(t, map[string][]string{"apache": {web}, "app": {app}, "mysqld": {db}, "cgroup": {cg}})
+
+	p, err := Discover(context.Background(), prom, nil)
+	require.NoError(t, err)
+	require.Len(t, p.Tiers, 3)
+	assert.Equal(t, []string{"web", "app", "db"}, []string{p.Tiers[0].Name, p.Tiers[1].Name, p.Tiers[2].Name})
+	assert.Equal(t, []string{"cgroup", "apache"}, p.Tiers[0].Presets)
+	assert.Equal(t, []string{"jvm", "cgroup", "tomcat", "hikari"}, p.Tiers[1].Presets)
+	assert.Equal(t, []string{"cgroup", "mysql"}, p.Tiers[2].Presets)
+	assert.Equal(t, map[string]int{"threads": 100}, p.Tiers[0].Pools)
+	assert.Equal(t, map[string]int{"threads": 20, "connections": 10}, p.Tiers[1].Pools)
+	assert.Equal(t, []map[string]string{{"instance": app}}, p.Tiers[1].Servers)
+	assert.Contains(t, p.Tiers[2].Queries["responseTime"], "bboard_db_query_duration_seconds_sum")
+	assert.Empty(t, p.Decide)
+
+	dir := t.TempDir()
+	file := filepath.Join(dir, "deployment.yaml")
+	require.NoError(t, os.WriteFile(file, Render(p, Settings{Name: "java", Target: "http://127.0.0.1:1", Workload: "w.yaml"}), 0o644))
+	d, err := topology.LoadDeployment(file)
+	require.NoError(t, err)
+	assert.Equal(t, 20, d.Allocation["app"].Threads)
+	assert.Equal(t, 10, d.Allocation["app"].Connections)
+	assert.Equal(t, 100, d.Allocation["web"].Threads)
+	assert.Equal(t, "live", d.Runner["name"])
+}
+
+// Without the testbed's cgroup exporter, a host's node_exporter is each
+// tier's CPU only when no other tier shares the host; a tier without CPU,
+// a db without latency and a target that is down are named for the user.
+func TestInitSaysWhatTheUserMustDecide(t *testing.T) {
+	t.Parallel()
+	web, db := exporter(t, apacheText), exporter(t, mysqlText)
+	// A port nothing listens on: a target that is down.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	down := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	prom := prometheusScraping(t, map[string][]string{"apache": {web}, "mysqld": {db}, "tomcat": {down}})
+
+	p, err := Discover(context.Background(), prom, nil)
+	require.NoError(t, err)
+	require.Len(t, p.Tiers, 2)
+	decide := strings.Join(p.Decide, "\n")
+	assert.Contains(t, decide, "tier web: no CPU source found")
+	assert.Contains(t, decide, "tier db: no throughput and response time")
+	out := string(Render(p, Settings{}))
+	assert.Contains(t, out, "# DECIDE: the base URL the load goes to")
+	assert.Contains(t, out, `target: ""`, "a missing target is one the runner refuses, not a guess")
+	assert.Contains(t, out, down+" ", "the down target is listed")
+}
+
+// A Prometheus that scrapes nothing softalloc reads is an error that says so.
+func TestInitRefusesAPrometheusWithNoServers(t *testing.T) {
+	t.Parallel()
+	prom := prometheusScraping(t, map[string][]string{"other": {exporter(t, "some_metric 1\n")}})
+	_, err := Discover(context.Background(), prom, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "none of the 1 targets runs a server softalloc knows")
+}
