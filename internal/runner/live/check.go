@@ -150,6 +150,7 @@ func unknownPlaceholder(q string, vars map[string]string) string {
 func (q Queries) each(f func(field, query string)) {
 	for _, x := range []struct{ field, query string }{
 		{"cpu", q.CPU}, {"throttled", q.Throttled}, {"throughput", q.Throughput}, {"responseTime", q.ResponseTime}, {"gcShare", q.GCShare},
+		{"oomKills", q.OOMKills}, {"memoryLimit", q.MemoryLimit},
 	} {
 		if x.query != "" {
 			f(x.field, x.query)

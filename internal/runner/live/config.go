@@ -129,8 +129,17 @@ type Queries struct {
 	// Pools hold busy, size and fullShare queries by pool name (threads,
 	// connections).
 	Pools map[string]PoolQueries `yaml:"pools"`
-	// Resources are other hardware utilisations in [0,1] (disk, network).
+	// Resources are other hardware utilisations in [0,1] (disk, network,
+	// memory).
 	Resources map[string]string `yaml:"resources"`
+	// OOMKills counts the server's processes the OOM killer has killed (a
+	// counter, read as an instant value before the trial's ramp-up and at its
+	// window's end): a rise fails the trial, naming the server, the kills and
+	// MemoryLimit, and the trial is neither retried nor journaled.
+	OOMKills string `yaml:"oomKills"`
+	// MemoryLimit is the server's memory limit in bytes, named when an OOM
+	// kill fails a trial.
+	MemoryLimit string `yaml:"memoryLimit"`
 
 	// About describes a preset to its users (softalloc presets,
 	// docs/deployment.md); a deployment file cannot set it.
@@ -325,11 +334,19 @@ var Presets = joinPresets(builtinPresets, hostPresets, phpPresets)
 var builtinPresets = map[string]Queries{
 	"cgroup": {
 		About: PresetAbout{
-			Reads:    "a tier's CPU over its cgroup's CPU quota, and the share of quota periods in which it was throttled",
+			Reads: "a tier's CPU over its cgroup's CPU quota, the share of quota periods in which it was throttled, " +
+				"its memory over its cgroup's memory limit, and its OOM kills",
 			Exporter: "testbed/cgexporter, the testbed's cgroup exporter ({tier}: the tier's cgroup label)",
+			Notes: "resources.memory is the larger of the tier's peak working set over its memory limit (the page cache the kernel " +
+				"reclaims first left out) and the share of the window in which every task stalled on memory (PSI full, cgroup v2 only). " +
+				"A tier without a memory limit reads against the machine's memory, so it saturates only when the machine does. " +
+				"An OOM kill during a trial fails it, naming the tier, the kills and the limit; it is neither retried nor journaled.",
 		},
-		CPU:       `sum(rate(softalloc_testbed_cpu_usage_seconds_total{tier="{tier}"}[{window}])) / sum(softalloc_testbed_cpu_limit_cores{tier="{tier}"})`,
-		Throttled: `sum(rate(softalloc_testbed_cpu_throttled_periods_total{tier="{tier}"}[{window}])) / sum(rate(softalloc_testbed_cpu_periods_total{tier="{tier}"}[{window}]))`,
+		CPU:         `sum(rate(softalloc_testbed_cpu_usage_seconds_total{tier="{tier}"}[{window}])) / sum(softalloc_testbed_cpu_limit_cores{tier="{tier}"})`,
+		Throttled:   `sum(rate(softalloc_testbed_cpu_throttled_periods_total{tier="{tier}"}[{window}])) / sum(rate(softalloc_testbed_cpu_periods_total{tier="{tier}"}[{window}]))`,
+		Resources:   map[string]string{"memory": cgroupMemory},
+		OOMKills:    `sum(softalloc_testbed_memory_oom_kills_total{tier="{tier}"})`,
+		MemoryLimit: `max(softalloc_testbed_memory_limit_bytes{tier="{tier}"})`,
 	},
 	"apache": {
 		About: PresetAbout{
@@ -429,6 +446,14 @@ var builtinPresets = map[string]Queries{
 	},
 }
 
+// cgroupMemory is a tier's memory utilisation: the larger of its peak
+// working set in the window over its limit, and the share of the window in
+// which all its tasks stalled on memory (PSI full), which only v2 exports.
+// Labels apart, so that max takes both: "or" alone keeps the first.
+const cgroupMemory = `max(label_replace(sum(max_over_time(softalloc_testbed_memory_working_set_bytes{tier="{tier}"}[{window}]))` +
+	` / max(last_over_time(softalloc_testbed_memory_limit_bytes{tier="{tier}"}[{window}])), "reading", "workingSet", "", "")` +
+	` or label_replace(sum(rate(softalloc_testbed_memory_pressure_seconds_total{tier="{tier}",stall="full"}[{window}])), "reading", "fullStall", "", ""))`
+
 // apachePages is the requests per second Apache served less the exporter's
 // scrapes of /server-status (Prometheus's samples of apache_up over the
 // window, per second), never below 0: at idle the two differ by the
@@ -476,6 +501,7 @@ func merge(a, b Queries) Queries {
 	out.CPU, out.Throughput, out.ResponseTime = pick(a.CPU, b.CPU), pick(a.Throughput, b.Throughput), pick(a.ResponseTime, b.ResponseTime)
 	out.Throttled = pick(a.Throttled, b.Throttled)
 	out.GCShare = pick(a.GCShare, b.GCShare)
+	out.OOMKills, out.MemoryLimit = pick(a.OOMKills, b.OOMKills), pick(a.MemoryLimit, b.MemoryLimit)
 	for _, q := range []Queries{a, b} {
 		for name, p := range q.Pools {
 			o := out.Pools[name]

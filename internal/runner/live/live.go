@@ -262,16 +262,33 @@ func (r *Runner) attempt(ctx context.Context, e algorithms.Experiment) (algorith
 	if err := r.waitHealthy(ctx); err != nil {
 		return algorithms.Observation{}, err
 	}
+	// The OOM kills so far: a kill from here to the trial's end fails it.
+	watchOOM := r.hasOOMQuery(e)
+	var oomBefore map[string]float64
+	if watchOOM {
+		var err error
+		if oomBefore, err = r.oomCounts(ctx, e, time.Time{}); err != nil {
+			return algorithms.Observation{}, err
+		}
+	}
 	keepAlive := *r.cfg.KeepAlive
 	tr := r.newTransport(e.Workload.Users, keepAlive)
 	defer tr.CloseIdleConnections()
 	if e.Timing.Adaptive() {
-		return r.adaptiveAttempt(ctx, e, tr)
+		obs, err := r.adaptiveAttempt(ctx, e, tr)
+		if oerr := r.checkOOM(ctx, e, oomBefore, watchOOM); oerr != nil && (err == nil || errors.As(oerr, new(*OOMKillError))) {
+			// A kill is the cause, whatever else failed with it.
+			return algorithms.Observation{}, oerr
+		}
+		return obs, err
 	}
 	load := Load{Workload: r.workload, Target: r.target, Users: e.Workload.Users, Timing: e.Timing,
 		ThinkTime: r.cfg.ThinkTime.Duration(), RequestTimeout: r.cfg.RequestTimeout.Duration(),
 		MaxRequests: r.cfg.MaxRequests, Seed: r.cfg.Seed, Transport: tr}
 	res, err := load.Run(ctx)
+	if oerr := r.checkOOM(ctx, e, oomBefore, watchOOM); oerr != nil && (err == nil || errors.As(oerr, new(*OOMKillError))) {
+		return algorithms.Observation{}, oerr
+	}
 	if err != nil {
 		return algorithms.Observation{}, err
 	}

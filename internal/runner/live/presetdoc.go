@@ -61,6 +61,10 @@ func unitOf(key string) string {
 		return "seconds, mean residence per request"
 	case "gcShare":
 		return "share of the window in stop-the-world GC pauses, 0-1"
+	case "oomKills":
+		return "processes the OOM killer killed, a counter read before and after each trial"
+	case "memoryLimit":
+		return "bytes, the server's memory limit"
 	}
 	switch {
 	case hasSuffix(key, ".busy"):
