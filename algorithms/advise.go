@@ -256,6 +256,15 @@ func Advise(d Deployment, windows []Window, opts AdviseOptions) (Advice, error) 
 			return adv, net.noTierReadings(i, len(used), map[bool]string{true: "the critical tier", false: "a tier in front of the critical one"}[i == ci])
 		}
 	}
+	// A children tier's connections per child over every window (a ratio
+	// of sums: windows of little load weigh little).
+	var all Observation
+	for _, w := range used {
+		all.Servers = append(all.Servers, w.Observation.Servers...)
+	}
+	for k := range meas {
+		meas[k].ConnectionsPerChild, _ = ConnectionsPerChild(d, meas[k].Tier, all)
+	}
 	for i := range d.Tiers {
 		if net.hasRT[i] {
 			adv.TierGaps = append(adv.TierGaps, net.gaps[i]...)

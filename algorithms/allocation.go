@@ -23,6 +23,10 @@ type TierSize struct {
 	ReqRatio float64 `json:"reqRatio,omitempty"`
 	RTTRatio float64 `json:"rttRatio,omitempty"`
 	Position string  `json:"position"` // "front", "critical" or "behind"
+	// ConnectionsPerChild is a children tier's measured connections per
+	// busy child (0: not measured), from which the next tier's connection
+	// limit follows (MaxConnections).
+	ConnectionsPerChild float64 `json:"connectionsPerChild,omitempty"`
 }
 
 // Sizing is the result of CalculateMinAllocation.
@@ -69,6 +73,11 @@ func CalculateMinAllocation(d Deployment, critical string, minJobs float64, meas
 				return Sizing{}, fmt.Errorf("tier %q: %s: want a finite number > 0, got %g", m.Tier, f.name, f.v)
 			}
 		}
+		if c := m.ConnectionsPerChild; !(c >= 0) || math.IsInf(c, 0) || c > maxConnectionsPerChild {
+			return Sizing{}, fmt.Errorf("tier %q: connectionsPerChild: want a finite number >= 0 (0: not measured) and at most %d, got %g", m.Tier, maxConnectionsPerChild, c)
+		} else if c > 0 && !d.Tiers[d.TierIndex(m.Tier)].Children {
+			return Sizing{}, fmt.Errorf("tier %q: connectionsPerChild: the tier has no children (pools: {children: N}), got %g", m.Tier, c)
+		}
 		byTier[m.Tier] = m
 	}
 	crit, haveCrit := byTier[critical]
@@ -85,7 +94,8 @@ func CalculateMinAllocation(d Deployment, critical string, minJobs float64, meas
 	}
 	out := Sizing{Critical: critical, MinJobs: minJobs}
 	for i, t := range d.Tiers {
-		ts := TierSize{Name: t.Name, Replicas: t.Replicas, HasConnections: t.HasPool(PoolConnections)}
+		ts := TierSize{Name: t.Name, Replicas: t.Replicas, HasConnections: t.HasPool(PoolConnections),
+			ConnectionsPerChild: byTier[t.Name].ConnectionsPerChild}
 		switch {
 		case i < ci:
 			m, ok := byTier[t.Name]
@@ -146,6 +156,88 @@ func tierNames(d Deployment) string {
 	return strings.Join(names, ", ")
 }
 
+// DefaultConnectionsPerChild is the connections a child is taken to hold
+// open to the next tier when no trial measured it: conservative, as too few
+// fails pages ("Too many connections") while too many costs a little memory.
+// WordPress held 1.5 per busy child (40.7 for 27.2) and opens two at most.
+const DefaultConnectionsPerChild = 2.0
+
+// ConnectionReserve are the connections a database keeps beyond the
+// children's: its monitoring (mysqld_exporter holds up to 3) and an
+// administrator's clients, which a full server would lock out.
+const ConnectionReserve = 10
+
+// maxConnectionsPerChild bounds a reading: no worker holds more.
+const maxConnectionsPerChild = 1000
+
+// MaxConnections is the connection limit a children tier's next tier needs
+// per server (MariaDB's and MySQL's max_connections): every child of every
+// server of From may reach one server, each with PerChild connections, and
+// Reserve more for monitoring and administration.
+type MaxConnections struct {
+	From     string  `json:"from"`
+	Children int     `json:"children"`
+	PerChild float64 `json:"perChild"`
+	// Measured says PerChild was read from a trial (ConnectionsPerChild);
+	// false: DefaultConnectionsPerChild.
+	Measured  bool `json:"measured"`
+	Reserve   int  `json:"reserve"`
+	PerServer int  `json:"perServer"`
+}
+
+// NewMaxConnections derives the limit for children children holding
+// perChild connections each (0: not measured, DefaultConnectionsPerChild):
+// ceil(children x perChild) + ConnectionReserve.
+func NewMaxConnections(from string, children int, perChild float64) MaxConnections {
+	m := MaxConnections{From: from, Children: children, PerChild: perChild, Measured: perChild > 0, Reserve: ConnectionReserve}
+	if !m.Measured {
+		m.PerChild = DefaultConnectionsPerChild
+	}
+	// The product rounded to 1e-9 first: 20 x 1.5 must not become 31.
+	m.PerServer = int(math.Ceil(math.Round(float64(children)*m.PerChild*1e9)/1e9)) + m.Reserve
+	return m
+}
+
+// String says how the limit was derived, for people.
+func (m MaxConnections) String() string {
+	src := "measured"
+	if !m.Measured {
+		src = "not measured: the default"
+	}
+	return fmt.Sprintf("%d = %d %s children x %.2f connections each (%s) + %d reserved for monitoring and administration",
+		m.PerServer, m.Children, m.From, m.PerChild, src, m.Reserve)
+}
+
+// ConnectionsPerChild reads from one trial the connections a busy child of
+// children tier tier holds open to the next tier: the next tier's servers'
+// open connections (their pool named PoolConnections, e.g. MariaDB's
+// threads_connected) over the tier's busy children. ok is false when the
+// trial has no such reading or no busy child.
+func ConnectionsPerChild(d Deployment, tier string, o Observation) (perChild float64, ok bool) {
+	i := d.TierIndex(tier)
+	if i < 0 || i+1 >= len(d.Tiers) || !d.Tiers[i].Children {
+		return 0, false
+	}
+	next := d.Tiers[i+1].Name
+	var busy, conns float64
+	read := false
+	for _, s := range o.Servers {
+		for _, p := range s.Pools {
+			switch {
+			case s.Tier == tier && p.Name == PoolThreads:
+				busy += p.Busy
+			case s.Tier == next && p.Name == PoolConnections:
+				conns, read = conns+p.Busy, true
+			}
+		}
+	}
+	c := conns / busy
+	if !read || !(busy > 0) || !(c > 0) || math.IsInf(c, 0) {
+		return 0, false
+	}
+	return min(c, maxConnectionsPerChild), true
+}
+
 // TierRecommendation is recommend's answer for one tier: pool sizes per
 // server, and the formula's minimum where a larger buffer was kept.
 type TierRecommendation struct {
@@ -157,6 +249,12 @@ type TierRecommendation struct {
 	TotalConnections     *int   `json:"totalConnections"`
 	// Minimum is Formula 3's value where recommend kept a larger buffer.
 	Minimum *TierMinimum `json:"minimum,omitempty"`
+	// Workers names the tier's threads when they are children
+	// ("php-fpm children"): each opens its own connections to the next tier.
+	Workers string `json:"workers,omitempty"`
+	// MaxConnections is, for the tier behind a children tier, the
+	// connection limit its servers need.
+	MaxConnections *MaxConnections `json:"maxConnections,omitempty"`
 }
 
 // TierMinimum is the formula's per-server sizes.
@@ -247,6 +345,14 @@ func RecommendAllocation(d Deployment, sizing Sizing, reserve Allocation) (Alloc
 				p.Connections = conns
 			}
 			alloc[t.Name] = p
+		}
+		if t.Children {
+			rec.Workers = t.PoolLabel(PoolThreads)
+		}
+		if i > 0 && d.Tiers[i-1].Children {
+			prev := sizing.Tiers[i-1]
+			m := NewMaxConnections(prev.Name, recs[i-1].TotalThreads, prev.ConnectionsPerChild)
+			rec.MaxConnections = &m
 		}
 		recs = append(recs, rec)
 	}

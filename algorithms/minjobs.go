@@ -39,6 +39,10 @@ type TierMeasurement struct {
 	Tier         string  `json:"name" yaml:"name"`
 	Throughput   float64 `json:"throughput" yaml:"throughput"`
 	ResponseTime float64 `json:"responseTime" yaml:"responseTime"`
+	// ConnectionsPerChild is, for a children tier (Tier.Children), the
+	// connections to the next tier a busy child holds open
+	// (ConnectionsPerChild); 0: not measured.
+	ConnectionsPerChild float64 `json:"connectionsPerChild,omitempty" yaml:"connectionsPerChild,omitempty"`
 }
 
 // MinJobs is the result of InferMinConcurrentJobs.
@@ -261,7 +265,8 @@ func (res *MinJobs) measure(d Deployment, o Observation, c Critical) error {
 	for _, t := range d.Tiers {
 		tp, rt, n := o.TierTotals(t.Name)
 		if n > 0 && tp > 0 {
-			res.Measurements = append(res.Measurements, TierMeasurement{Tier: t.Name, Throughput: tp, ResponseTime: rt})
+			c, _ := ConnectionsPerChild(d, t.Name, o)
+			res.Measurements = append(res.Measurements, TierMeasurement{Tier: t.Name, Throughput: tp, ResponseTime: rt, ConnectionsPerChild: c})
 		}
 	}
 	if res.MinJobs <= 0 {
@@ -399,7 +404,8 @@ func bisectSaturation(ctx context.Context, r *procedure, d Deployment, c Critica
 	res.Reading, res.MinJobs, res.WLmin = string(ReadAtSaturation), LittlesLaw(b.CriticalThroughput, b.CriticalResponseTime), hiP.w
 	for _, t := range d.Tiers {
 		if tp, rt, n := hiP.o.TierTotals(t.Name); n > 0 && tp > 0 {
-			res.Measurements = append(res.Measurements, TierMeasurement{Tier: t.Name, Throughput: tp, ResponseTime: rt})
+			c, _ := ConnectionsPerChild(d, t.Name, hiP.o)
+			res.Measurements = append(res.Measurements, TierMeasurement{Tier: t.Name, Throughput: tp, ResponseTime: rt, ConnectionsPerChild: c})
 		}
 	}
 	if res.MinJobs <= 0 {
