@@ -2,6 +2,7 @@ package live
 
 import (
 	"slices"
+	"strings"
 )
 
 // PresetAbout describes a preset to the people who choose it: softalloc
@@ -48,8 +49,9 @@ var RunnerPlaceholders = []Placeholder{
 	{"cores", "the cores of one of the tier's servers (the tier's cores key)"},
 }
 
-// unitOf is the unit the runner reads each key in (see Queries' fields).
-func unitOf(key string) string {
+// queryUnit is the unit the runner reads each key in (see Queries' fields);
+// "" for a key it does not know, which TestEveryPresetIsDescribed catches.
+func queryUnit(key string) string {
 	switch key {
 	case "cpu":
 		return "share of the server's cores busy, 0-1"
@@ -67,18 +69,16 @@ func unitOf(key string) string {
 		return "bytes, the server's memory limit"
 	}
 	switch {
-	case hasSuffix(key, ".busy"):
+	case strings.HasPrefix(key, "pools.") && strings.HasSuffix(key, ".busy"):
 		return "busy units, mean over the window"
-	case hasSuffix(key, ".size"):
+	case strings.HasPrefix(key, "pools.") && strings.HasSuffix(key, ".size"):
 		return "units, the pool's size"
-	case hasSuffix(key, ".fullShare"):
+	case strings.HasPrefix(key, "pools.") && strings.HasSuffix(key, ".fullShare"):
 		return "share of the window with every unit busy, 0-1"
+	case strings.HasPrefix(key, "resources."):
+		return "utilisation, 0-1"
 	}
-	return "utilisation, 0-1" // resources.*
-}
-
-func hasSuffix(s, suffix string) bool {
-	return len(s) >= len(suffix) && s[len(s)-len(suffix):] == suffix
+	return ""
 }
 
 // List lists q's queries with their units, in a runner section's order:
@@ -87,7 +87,7 @@ func hasSuffix(s, suffix string) bool {
 func (q Queries) List() []PresetQuery {
 	var out []PresetQuery
 	q.each(func(field, query string) {
-		out = append(out, PresetQuery{Key: field, Query: query, Unit: unitOf(field)})
+		out = append(out, PresetQuery{Key: field, Query: query, Unit: queryUnit(field)})
 	})
 	return out
 }

@@ -17,6 +17,9 @@ func TestEveryPresetIsDescribed(t *testing.T) {
 		assert.NotEmpty(t, about.Reads, "preset %q: About.Reads (what it reads) is empty", name)
 		assert.NotEmpty(t, about.Exporter, "preset %q: About.Exporter (the exporter it needs) is empty", name)
 		assert.NotEmpty(t, Presets[name].List(), "preset %q has no query", name)
+		for _, q := range Presets[name].List() {
+			assert.NotEmpty(t, q.Unit, "preset %q: %s has no unit (presetdoc.go's queryUnit)", name, q.Key)
+		}
 	}
 }
 
@@ -51,6 +54,6 @@ func TestPresetQueryListAndUnits(t *testing.T) {
 		assert.NotEmpty(t, g.Unit, g.Key)
 	}
 	assert.Equal(t, []string{"cpu", "throughput", "pools.threads.busy", "pools.threads.fullShare", "resources.disk"}, keys)
-	assert.Equal(t, "seconds, mean residence per request", unitOf("responseTime"))
+	assert.Equal(t, "seconds, mean residence per request", queryUnit("responseTime"))
 	assert.Equal(t, []string{"instance", "window"}, q.Placeholders())
 }
