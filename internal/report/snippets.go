@@ -9,8 +9,20 @@ import (
 	"github.com/softalloc/softalloc/algorithms"
 )
 
-// SnippetFormats are the config snippets recommend can print.
+// SnippetFormats are the config snippets recommend can print; --format all
+// gives them, and the php-fpm pool file (FormatPHPFPM) for a php-fpm tier.
 var SnippetFormats = []string{"apache", "tomcat", "hikari", "mysql"}
+
+// FormatPHPFPM is the php-fpm pool file's format.
+const FormatPHPFPM = "php-fpm"
+
+// SnippetOptions hold what a snippet can say beyond the pool sizes.
+type SnippetOptions struct {
+	// ChildRSS is a php-fpm child's mean resident memory in bytes, where
+	// it is known (0: not): the pool file then says the memory its
+	// children need.
+	ChildRSS float64
+}
 
 // Snippet is one ready-to-paste configuration fragment.
 type Snippet struct {
@@ -24,7 +36,9 @@ type Snippet struct {
 }
 
 // ParseFormats reads --format: a comma-separated list of apache, tomcat,
-// hikari, mysql, or all.
+// hikari, mysql, php-fpm, or all. Each format is printed for the tiers that
+// run its software (Tier.Software), or, where a tier does not say, by its
+// role as before.
 func ParseFormats(s string) ([]string, error) {
 	if s == "" {
 		return nil, nil
@@ -36,7 +50,7 @@ func ParseFormats(s string) ([]string, error) {
 		names := []string{f}
 		if f == "all" {
 			names = SnippetFormats
-		} else if !contains(SnippetFormats, f) {
+		} else if !contains(SnippetFormats, f) && f != FormatPHPFPM {
 			return nil, fmt.Errorf("--format %q: %q is not one of apache, tomcat, hikari, mysql, all", s, f)
 		}
 		for _, n := range names {
@@ -68,6 +82,41 @@ func serverRange(t algorithms.Tier) string {
 // Snippets renders the recommended sizes for each requested format, for the
 // tiers of the matching role.
 func Snippets(d algorithms.Deployment, recs []algorithms.TierRecommendation, formats []string) []Snippet {
+	return SnippetsWith(d, recs, formats, SnippetOptions{})
+}
+
+// runs says whether tier t runs what format f configures: its software,
+// where it says (Tomcat's and HikariCP's settings mean nothing to php-fpm),
+// else its role, as before tiers said what they run.
+func runs(t algorithms.Tier, f string) bool {
+	sw := t.Software
+	switch f {
+	case "apache":
+		return t.Role == algorithms.RoleWeb && (sw == "" || sw == algorithms.SoftwareApache)
+	case "tomcat":
+		return t.Role == algorithms.RoleApp && !t.Children && (sw == "" || sw == algorithms.SoftwareTomcat)
+	case "hikari":
+		return t.Role == algorithms.RoleApp && !t.Children &&
+			(sw == "" || sw == algorithms.SoftwareHikari || sw == algorithms.SoftwareTomcat)
+	case "mysql":
+		return t.Role == algorithms.RoleDB && (sw == "" || sw == algorithms.SoftwareMariaDB || sw == algorithms.SoftwareMySQL)
+	case FormatPHPFPM:
+		return sw == algorithms.SoftwarePHPFPM
+	}
+	return false
+}
+
+// SnippetsWith is Snippets with what the snippets can say beyond the sizes.
+func SnippetsWith(d algorithms.Deployment, recs []algorithms.TierRecommendation, formats []string, opts SnippetOptions) []Snippet {
+	// --format all is every format: the php-fpm pool file too, which
+	// ParseFormats leaves out of "all" to keep its answer for other stacks.
+	all := true
+	for _, f := range SnippetFormats {
+		all = all && contains(formats, f)
+	}
+	if all && !contains(formats, FormatPHPFPM) {
+		formats = append(append([]string{}, formats...), FormatPHPFPM)
+	}
 	byName := map[string]algorithms.TierRecommendation{}
 	for _, r := range recs {
 		byName[r.Name] = r
@@ -85,15 +134,28 @@ func Snippets(d algorithms.Deployment, recs []algorithms.TierRecommendation, for
 			if !ok {
 				continue
 			}
+			if !runs(t, f) {
+				continue
+			}
 			switch {
-			case f == "apache" && t.Role == algorithms.RoleWeb:
-				out = append(out, apacheSnippet(t, r))
-			case f == "tomcat" && t.Role == algorithms.RoleApp:
+			case f == "apache":
+				s := apacheSnippet(t, r)
+				if i := d.TierIndex(t.Name); i+1 < len(d.Tiers) && d.Tiers[i+1].Children {
+					if next, ok := byName[d.Tiers[i+1].Name]; ok {
+						s.Text += proxyFCGI(d.Tiers[i+1], next)
+					}
+				}
+				out = append(out, s)
+			case f == "tomcat":
 				out = append(out, tomcatSnippet(d, t, r))
-			case f == "hikari" && t.Role == algorithms.RoleApp && r.ConnectionsPerServer != nil:
+			case f == "hikari" && r.ConnectionsPerServer != nil:
 				out = append(out, hikariSnippet(t, r))
-			case f == "mysql" && t.Role == algorithms.RoleDB:
+			case f == "mysql" && r.MaxConnections != nil:
+				out = append(out, childrenDBSnippet(t, r))
+			case f == "mysql":
 				out = append(out, mysqlSnippet(t, r, appConnections))
+			case f == FormatPHPFPM:
+				out = append(out, phpFPMSnippet(t, r, opts))
 			}
 		}
 	}
@@ -211,6 +273,60 @@ func mysqlSnippet(t algorithms.Tier, r algorithms.TierRecommendation, appConnect
 	fmt.Fprintf(&b, "# up to %d app connections can reach one server: +25%% headroom, +10 for admin and monitoring.\n", need)
 	fmt.Fprintf(&b, "[mysqld]\nmax_connections = %d\nthread_cache_size = %d\n", maxConn, min(need, 100))
 	return Snippet{Format: "mysql", Tier: t.Name, Servers: serverRange(t), File: "my.cnf (MySQL) or mariadb.conf.d/50-server.cnf (MariaDB)", Text: b.String()}
+}
+
+// phpFPMSnippet is the pool file's sizing: pm = static, so that every
+// child runs from the start (dynamic's spawning lags a burst and each new
+// child starts with cold caches), and the memory the children need.
+func phpFPMSnippet(t algorithms.Tier, r algorithms.TierRecommendation, opts SnippetOptions) Snippet {
+	n := r.ThreadsPerServer
+	var b strings.Builder
+	fmt.Fprintf(&b, "; softalloc: php-fpm tier %q, for %s: %d php-fpm children per server.\n", t.Name, serverRange(t), n)
+	fmt.Fprintf(&b, "; Each child opens its own connections to the database: its max_connections follows from them.\n")
+	if opts.ChildRSS > 0 {
+		mib := opts.ChildRSS / (1 << 20)
+		fmt.Fprintf(&b, "; Memory: %d children x %.0f MiB = %.0f MiB, beside the master process and OPcache's shared memory.\n", n, mib, float64(n)*mib)
+	} else {
+		fmt.Fprintf(&b, "; Memory: %d x a child's RSS (ps -o rss= -C php-fpm8.2), beside the master and OPcache's shared memory,\n", n)
+		fmt.Fprintf(&b, "; must fit the server's memory.\n")
+	}
+	fmt.Fprintf(&b, "; Set in the pool's section; a reload (SIGUSR2) applies it and empties OPcache.\n")
+	fmt.Fprintf(&b, "[www]\npm = static\npm.max_children = %d\n", n)
+	return Snippet{Format: FormatPHPFPM, Tier: t.Name, Servers: serverRange(t), File: "/etc/php/8.2/fpm/pool.d/www.conf (the pool's file)", Text: b.String()}
+}
+
+// proxyFCGI bounds Apache's connections to each php-fpm server by its
+// children: a request beyond them would only wait in php-fpm's listen
+// queue, where Apache's timeouts do not see it.
+func proxyFCGI(php algorithms.Tier, r algorithms.TierRecommendation) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# proxy_fcgi (mod_proxy, mod_proxy_fcgi) to php-fpm tier %q: at most its %d children per server;\n", php.Name, r.ThreadsPerServer)
+	fmt.Fprintf(&b, "# with several php-fpm servers, a BalancerMember each with this max=. Set the host and document root.\n")
+	fmt.Fprintf(&b, "ProxyPassMatch \"^/(.*\\.php(/.*)?)$\" \"fcgi://PHP-HOST:9000/var/www/html/$1\" max=%d\n", r.ThreadsPerServer)
+	return b.String()
+}
+
+// childrenDBSnippet is max_connections behind a children tier: the
+// children's own connections, measured or the stated default, and the
+// reserve (children + 4 failed pages with "Too many connections" and
+// locked out the exporter in issue 36).
+func childrenDBSnippet(t algorithms.Tier, r algorithms.TierRecommendation) Snippet {
+	m := *r.MaxConnections
+	var b strings.Builder
+	fmt.Fprintf(&b, "# softalloc: db tier %q, for %s: max_connections %s.\n", t.Name, serverRange(t), m)
+	if !m.Measured {
+		fmt.Fprintf(&b, "# Measure the connections per child: a %q pool query on this tier, e.g. busy:\n", algorithms.PoolConnections)
+		fmt.Fprintf(&b, "# mysql_global_status_threads_connected{instance=\"{instance}\"} (mysqld_exporter).\n")
+	}
+	fmt.Fprintf(&b, "[mysqld]\nmax_connections = %d\nthread_cache_size = %d\n", m.PerServer, min(m.PerServer, 100))
+	file := "my.cnf (MySQL) or mariadb.conf.d/50-server.cnf (MariaDB)"
+	switch t.Software {
+	case algorithms.SoftwareMariaDB:
+		file = "/etc/mysql/mariadb.conf.d/50-server.cnf"
+	case algorithms.SoftwareMySQL:
+		file = "my.cnf"
+	}
+	return Snippet{Format: "mysql", Tier: t.Name, Servers: serverRange(t), File: file, Text: b.String()}
 }
 
 // WriteSnippets prints snippets one after another with a header each.
