@@ -28,7 +28,11 @@ type mvaExperimenter struct {
 	capped          string
 	quotaLoss       float64
 	reportThrottled bool
-	calls           atomic.Int64 // RunAll calls it from several goroutines
+	// memTier's servers report a memory utilisation of memBase plus
+	// memPerUnit for each unit of its pools (a php-fpm child's memory).
+	memTier             string
+	memBase, memPerUnit float64
+	calls               atomic.Int64 // RunAll calls it from several goroutines
 }
 
 func rubbosFake() *mvaExperimenter {
@@ -135,6 +139,10 @@ func (m *mvaExperimenter) RunExperiment(ctx context.Context, e algorithms.Experi
 			own := at.Residence[k+rep] * float64(t.Replicas) // per page of this server
 			s := algorithms.ServerObservation{Name: t.ServerName(rep), Tier: t.Name, CPU: math.Min(u, 1),
 				Throughput: tp, ResponseTime: (own + behind) / visits}
+			if t.Name == m.memTier {
+				p := e.Allocation[t.Name]
+				s.Resources = map[string]float64{"memory": math.Min(1, m.memBase+m.memPerUnit*float64(p.Threads+p.Connections))}
+			}
 			if t.Name == m.capped {
 				s.CPU *= 1 - m.quotaLoss
 				if m.reportThrottled {

@@ -48,10 +48,15 @@ type Critical struct {
 	// Throttled: the critical CPU's usage stayed below the threshold, and
 	// its saturation was read from its quota throttling (CPUSaturation)
 	// once throughput stopped growing.
-	Throttled   bool     `json:"throttled,omitempty"`
-	Experiments int      `json:"experiments"`
-	Trials      []Trial  `json:"-"`
-	Warnings    []string `json:"warnings,omitempty"`
+	Throttled bool `json:"throttled,omitempty"`
+	// OverAllocated: the critical resource (memory, not the CPU) was
+	// exhausted by the allocation itself: a smaller allocation at the same
+	// workload used less of it and served as much (a warning gives the
+	// trials).
+	OverAllocated bool     `json:"overAllocated,omitempty"`
+	Experiments   int      `json:"experiments"`
+	Trials        []Trial  `json:"-"`
+	Warnings      []string `json:"warnings,omitempty"`
 }
 
 // FindCriticalResource is Algorithm 1's first procedure: raise the workload
@@ -133,6 +138,10 @@ func FindCriticalResource(ctx context.Context, x Experimenter, d Deployment, s0 
 			res.Tier, res.Server, res.Resource, res.Utilization = c.Tier, c.Server, c.Resource, c.Utilization
 			res.SaturationWorkload, res.Saturated, res.Reserve = workload, hw, s
 			res.Trials, res.Experiments = r.trials, len(r.trials)
+			if note, ok := overAllocation(res.Trials, c, s); ok {
+				res.OverAllocated = true
+				res.Warnings = append(res.Warnings, note)
+			}
 			if len(hw) > 1 && hw[1].Tier != c.Tier {
 				res.Warnings = append(res.Warnings, fmt.Sprintf(
 					"more than one tier saturated at %d users (%s at %.2f, %s at %.2f): the paper assumes a single bottleneck",
