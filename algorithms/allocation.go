@@ -305,11 +305,22 @@ func RecommendAllocation(d Deployment, sizing Sizing, reserve Allocation) (Alloc
 	recs := make([]TierRecommendation, 0, len(sizing.Tiers))
 	for i, ts := range sizing.Tiers {
 		t := d.Tiers[i]
+		// Behind a children tier the connection limit follows from the
+		// children (already sized: they are in front), and is the
+		// tier's connection pool where the deployment lists one.
+		var derived *MaxConnections
+		if i > 0 && d.Tiers[i-1].Children {
+			m := NewMaxConnections(d.Tiers[i-1].Name, recs[i-1].TotalThreads, sizing.Tiers[i-1].ConnectionsPerChild)
+			derived = &m
+			if ts.HasConnections {
+				ts.ConnectionsPerServer, ts.TotalConnections = m.PerServer, m.PerServer*t.Replicas
+			}
+		}
 		threads, conns := ts.ThreadsPerServer, ts.ConnectionsPerServer
 		if inFront(i, PoolThreads, bt, bp) {
 			threads = max(threads, reserve[t.Name].Threads)
 		}
-		if inFront(i, PoolConnections, bt, bp) {
+		if inFront(i, PoolConnections, bt, bp) && derived == nil {
 			conns = max(conns, reserve[t.Name].Connections)
 		}
 		rec := TierRecommendation{Name: t.Name, Replicas: t.Replicas, ThreadsPerServer: threads, TotalThreads: ts.TotalThreads}
@@ -349,11 +360,7 @@ func RecommendAllocation(d Deployment, sizing Sizing, reserve Allocation) (Alloc
 		if t.Children {
 			rec.Workers = t.PoolLabel(PoolThreads)
 		}
-		if i > 0 && d.Tiers[i-1].Children {
-			prev := sizing.Tiers[i-1]
-			m := NewMaxConnections(prev.Name, recs[i-1].TotalThreads, prev.ConnectionsPerChild)
-			rec.MaxConnections = &m
-		}
+		rec.MaxConnections = derived
 		recs = append(recs, rec)
 	}
 	return alloc, recs

@@ -131,3 +131,30 @@ func TestMinJobsMeasurementsCarryConnectionsPerChild(t *testing.T) {
 	assert.Equal(t, 1.5, res.Measurements[1].ConnectionsPerChild)
 	assert.Equal(t, 0.0, res.Measurements[2].ConnectionsPerChild)
 }
+
+// Where the database lists a connection pool, the allocation sets it to the
+// derived limit, so that a hook applies it ({db.connections}) and a trial
+// reads its open connections against it.
+func TestDatabaseConnectionPoolIsTheDerivedLimit(t *testing.T) {
+	d := phpDeployment()
+	d.Tiers[2].Pools = []string{PoolConnections}
+	sz, err := CalculateMinAllocation(d, "db", 30, []TierMeasurement{
+		{Tier: "web", Throughput: 20, ResponseTime: 0.5},
+		{Tier: "php", Throughput: 20, ResponseTime: 0.45, ConnectionsPerChild: 1.5},
+		{Tier: "db", Throughput: 300, ResponseTime: 0.1},
+	})
+	require.NoError(t, err)
+	alloc, recs := RecommendAllocation(d, sz, Allocation{"web": {Threads: 100}, "php": {Threads: 5}, "db": {Connections: 151}})
+	mc := recs[2].MaxConnections
+	require.NotNil(t, mc)
+	assert.Equal(t, recs[1].TotalThreads, mc.Children)
+	assert.Equal(t, int(math.Ceil(float64(mc.Children)*1.5))+ConnectionReserve, mc.PerServer)
+	assert.Equal(t, TierPools{Connections: mc.PerServer}, alloc["db"])
+	require.NotNil(t, recs[2].ConnectionsPerServer)
+	assert.Equal(t, mc.PerServer, *recs[2].ConnectionsPerServer)
+	assert.Nil(t, recs[2].Minimum, "the limit is derived, not a buffer over the formula")
+	// The children bound the database's jobs, as an app's connection pool does.
+	bt, bp := BoundingPool(d, "db")
+	assert.Equal(t, 1, bt)
+	assert.Equal(t, PoolThreads, bp)
+}

@@ -20,11 +20,11 @@ func TestDeploymentChildrenAndSoftware(t *testing.T) {
 	want := algorithms.Deployment{Topology: "php", Tiers: []algorithms.Tier{
 		{Name: "web", Role: algorithms.RoleWeb, Replicas: 1, Cores: 2, Pools: []string{"threads"}, Software: "apache"},
 		{Name: "php", Role: algorithms.RoleApp, Replicas: 1, Cores: 2, Pools: []string{"threads"}, Software: "php-fpm", Children: true},
-		{Name: "db", Role: algorithms.RoleDB, Replicas: 1, Cores: 2, Software: "mariadb"},
+		{Name: "db", Role: algorithms.RoleDB, Replicas: 1, Cores: 2, Pools: []string{"connections"}, Software: "mariadb"},
 	}}
 	assert.Equal(t, want, df.Deployment)
 	// The children are the tier's workers: an allocation sets them as its threads.
-	assert.Equal(t, algorithms.Allocation{"web": {Threads: 100}, "php": {Threads: 20}}, df.Allocation)
+	assert.Equal(t, algorithms.Allocation{"web": {Threads: 100}, "php": {Threads: 20}, "db": {Connections: 151}}, df.Allocation)
 	require.NoError(t, ValidateAllocation(df.Deployment, df.Allocation))
 	assert.Equal(t, "php-fpm children", df.Deployment.Tiers[1].PoolLabel(algorithms.PoolThreads))
 	assert.Equal(t, "threads", df.Deployment.Tiers[0].PoolLabel(algorithms.PoolThreads))
