@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -25,6 +27,10 @@ type validateOptions struct {
 	plot        string
 	parallel    int
 	screening   int
+	// A children (php-fpm) stack's grid and memory rule.
+	children    string
+	memoryLimit float64
+	childRSS    float64
 }
 
 // maxScreening bounds --screening: the first precision is capped at 25%
@@ -58,10 +64,22 @@ alone (nothing else is compared) and screened: the whole grid is measured
 first at 4x the precision (--screening 2), and only the trials that could
 still be the grid's best, or a named allocation's maximum, again at half
 the precision, until they reach --precision. The rest keep their wider
-interval, which already holds them below the best at 95% confidence.`,
+interval, which already holds them below the best at 95% confidence.
+
+A deployment whose tier has children (pools: {children: N}, php-fpm's) is
+compared with the rules its operators use instead: Debian's defaults
+(MaxRequestWorkers 150, pm.max_children 5, max_connections 151), Apache's
+and MariaDB's defaults beside the recommended children, the memory rule
+(--memory-limit / --child-rss children), 4 x the tier's cores and 200
+children; the grid varies the children (--grid-children) at the
+recommendation's web pool, and each allocation's database gets the
+connections its children need (children x connections per child, as
+recommend measured them or the default, + the reserve) where it lists a
+connections pool.`,
 		Example: `  softalloc validate --topology 1/2/1/2
   softalloc validate --topology 1/4/1/4 --seeds 1,2 --plot goodput.svg
-  softalloc validate --topology 1/4/1/4 --recommended 400-8-8 --users 6000:8000:500 --output json`,
+  softalloc validate --topology 1/4/1/4 --recommended 400-8-8 --users 6000:8000:500 --output json
+  softalloc validate --runner live -f deployment-wordpress.yaml --memory-limit 1024 --child-rss 42`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -77,6 +95,9 @@ interval, which already holds them below the best at 95% confidence.`,
 	fs.StringVar(&o.seeds, "seeds", "", "simulator seeds to average, e.g. 1,2 (default: --seed)")
 	fs.StringVar(&o.threads, "grid-threads", "", "app thread pools of the grid (default: around the recommendation, plus 6,10,20,50,100,150,200)")
 	fs.StringVar(&o.connections, "grid-connections", "", "app connection pools of the grid (default: around the recommendation, plus 6,10,20,60,100,200)")
+	fs.StringVar(&o.children, "grid-children", "", "children pools of the grid, for a deployment whose tier has children (default: around the recommendation, plus 5,10,20,50,100,200)")
+	fs.Float64Var(&o.memoryLimit, "memory-limit", 0, "with --child-rss: the memory for a children tier's children per server, MiB: the memory rule compares limit / RSS children")
+	fs.Float64Var(&o.childRSS, "child-rss", 0, "with --memory-limit: a child's mean resident memory, MiB (e.g. ps -o rss= -C php-fpm8.2)")
 	fs.IntVar(&o.screening, "screening", algorithms.DefaultScreening, "adaptive grid trials start at the precision x 2^N (at most 25%) and only contenders for the best are measured again (0: every trial at --precision)")
 	fs.StringVar(&o.plot, "plot", "", "draw goodput against workload for the compared allocations (.svg, .png or .pdf)")
 	registerParallel(fs, &o.parallel, "trials run at once")
@@ -107,6 +128,14 @@ func runValidate(o *validateOptions) error {
 	if err != nil {
 		return err
 	}
+	childSizes, err := parseSizes("--grid-children", o.children)
+	if err != nil {
+		return err
+	}
+	memoryRule, err := memoryRuleChildren(o.memoryLimit, o.childRSS)
+	if err != nil {
+		return err
+	}
 	if o.users != "" || o.recommended != "" {
 		if _, err := validateWorkloads(o.users, 0); err != nil {
 			return err
@@ -120,11 +149,16 @@ func runValidate(o *validateOptions) error {
 		return err
 	}
 	d := cp.deployment
-	if d.TierIndex("web") < 0 || d.TierIndex("app") < 0 {
+	childrenStack := slices.ContainsFunc(d.Tiers, func(t algorithms.Tier) bool { return t.Children })
+	if err := childrenFlags(childrenStack, d, o); err != nil {
+		return o.campaign.finish(cp, err)
+	}
+	if !childrenStack && (d.TierIndex("web") < 0 || d.TierIndex("app") < 0) {
 		return o.campaign.finish(cp, usagef("validate: the grid varies the web and app tiers' pools; deployment %q has no tiers named web and app", d.Topology))
 	}
 	doc := report.ValidateJSON{Topology: d.Topology, SLA: cp.opts.SLA, Version: version.String()}
 	var rec algorithms.Allocation
+	var measured []algorithms.TierMeasurement
 	saturation := 0
 	if o.recommended != "" {
 		if rec, err = o.campaign.deployment.parseAllocation(d, o.recommended); err != nil {
@@ -136,6 +170,7 @@ func runValidate(o *validateOptions) error {
 			return o.campaign.finish(cp, err)
 		}
 		rec, saturation, doc.RecommendExperiments = r.Allocation, r.Critical.SaturationWorkload, r.Experiments
+		measured = r.MinJobs.Measurements
 	}
 	if doc.Workloads, err = validateWorkloads(o.users, saturation); err != nil {
 		return o.campaign.finish(cp, err)
@@ -173,7 +208,14 @@ func runValidate(o *validateOptions) error {
 			journals = append(journals, j)
 		}
 	}
-	grid := algorithms.Grid(d, rec, threads, conns)
+	grid, err := validateGrid(d, rec, threads, conns, algorithms.ChildrenGridOptions{Children: childSizes, MemoryRule: memoryRule}, measured)
+	if err != nil {
+		return closeJournals(err)
+	}
+	name := algorithms.Allocation.String
+	if childrenStack {
+		name = func(a algorithms.Allocation) string { return algorithms.DescribeAllocation(d, a) }
+	}
 	xs, failures := recordFailures(xs)
 	// A runner that drives one real deployment runs its trials one by one.
 	cmp, err := algorithms.Compare(ctx, xs, d, grid, algorithms.CompareOptions{Workloads: doc.Workloads,
@@ -184,7 +226,7 @@ func runValidate(o *validateOptions) error {
 	doc.GridExperiments = cmp.Experiments
 	results := make([]report.ValidateAllocation, len(cmp.Entries))
 	for i, e := range cmp.Entries {
-		results[i] = report.ValidateAllocation{Allocation: e.Allocation.String(), Role: e.Role,
+		results[i] = report.ValidateAllocation{Allocation: name(e.Allocation), Role: e.Role,
 			Roles: append([]string{e.Role}, e.Also...), Goodput: e.Goodput[0],
 			MaxGoodput: e.MaxGoodput[0], AtUsers: e.AtUsers[0], Ratio: e.Ratio[0], MaxHalfWidth: e.MaxHalfWidth[0],
 			Indistinguishable: e.Indistinguishable[0], Failures: failures.of(e.Allocation, doc.Workloads, len(xs))}
@@ -287,4 +329,52 @@ func parseSizes(flag, s string) ([]int, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// validateGrid is the comparison's allocations: a children (php-fpm) stack's
+// operators' rules and children grid, with the connections per child
+// recommend measured, or the Java and Go stacks' grid.
+func validateGrid(d algorithms.Deployment, rec algorithms.Allocation, threads, conns []int,
+	co algorithms.ChildrenGridOptions, measured []algorithms.TierMeasurement) ([]algorithms.GridEntry, error) {
+	if !slices.ContainsFunc(d.Tiers, func(t algorithms.Tier) bool { return t.Children }) {
+		return algorithms.Grid(d, rec, threads, conns), nil
+	}
+	for _, m := range measured {
+		if t, ok := d.Tier(m.Tier); ok && t.Children && m.ConnectionsPerChild > 0 {
+			co.PerChild = m.ConnectionsPerChild
+		}
+	}
+	return algorithms.ChildrenGrid(d, rec, co)
+}
+
+// childrenFlags refuses the flags of the other kind of stack.
+func childrenFlags(childrenStack bool, d algorithms.Deployment, o *validateOptions) error {
+	if childrenStack {
+		for _, f := range []struct{ name, v string }{{"--grid-threads", o.threads}, {"--grid-connections", o.connections}} {
+			if f.v != "" {
+				return usagef("%s: deployment %q sizes a tier of children (each holds its own connections); give --grid-children", f.name, d.Topology)
+			}
+		}
+		return nil
+	}
+	if o.children != "" || o.memoryLimit != 0 || o.childRSS != 0 {
+		return usagef("--grid-children, --memory-limit and --child-rss: deployment %q has no tier with children (pools: {children: N})", d.Topology)
+	}
+	return nil
+}
+
+// memoryRuleChildren is the memory rule's children: limit / RSS, rounded
+// down (0: not asked for).
+func memoryRuleChildren(limit, rss float64) (int, error) {
+	if limit == 0 && rss == 0 {
+		return 0, nil
+	}
+	if !(limit > 0) || !(rss > 0) || math.IsInf(limit, 0) || math.IsInf(rss, 0) {
+		return 0, usagef("--memory-limit %g, --child-rss %g: want both, each a number of MiB > 0", limit, rss)
+	}
+	n := math.Floor(limit / rss)
+	if n < 1 || n > topology.MaxPoolSize {
+		return 0, usagef("--memory-limit %g / --child-rss %g = %g children: want 1 to %d", limit, rss, n, topology.MaxPoolSize)
+	}
+	return int(n), nil
 }
