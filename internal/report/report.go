@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -124,6 +125,11 @@ func NewRecommendJSON(d algorithms.Deployment, r algorithms.Recommendation, allo
 		ev.Tiers = append(ev.Tiers, TierEvidenceJSON{Name: ts.Name, Throughput: m.Throughput, ResponseTime: m.ResponseTime,
 			Jobs: ts.Jobs, ReqRatio: ts.ReqRatio, RTTRatio: ts.RTTRatio, Position: ts.Position})
 	}
+	// A children stack's pools are named as its deployment names them:
+	// the notation and the key would call the children threads.
+	if slices.ContainsFunc(d.Tiers, func(t algorithms.Tier) bool { return t.Children }) && r.Allocation != nil {
+		alloc = algorithms.DescribeAllocation(d, r.Allocation)
+	}
 	warnings := append(append([]string{}, r.Critical.Warnings...), r.MinJobs.Warnings...)
 	doc := RecommendJSON{Topology: d.Topology, Critical: NewCriticalJSON(r.Critical), MinJobs: r.MinJobs.MinJobs,
 		Experiments: r.Experiments, Allocation: alloc, Tiers: r.Tiers, Evidence: ev, Range: r.Range, Warnings: nonNil(warnings)}
@@ -168,7 +174,18 @@ func WriteTiersTable(w io.Writer, tiers []algorithms.TierRecommendation) error {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%s\t%s\n", t.Name, t.Replicas, t.ThreadsPerServer,
 			intOrDash(t.ConnectionsPerServer), t.TotalThreads, intOrDash(t.TotalConnections), minimum)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, t := range tiers {
+		if t.Workers != "" {
+			fmt.Fprintf(w, "%s: its threads are %s, each opening its own connections to the next tier\n", t.Name, t.Workers)
+		}
+		if t.MaxConnections != nil {
+			fmt.Fprintf(w, "%s: max_connections %s\n", t.Name, t.MaxConnections)
+		}
+	}
+	return nil
 }
 
 // WriteSizeTable is `softalloc size`'s readable output.
