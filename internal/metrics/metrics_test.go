@@ -115,15 +115,15 @@ func TestGroupingRefusesTheSeriesLabels(t *testing.T) {
 }
 
 // Every series has a help text and follows the naming conventions; the
-// README's table lists them all.
+// table of docs/commands.md lists them all.
 func TestSeriesAreDocumented(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/commands.md")
 	require.NoError(t, err)
 	for name, s := range metrics.Series {
 		assert.NotEmpty(t, s.Help, name)
 		assert.NotContains(t, name, "requests", "the docs count pages")
 		assert.False(t, strings.HasSuffix(name, "_total"), "%s: softalloc writes one campaign's figures: gauges, no counters", name)
-		assert.Contains(t, string(readme), "`"+name+"`", "README's metrics table lists %s", name)
+		assert.Contains(t, string(readme), "`"+name+"`", "docs/commands.md's metrics table lists %s", name)
 	}
 }
 
