@@ -373,6 +373,8 @@ func hookArgv(hook []string, a algorithms.Allocation) ([]string, error) {
 	for tier, p := range a {
 		if p.Threads > 0 {
 			vars[tier+"."+algorithms.PoolThreads] = strconv.Itoa(p.Threads)
+			// A children tier's pool, as its file names it (pools: {children: N}).
+			vars[tier+"."+algorithms.PoolChildren] = vars[tier+"."+algorithms.PoolThreads]
 		}
 		if p.Connections > 0 {
 			vars[tier+"."+algorithms.PoolConnections] = strconv.Itoa(p.Connections)
