@@ -3,12 +3,16 @@ package live
 import (
 	"bytes"
 	"encoding/json"
+	"go/ast"
+	goparser "go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -219,6 +223,13 @@ func compareStruct(t *testing.T, defs map[string]any, path string, s map[string]
 		}
 		sub = resolveRef(t, defs, sub)
 		ft := f.Type
+		if base := derefType(ft); base.Kind() == reflect.Struct && base.PkgPath() == typ.PkgPath() &&
+			reflect.PointerTo(base).Implements(reflect.TypeFor[yaml.Unmarshaler]()) {
+			// A type that reads itself: its keys are the cases of its
+			// UnmarshalYAML, and the schema's mapping form has them.
+			compareKeys(t, path+"."+tag, objectForm(t, defs, sub), unmarshalKeys(t, base.Name()))
+			continue
+		}
 		switch {
 		case ft.Kind() == reflect.Struct && ft.NumField() > 0 && ft.PkgPath() == typ.PkgPath():
 			compareStruct(t, defs, path+"."+tag, sub, ft, nil)
@@ -232,6 +243,89 @@ func compareStruct(t *testing.T, defs map[string]any, path string, s map[string]
 	for k := range props {
 		assert.True(t, keys[k] || slices.Contains(extra, k), "%s.%s: in the schema, refused by the parser (no such field in %s)", path, k, typ.Name())
 	}
+}
+
+func derefType(t reflect.Type) reflect.Type {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t
+}
+
+// objectForm is the mapping among a schema's forms (oneOf, anyOf).
+func objectForm(t *testing.T, defs map[string]any, s map[string]any) map[string]any {
+	t.Helper()
+	if _, ok := s["properties"]; ok {
+		return s
+	}
+	for _, key := range []string{"oneOf", "anyOf"} {
+		alts, _ := s[key].([]any)
+		for _, a := range alts {
+			if a := resolveRef(t, defs, a.(map[string]any)); a["properties"] != nil {
+				return a
+			}
+		}
+	}
+	return map[string]any{}
+}
+
+func compareKeys(t *testing.T, path string, s map[string]any, keys []string) {
+	t.Helper()
+	props, _ := s["properties"].(map[string]any)
+	var have []string
+	for k := range props {
+		have = append(have, k)
+	}
+	sort.Strings(have)
+	assert.Equal(t, keys, have, "%s: the keys its UnmarshalYAML reads are the schema's", path)
+	if len(props) > 0 {
+		assert.Equal(t, false, s["additionalProperties"], "%s: a misspelt key is refused", path)
+	}
+}
+
+// unmarshalKeys are the string cases of the switches in typ's
+// UnmarshalYAML, read from this package's source: the keys it takes.
+func unmarshalKeys(t *testing.T, typ string) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	var keys []string
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := goparser.ParseFile(fset, name, nil, 0)
+		require.NoError(t, err)
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Name.Name != "UnmarshalYAML" || fn.Recv == nil || len(fn.Recv.List) != 1 {
+				continue
+			}
+			recv := fn.Recv.List[0].Type
+			if star, ok := recv.(*ast.StarExpr); ok {
+				recv = star.X
+			}
+			if id, ok := recv.(*ast.Ident); !ok || id.Name != typ {
+				continue
+			}
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				if cc, ok := n.(*ast.CaseClause); ok {
+					for _, e := range cc.List {
+						if lit, ok := e.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+							v, err := strconv.Unquote(lit.Value)
+							require.NoError(t, err)
+							keys = append(keys, v)
+						}
+					}
+				}
+				return true
+			})
+		}
+	}
+	require.NotEmpty(t, keys, "%s.UnmarshalYAML: no string cases found; read its keys some other way", typ)
+	sort.Strings(keys)
+	return slices.Compact(keys)
 }
 
 func resolveRef(t *testing.T, defs map[string]any, s map[string]any) map[string]any {
