@@ -230,6 +230,7 @@ Environment (a flag on the command line wins):
 		newCmdCheck(f, nil),
 		newCmdEvaluate(f, nil),
 		newCmdDegradation(f, nil),
+		newCmdDoctor(f, nil),
 		newCmdInit(f, nil),
 	)
 	// No command takes positional arguments, and no number flag NaN or

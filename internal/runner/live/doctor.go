@@ -368,7 +368,8 @@ func (dr *doctorRun) server(ctx context.Context, t algorithms.Tier, i int, tc Ti
 	for k := range s.Readings {
 		rd := &s.Readings[k]
 		if rd.Field == "throughput" {
-			if idle, ok := dr.idle[who]; ok {
+			// With no probe the readings are the idle ones.
+			if idle, ok := dr.idle[who]; ok && !dr.rep.Probe.Skipped {
 				rd.Idle = &idle.v
 			}
 			if front {
@@ -451,7 +452,7 @@ func (dr *doctorRun) frontTier(t algorithms.Tier) error {
 	var sum float64
 	all := len(dr.front) > 0
 	for k, rd := range dr.front {
-		if idle := dr.idle[t.ServerName(k)]; rd.Idle != nil && idle.v*dr.idleSeconds > idleRequests {
+		if idle, ok := dr.idle[t.ServerName(k)]; ok && idle.v*dr.idleSeconds > idleRequests {
 			dr.problem(who, rd, fmt.Sprintf("query %s read %s requests/s before any load (%s in %gs): it counts requests that are not the pages' (the exporter's own scrapes, a health check, other clients); leave them out as the apache preset does with apache_up's samples, or run with no other client",
 				idle.query, fmtNum(idle.v), fmtNum(idle.v*dr.idleSeconds), dr.idleSeconds))
 		}
