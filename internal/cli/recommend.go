@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -180,8 +181,40 @@ func (o *campaignOptions) metricSet(c campaign) *metrics.Set {
 	return set
 }
 
+// reportFlag is --report: the campaign's self-contained HTML page, drawn
+// from its result, so a campaign resumed from its journal writes it whole.
+type reportFlag struct{ path string }
+
+func (r *reportFlag) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&r.path, "report", "", "write a self-contained HTML report (answer, figures, snippets) to this .html file, readable offline")
+}
+
+// check refuses a path the command could not write, before any trial.
+func (r *reportFlag) check() error { return checkOutputFile("--report", r.path, ".html", ".htm") }
+
+// write writes the page when --report was given; rep carries the command's
+// result, and the campaign's settings are filled in here.
+func (r *reportFlag) write(o *campaignOptions, cp campaign, rep report.HTMLReport) error {
+	if r.path == "" {
+		return nil
+	}
+	rep.Command, rep.Deployment, rep.Runner, rep.Version = o.cmd.Name(), cp.deployment, cp.runner.Name, version.String()
+	rep.DeploymentFile, rep.Seed = o.deployment.file, o.runner.seed
+	rep.SLA, rep.HardwareThreshold = cp.opts.SLA, cp.opts.HardwareThreshold
+	if rep.SLA == 0 || rep.HardwareThreshold == 0 {
+		d := algorithms.DefaultOptions()
+		rep.SLA, rep.HardwareThreshold = cmp.Or(rep.SLA, d.SLA), cmp.Or(rep.HardwareThreshold, d.HardwareThreshold)
+	}
+	rep.Warnings = cp.runner.Warnings
+	rep.Generated, rep.Elapsed = time.Now(), time.Since(o.started).Round(time.Millisecond)
+	return report.SaveHTML(r.path, rep)
+}
+
 // findCriticalOptions are find-critical's.
-type findCriticalOptions struct{ campaignOptions }
+type findCriticalOptions struct {
+	campaignOptions
+	report reportFlag
+}
 
 // newCmdFindCritical is `softalloc find-critical`.
 func newCmdFindCritical(f *factory, runF func(*findCriticalOptions) error) *cobra.Command {
@@ -195,7 +228,8 @@ saturated hardware resource is the answer; a saturated pool first means the
 allocation is too small, so it is doubled and the search goes on.`,
 		Example: `  softalloc find-critical --topology 1/2/1/2
   softalloc find-critical --topology 1/4/1/4 --step 250 --output json
-  softalloc find-critical -f deployment.yaml --runner replay --campaign .softalloc/journal.jsonl`,
+  softalloc find-critical -f deployment.yaml --runner replay --campaign .softalloc/journal.jsonl
+  softalloc find-critical --topology 1/2/1/2 --report find-critical.html`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -205,11 +239,15 @@ allocation is too small, so it is doubled and the search goes on.`,
 		},
 	}
 	o.register(f, cmd, scopeFindCritical)
+	o.report.register(cmd)
 	return cmd
 }
 
 func runFindCritical(o *findCriticalOptions) error {
 	ctx, s := o.cmd.Context(), o.f.Streams
+	if err := o.report.check(); err != nil {
+		return err
+	}
 	cp, err := o.setup()
 	if err != nil {
 		return err
@@ -241,6 +279,9 @@ func runFindCritical(o *findCriticalOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := o.report.write(&o.campaignOptions, cp, report.HTMLReport{Critical: c, Steps: ptr(o.stepsUsed(cp, c.Steps))}); err != nil {
+		return err
+	}
 	return o.metrics.emit(ctx, set)
 }
 
@@ -250,6 +291,7 @@ type recommendOptions struct {
 	format    string
 	classes   string
 	withRange bool
+	report    reportFlag
 }
 
 // newCmdRecommend is `softalloc recommend`.
@@ -274,13 +316,17 @@ least their reserved size; the table shows the formula's minimum beside them.`,
   softalloc recommend --topology 1/4/1/4 --format apache,tomcat
   softalloc recommend --topology 1/2/1/2 --format all --output json
   softalloc recommend --topology 1/2/1/2 --range
-  softalloc recommend -f deployment.yaml --runner replay --campaign recorded.jsonl`,
+  softalloc recommend -f deployment.yaml --runner replay --campaign recorded.jsonl
+  softalloc recommend --topology 1/2/1/2 --range --report report.html`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
 				return runF(o)
 			}
 			if o.classes != "" {
+				if o.report.path != "" {
+					return usagef("--report %q: the HTML report covers recommend's chain, not --workload's per-class pools", o.report.path)
+				}
 				return runRecommendClasses(o) // per-class pools of one server: classes.go
 			}
 			return runRecommend(o)
@@ -291,6 +337,7 @@ least their reserved size; the table shows the formula's minimum beside them.`,
 	cmd.Flags().BoolVar(&o.withRange, "range", false, "also measure the range of the bounding pool's sizes within 1% of the best goodput at the SLA (up to 8 more experiments, 6/5 of the saturation workload)")
 	cmd.Flags().StringVar(&o.classes, "workload", "", "workload file of request classes with objectives: size per-class pools of one server instead (docs/classes.md)")
 	deprecatedAlias(cmd.Flags(), "classes", "workload", &o.classes)
+	o.report.register(cmd)
 	return cmd
 }
 
@@ -299,6 +346,9 @@ func runRecommend(o *recommendOptions) error {
 	formats, err := report.ParseFormats(o.format)
 	if err != nil {
 		return usageError{err}
+	}
+	if err := o.report.check(); err != nil {
+		return err
 	}
 	o.sizing = "recommend"
 	cp, err := o.setup()
@@ -338,8 +388,19 @@ func runRecommend(o *recommendOptions) error {
 	if err != nil {
 		return err
 	}
+	// The page shows the snippets --format asks for, and without it every
+	// format that has a tier of its role here.
+	page := report.HTMLReport{Critical: rec.Critical, Recommendation: &rec, Snippets: doc.Snippets, Steps: ptr(o.stepsUsed(cp, rec.Critical.Steps))}
+	if len(formats) == 0 {
+		page.Snippets = report.Snippets(d, rec.Tiers, report.SnippetFormats)
+	}
+	if err := o.report.write(&o.campaignOptions, cp, page); err != nil {
+		return err
+	}
 	return o.metrics.emit(ctx, set)
 }
+
+func ptr[T any](v T) *T { return &v }
 
 func nonNilStrings(s []string) []string {
 	if s == nil {

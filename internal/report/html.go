@@ -221,6 +221,13 @@ func poolRows(d algorithms.Deployment, rec *algorithms.Recommendation, reserve a
 			}
 			rows = append(rows, row)
 		}
+		// A tier with no pools of its own (C-JDBC, MySQL behind a connection
+		// pool) runs a thread per connection from the tier in front: its
+		// sizing shows what the allocation gives it.
+		if tr, ok := recs[t.Name]; ok && len(t.Pools) == 0 && tr.ThreadsPerServer > 0 {
+			rows = append(rows, htmlPoolRow{Tier: t.Name, Role: t.Role, Replicas: t.Replicas, PerServer: tr.ThreadsPerServer, Total: tr.TotalThreads,
+				Pool: "threads (one per connection from the tier in front; not set by the allocation)"})
+		}
 		// Behind a children tier the connection limit is derived, not a pool.
 		if tr, ok := recs[t.Name]; ok && tr.MaxConnections != nil {
 			m := tr.MaxConnections
