@@ -32,4 +32,12 @@ func TestRecommendationOfAChildrenStackSaysChildren(t *testing.T) {
 	require.NoError(t, report.WriteTiersTable(&b, doc.Tiers))
 	assert.Contains(t, b.String(), "php: its threads are php-fpm children, each opening its own connections to the next tier\n")
 	assert.Contains(t, b.String(), "db: max_connections 70 = 40 php children x 1.50 connections each (measured) + 10 reserved for monitoring and administration\n")
+
+	// softalloc size says the same.
+	sz, err := algorithms.CalculateMinAllocation(d, "php", 40, []algorithms.TierMeasurement{{Tier: "web", Throughput: 30, ResponseTime: 0.3}, {Tier: "php", Throughput: 30, ResponseTime: 1}})
+	require.NoError(t, err)
+	b.Reset()
+	require.NoError(t, report.WriteSizeTable(&b, d, sz, recs))
+	assert.Contains(t, b.String(), "php: its threads are php-fpm children")
+	assert.Contains(t, b.String(), "db: max_connections 70 = ")
 }

@@ -177,6 +177,13 @@ func WriteTiersTable(w io.Writer, tiers []algorithms.TierRecommendation) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	writeTierNotes(w, tiers)
+	return nil
+}
+
+// writeTierNotes says which threads are children, and how a database's
+// connection limit follows from them.
+func writeTierNotes(w io.Writer, tiers []algorithms.TierRecommendation) {
 	for _, t := range tiers {
 		if t.Workers != "" {
 			fmt.Fprintf(w, "%s: its threads are %s, each opening its own connections to the next tier\n", t.Name, t.Workers)
@@ -185,7 +192,6 @@ func WriteTiersTable(w io.Writer, tiers []algorithms.TierRecommendation) error {
 			fmt.Fprintf(w, "%s: max_connections %s\n", t.Name, t.MaxConnections)
 		}
 	}
-	return nil
 }
 
 // WriteSizeTable is `softalloc size`'s readable output.
@@ -203,7 +209,11 @@ func WriteSizeTable(w io.Writer, d algorithms.Deployment, sz algorithms.Sizing, 
 		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t%d\t%d\t%s\n", ts.Name, ts.Position, ts.Jobs, ratio(ts.ReqRatio),
 			ratio(ts.RTTRatio), tiers[i].TotalThreads, tiers[i].ThreadsPerServer, intOrDash(tiers[i].ConnectionsPerServer))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	writeTierNotes(w, tiers)
+	return nil
 }
 
 // WriteCriticalTable is find-critical's readable output.
