@@ -341,15 +341,20 @@ func unmeasured(trials []algorithms.Trial) []string {
 	return out
 }
 
-// reserveTrials are the trials at the allocation the answer was read at,
-// one per workload (a refined trial replaces the coarser one), by workload.
-func reserveTrials(trials []algorithms.Trial, reserve algorithms.Allocation) []algorithms.Trial {
+// reserveTrials are the trials at allocation a, one per workload (a refined
+// trial replaces the coarser one), by workload.
+func reserveTrials(trials []algorithms.Trial, a algorithms.Allocation) []algorithms.Trial {
+	key := a.Key()
+	return lastPerWorkload(slices.DeleteFunc(slices.Clone(trials), func(t algorithms.Trial) bool { return t.Experiment.Allocation.Key() != key }))
+}
+
+// lastPerWorkload is the last trial at each workload, by workload: the
+// search only enlarges the allocation, so the last is the one it went on
+// from (or a refined trial of it).
+func lastPerWorkload(trials []algorithms.Trial) []algorithms.Trial {
 	byUsers := map[int]algorithms.Trial{}
-	key := reserve.Key()
 	for _, t := range trials {
-		if t.Experiment.Allocation.Key() == key {
-			byUsers[t.Experiment.Workload.Users] = t
-		}
+		byUsers[t.Experiment.Workload.Users] = t
 	}
 	out := make([]algorithms.Trial, 0, len(byUsers))
 	for _, t := range byUsers {
@@ -476,7 +481,11 @@ func figures(r HTMLReport, trials []algorithms.Trial) ([]htmlFigure, template.CS
 			curves = append(curves, marker(fmt.Sprintf("WLmin (%s): %d users", m.Reading, m.WLmin), float64(m.WLmin), top))
 		}
 	}
-	if err := add("fig-throughput", "Throughput against workload", "Pages per second of each trial, one line per allocation tried. The vertical lines mark where the critical resource first saturated and, for recommend, the workload minJobs was read at (WLmin).",
+	caption := "Pages per second of each trial, one line per allocation tried. The vertical line marks where the critical resource first saturated."
+	if m != nil {
+		caption = "Pages per second of each trial, one line per allocation tried. The vertical lines mark where the critical resource first saturated and the workload minJobs was read at (WLmin)."
+	}
+	if err := add("fig-throughput", "Throughput against workload", caption,
 		"workload (users)", "throughput (pages/s)", curves, top); err != nil {
 		return nil, "", err
 	}
@@ -494,7 +503,7 @@ func figures(r HTMLReport, trials []algorithms.Trial) ([]htmlFigure, template.CS
 			return nil, "", err
 		}
 	}
-	at := reserveTrials(trials, c.Reserve)
+	at := lastPerWorkload(trials)
 	var util, pools, full tierSeries
 	for _, tier := range r.Deployment.Tiers {
 		for _, t := range at {
@@ -536,7 +545,7 @@ func figures(r HTMLReport, trials []algorithms.Trial) ([]htmlFigure, template.CS
 		hwCurves = append(hwCurves, level(fmt.Sprintf("saturation threshold %.2g", r.HardwareThreshold), r.HardwareThreshold,
 			float64(at[0].Experiment.Workload.Users), float64(at[len(at)-1].Experiment.Workload.Users)))
 	}
-	reserveNote := fmt.Sprintf("Trials at the allocation the answer was read at (%s); each tier is its busiest server.", c.Reserve.String())
+	reserveNote := "The last trial at each workload (a pool that saturates first doubles the allocation: see the allocations compared); each tier is its busiest server."
 	if err := add("fig-utilisation", "Hardware utilisation against workload", "Each resource's utilisation. "+reserveNote,
 		"workload (users)", "utilisation", hwCurves, 1.05); err != nil {
 		return nil, "", err

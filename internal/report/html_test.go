@@ -123,12 +123,21 @@ func TestHTMLReportShowsTheAnswerAndTheEvidence(t *testing.T) {
 	} {
 		assert.Contains(t, page, want)
 	}
-	// A find-critical page has the answer without minJobs, and the reserve.
+	// A find-critical page has the answer without minJobs, and the reserve;
+	// an allocation the search doubled from is compared with the reserve.
 	r.Command, r.Recommendation = "find-critical", nil
+	small := r.Critical.Trials[0]
+	small.Experiment.Allocation = algorithms.Allocation{"web": {Threads: 20}, "app": {Threads: 10, Connections: 5}}
+	r.Critical.Trials = append([]algorithms.Trial{small}, r.Critical.Trials...)
 	page = writeHTML(t, r)
 	assert.Contains(t, page, `<dd id="reserve">`+html.EscapeString(r.Critical.Reserve.String()))
 	assert.NotContains(t, page, `id="minjobs"`)
-	assert.Contains(t, svgTexts(page), "fig-utilisation")
+	assert.NotContains(t, svgTexts(page)["fig-throughput"], "WLmin (knee): 28 users")
+	assert.Contains(t, svgTexts(page)["fig-throughput"], "allocation "+small.Experiment.Allocation.String())
+	assert.Contains(t, svgTexts(page)["fig-throughput"], "allocation "+r.Critical.Reserve.String())
+	compared := regexp.MustCompile(`(?s)<table id="allocations">.*?</table>`).FindString(page)
+	assert.Equal(t, 2, strings.Count(compared, "<tr><td>"), "the two allocations tried")
+	assert.Contains(t, compared, "<td>20-10-5</td>")
 }
 
 // Names come from the deployment file: a tier named <script> is text on
