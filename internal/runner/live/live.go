@@ -373,8 +373,6 @@ func hookArgv(hook []string, a algorithms.Allocation) ([]string, error) {
 	for tier, p := range a {
 		if p.Threads > 0 {
 			vars[tier+"."+algorithms.PoolThreads] = strconv.Itoa(p.Threads)
-			// A children tier's pool, as its file names it (pools: {children: N}).
-			vars[tier+"."+algorithms.PoolChildren] = vars[tier+"."+algorithms.PoolThreads]
 		}
 		if p.Connections > 0 {
 			vars[tier+"."+algorithms.PoolConnections] = strconv.Itoa(p.Connections)
@@ -387,7 +385,12 @@ func hookArgv(hook []string, a algorithms.Allocation) ([]string, error) {
 		}
 		var missing string
 		out[i] = hookVar.ReplaceAllStringFunc(arg, func(m string) string {
-			if v, ok := vars[m[1:len(m)-1]]; ok {
+			name := m[1 : len(m)-1]
+			// A children tier's pool as its file names it (pools: {children: N}): its threads.
+			if t, ok := strings.CutSuffix(name, "."+algorithms.PoolChildren); ok {
+				name = t + "." + algorithms.PoolThreads
+			}
+			if v, ok := vars[name]; ok {
 				return v
 			}
 			missing = m
