@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -68,7 +69,10 @@ type Target struct {
 type Tier struct {
 	Name     string `json:"name"`
 	Role     string `json:"role"`
-	Software string `json:"software"`
+	// Software is the kind of exporter found; Deploys the deployment
+	// file's name of that software ("" where it has none: the testbed's app).
+	Software string `json:"kind"`
+	Deploys  string `json:"software,omitempty"`
 	// Presets in the order the live runner applies them (later ones win).
 	Presets []string `json:"presets"`
 	// Servers are the placeholder values of each server, {instance} first.
@@ -224,6 +228,14 @@ func discover(ctx context.Context, q querier, now time.Time) (Proposal, error) {
 		if err := readPools(&p.Tiers[i], vector); err != nil {
 			return p, err
 		}
+		// A database's max_connections is a pool softalloc sets only behind
+		// php-fpm's children, where it follows from them.
+		if t := &p.Tiers[i]; t.Role == "db" && (i == 0 || p.Tiers[i-1].Software != "phpfpm") {
+			delete(t.Pools, "connections")
+		}
+		if err := softwareOf(&p.Tiers[i], vector); err != nil {
+			return p, err
+		}
 	}
 	if err := dbLatency(&p, vector); err != nil {
 		return p, err
@@ -346,7 +358,32 @@ var poolQueries = map[string]map[string]string{
 	"tomcat": {"threads": `sum(tomcat_threads_config_max_threads{instance="%s"})`},
 	"hikari": {"connections": `sum(hikaricp_connections_max{instance="%s"})`},
 	"bboard": {"threads": `sum(bboard_pool_size{pool="threads",instance="%s"})`, "connections": `sum(bboard_pool_size{pool="connections",instance="%s"})`},
-	"phpfpm": {"threads": `sum(phpfpm_total_processes{instance="%s"})`},
+	// pm = static keeps max_children processes: the pool's size.
+	"phpfpm": {"children": `sum(phpfpm_total_processes{instance="%s"})`},
+	"mysql":  {"connections": `sum(mysql_global_variables_max_connections{instance="%s"})`},
+}
+
+// softwareOf names what the tier runs as the deployment file does, so that
+// its snippets and validate's baselines are that software's.
+func softwareOf(t *Tier, vector func(string) (model.Vector, error)) error {
+	switch t.Software {
+	case "apache", "nginx", "tomcat", "pgbouncer":
+		t.Deploys = t.Software
+	case "phpfpm":
+		t.Deploys = "php-fpm"
+	case "postgres":
+		t.Deploys = "postgresql"
+	case "mysql":
+		vec, err := vector(fmt.Sprintf(`mysql_version_info{instance=%q}`, t.Servers[0]["instance"]))
+		if err != nil {
+			return fmt.Errorf("tier %s: %w", t.Name, err)
+		}
+		t.Deploys = "mysql"
+		if len(vec) > 0 && strings.Contains(strings.ToLower(string(vec[0].Metric["version"])), "mariadb") {
+			t.Deploys = "mariadb"
+		}
+	}
+	return nil
 }
 
 func readPools(t *Tier, vector func(string) (model.Vector, error)) error {
@@ -373,8 +410,10 @@ func readPools(t *Tier, vector func(string) (model.Vector, error)) error {
 }
 
 // dbLatency gives the db tier a throughput and response time: the database's
-// exporter has none without performance_schema, and an app that measures its
-// own queries (the testbed's bulletin board, Go or Java) has them.
+// exporter has none by default. An app that times its own queries (the
+// testbed's bulletin board, Go or Java) gives the DB's residence as the app
+// sees it; else performance_schema's statement digests or MariaDB's user
+// statistics, where mysqld_exporter collects them.
 func dbLatency(p *Proposal, vector func(string) (model.Vector, error)) error {
 	appTimed, err := vector("count(bboard_db_query_duration_seconds_count)")
 	if err != nil {
@@ -393,7 +432,41 @@ func dbLatency(p *Proposal, vector func(string) (model.Vector, error)) error {
 			t.Notes = append(t.Notes, "throughput and response time from the app's view of each query (sent to last row), the DB's residence")
 			continue
 		}
-		p.Decide = append(p.Decide, fmt.Sprintf("tier %s: no throughput and response time (%s's exporter has no per-statement latency): add them (performance_schema through mysqld_exporter's --collect.perf_schema.eventsstatements, or the app's own timing of its queries)", t.Name, t.Software))
+		if t.Software == "mysql" {
+			inst := t.Servers[0]["instance"]
+			digests, err := vector(fmt.Sprintf(`count(mysql_perf_schema_events_statements_total{instance=%q})`, inst))
+			if err != nil {
+				return err
+			}
+			if len(digests) == 1 && digests[0].Value > 0 {
+				t.Presets = append(t.Presets, "mysql-perfschema")
+				t.Notes = append(t.Notes, "throughput and response time from performance_schema's statement digests (softalloc presets mysql-perfschema says what they leave out)")
+				continue
+			}
+			users, err := vector(fmt.Sprintf(`group by (user) (mysql_info_schema_user_statistics_select_commands_total{instance=%q})`, inst))
+			if err != nil {
+				return err
+			}
+			var apps []string
+			for _, u := range users {
+				if name := string(u.Metric["user"]); name != "" && !monitoringUser.MatchString(name) {
+					apps = append(apps, name)
+				}
+			}
+			if len(apps) > 0 {
+				sort.Strings(apps)
+				t.Presets = append(t.Presets, "mysql-userstat")
+				for _, srv := range t.Servers {
+					srv["dbUser"] = strings.Join(apps, "|")
+				}
+				t.Notes = append(t.Notes, fmt.Sprintf("throughput and response time from MariaDB's user statistics of %s: check that these are the application's users", strings.Join(apps, ", ")))
+				continue
+			}
+		}
+		p.Decide = append(p.Decide, fmt.Sprintf("tier %s: no throughput and response time (%s's exporter reads no per-statement latency): turn on performance_schema with mysqld_exporter's --collect.perf_schema.eventsstatements, or MariaDB's userstat with --collect.info_schema.userstats (softalloc presets mysql-perfschema, mysql-userstat), or time the queries in the app", t.Name, t.Software))
 	}
 	return nil
 }
+
+// monitoringUser names the database users that watch rather than serve.
+var monitoringUser = regexp.MustCompile(`(?i)exporter|monitor|prometheus|root|mysql\.|mariadb\.sys`)

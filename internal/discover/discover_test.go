@@ -137,6 +137,8 @@ func TestInitProposesTheJavaTestbedsTiers(t *testing.T) {
 	assert.Equal(t, []string{"cgroup", "apache"}, p.Tiers[0].Presets)
 	assert.Equal(t, []string{"jvm", "cgroup", "tomcat", "hikari"}, p.Tiers[1].Presets)
 	assert.Equal(t, []string{"cgroup", "mysql"}, p.Tiers[2].Presets)
+	assert.Equal(t, []string{"apache", "tomcat", "mysql"}, []string{p.Tiers[0].Deploys, p.Tiers[1].Deploys, p.Tiers[2].Deploys})
+	assert.Empty(t, p.Tiers[2].Pools, "max_connections is sized only behind php-fpm")
 	assert.Equal(t, map[string]int{"threads": 100}, p.Tiers[0].Pools)
 	assert.Equal(t, map[string]int{"threads": 20, "connections": 10}, p.Tiers[1].Pools)
 	assert.Equal(t, []map[string]string{{"instance": app}}, p.Tiers[1].Servers)
@@ -186,4 +188,58 @@ func TestInitRefusesAPrometheusWithNoServers(t *testing.T) {
 	_, err := Discover(context.Background(), prom, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "none of the 1 targets runs a server softalloc knows")
+}
+
+// A database with no app timing its queries gets its latency from the
+// database itself: performance_schema's digests, or MariaDB's user
+// statistics of the application's users (the exporter's own left out).
+func TestInitReadsTheDatabasesOwnLatency(t *testing.T) {
+	t.Parallel()
+	userstat := mysqlText + `mysql_info_schema_user_statistics_select_commands_total{user="wordpress"} 100
+mysql_info_schema_user_statistics_select_commands_total{user="exporter"} 7
+`
+	digests := mysqlText + `mysql_perf_schema_events_statements_total{schema="shop",digest="abc",digest_text="SELECT ?"} 40
+`
+	for name, tc := range map[string]struct {
+		text, preset, dbUser string
+	}{
+		"userstat":   {userstat, "mysql-userstat", "wordpress"},
+		"perfschema": {digests, "mysql-perfschema", ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			prom := prometheusScraping(t, map[string][]string{"apache": {exporter(t, apacheText)}, "mysqld": {exporter(t, tc.text)}})
+			p, err := Discover(context.Background(), prom, nil)
+			require.NoError(t, err)
+			require.Len(t, p.Tiers, 2)
+			db := p.Tiers[1]
+			assert.Equal(t, []string{"mysql", tc.preset}, db.Presets)
+			assert.Equal(t, tc.dbUser, db.Servers[0]["dbUser"])
+			assert.NotContains(t, strings.Join(p.Decide, "\n"), "tier db: no throughput")
+		})
+	}
+}
+
+// php-fpm's status page makes a children tier, and the database behind it
+// gets its max_connections as the pool that follows from the children.
+func TestInitProposesAPHPStack(t *testing.T) {
+	t.Parallel()
+	phpfpm := "phpfpm_up 1\nphpfpm_total_processes 20\nphpfpm_active_processes 1\nphpfpm_accepted_connections 9\n"
+	mariadb := mysqlText + `mysql_version_info{innodb_version="10.11.14",version="10.11.14-MariaDB-0+deb12u2",version_comment="Debian 12"} 1
+`
+	prom := prometheusScraping(t, map[string][]string{"apache": {exporter(t, apacheText)}, "phpfpm": {exporter(t, phpfpm)}, "mysqld": {exporter(t, mariadb)}})
+	p, err := Discover(context.Background(), prom, nil)
+	require.NoError(t, err)
+	require.Len(t, p.Tiers, 3)
+	assert.Equal(t, []string{"apache", "php-fpm", "mariadb"}, []string{p.Tiers[0].Deploys, p.Tiers[1].Deploys, p.Tiers[2].Deploys})
+	assert.Equal(t, map[string]int{"children": 20}, p.Tiers[1].Pools)
+	assert.Equal(t, map[string]int{"connections": 151}, p.Tiers[2].Pools)
+
+	file := filepath.Join(t.TempDir(), "deployment.yaml")
+	require.NoError(t, os.WriteFile(file, Render(p, Settings{Target: "http://127.0.0.1:1", Workload: "w.yaml"}), 0o644))
+	d, err := topology.LoadDeployment(file)
+	require.NoError(t, err, "%s", Render(p, Settings{}))
+	assert.Equal(t, 20, d.Allocation["app"].Threads, "children are the model's threads")
+	assert.True(t, d.Deployment.Tiers[1].Children)
+	assert.Equal(t, 151, d.Allocation["db"].Connections)
 }

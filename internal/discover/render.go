@@ -54,6 +54,9 @@ func Render(p Proposal, s Settings) []byte {
 		w("  - name: %s  # %s\n", quote(t.Name), t.Software)
 		w("    role: %s\n", t.Role)
 		w("    replicas: %d\n", len(t.Servers))
+		if t.Deploys != "" {
+			w("    software: %s\n", t.Deploys)
+		}
 		if len(t.Pools) > 0 {
 			w("    pools: {%s}  # the sizes now, per server: the allocation a campaign starts from\n", pools(t.Pools))
 		}
