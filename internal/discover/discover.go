@@ -67,8 +67,8 @@ type Target struct {
 
 // Tier is a proposed tier of the deployment.
 type Tier struct {
-	Name     string `json:"name"`
-	Role     string `json:"role"`
+	Name string `json:"name"`
+	Role string `json:"role"`
 	// Software is the kind of exporter found; Deploys the deployment
 	// file's name of that software ("" where it has none: the testbed's app).
 	Software string `json:"kind"`
