@@ -16,6 +16,8 @@ const keepBad = 5
 
 // BadLine is a line that is not a log line.
 type BadLine struct {
+	// File is left for the caller to fill in.
+	File string `json:"file,omitempty"`
 	Line int64  `json:"line"`
 	Err  string `json:"error"`
 }

@@ -230,6 +230,7 @@ Environment (a flag on the command line wins):
 		newCmdCheck(f, nil),
 		newCmdEvaluate(f, nil),
 		newCmdDegradation(f, nil),
+		newCmdWorkload(f, nil),
 		newCmdDoctor(f, nil),
 		newCmdInit(f, nil),
 	)

@@ -116,6 +116,16 @@ func scrapingPrometheus(t *testing.T, interval time.Duration, jobs map[string]st
 	return "http://" + addr, papi
 }
 
+// scrapedPast waits until Prometheus scraped every target after t.
+func scrapedPast(t *testing.T, papi v1.API, after time.Time, timeout time.Duration) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		v, _, _, err := papi.Query(context.Background(), `min(timestamp(up))`, time.Now())
+		vec, ok := v.(model.Vector)
+		return err == nil && ok && len(vec) == 1 && float64(vec[0].Value) > float64(after.UnixMilli())/1000
+	}, timeout, 50*time.Millisecond, "Prometheus did not scrape every target past %s", after)
+}
+
 // The burner: a child of the test that uses about half a core (busy 20 ms
 // of every 40) and serves its own process_cpu_seconds_total from
 // client_golang's process collector, as any instrumented process does.
@@ -243,16 +253,29 @@ func at(s []cpuSample, t time.Time) cpuSample {
 }
 
 // span is the first and last sample Prometheus holds of selector in the
-// window of length step ending at end: rate() reads the counter's increase
-// between them.
-func span(t *testing.T, papi v1.API, selector string, end time.Time, step time.Duration) (time.Time, time.Time) {
+// window of length step ending at end, between which rate() reads the
+// counter's increase, and the factor rate() scales that increase per second
+// by: Prometheus's extrapolation to each edge of the window when the edge is
+// within 1.1 average intervals of a sample, else by half an interval (a
+// scrape missed at an edge), over the window's length.
+func span(t *testing.T, papi v1.API, selector string, end time.Time, step time.Duration) (time.Time, time.Time, float64) {
 	t.Helper()
 	v, _, _, err := papi.Query(context.Background(), fmt.Sprintf("%s[%dms]", selector, step.Milliseconds()), end)
 	require.NoError(t, err, selector)
 	m, ok := v.(model.Matrix)
 	require.True(t, ok && len(m) > 0 && len(m[0].Values) >= 2, "%s: want two samples or more in the window, got %v", selector, v)
 	vals := m[0].Values
-	return vals[0].Timestamp.Time(), vals[len(vals)-1].Timestamp.Time()
+	a, b := vals[0].Timestamp.Time(), vals[len(vals)-1].Timestamp.Time()
+	sampled := b.Sub(a).Seconds()
+	avg := sampled / float64(len(vals)-1)
+	toStart, toEnd := a.Sub(end.Add(-step)).Seconds(), end.Sub(b).Seconds()
+	if toStart >= 1.1*avg {
+		toStart = avg / 2
+	}
+	if toEnd >= 1.1*avg {
+		toEnd = avg / 2
+	}
+	return a, b, (sampled + toStart + toEnd) / step.Seconds()
 }
 
 const hostLiveSection = `
@@ -309,11 +332,7 @@ func TestHostCPUPresetsAgainstTheRealExporters(t *testing.T) {
 	const step, windows = 2 * time.Second, 3
 	start := time.Now().Add(interval).Truncate(time.Second).Add(time.Second)
 	end := start.Add(windows * step)
-	// Until every target was scraped past the last window's end.
-	require.Eventually(t, func() bool {
-		v, _, _, err := papi.Query(context.Background(), `min(timestamp(up))`, time.Now())
-		return err == nil && len(v.(model.Vector)) == 1 && float64(v.(model.Vector)[0].Value) > float64(end.Add(interval).Unix())
-	}, windows*step+30*time.Second, 50*time.Millisecond, "Prometheus did not scrape past the last window")
+	scrapedPast(t, papi, end.Add(interval), windows*step+30*time.Second)
 
 	var sec map[string]any
 	require.NoError(t, yaml.Unmarshal([]byte(hostLiveSection), &sec))
@@ -343,15 +362,16 @@ func TestHostCPUPresetsAgainstTheRealExporters(t *testing.T) {
 		wEnd := start.Add(time.Duration(k+1) * step)
 		// Each reading against the kernel's accounting over the span of the
 		// samples its rate() read.
-		a, b := span(t, papi, fmt.Sprintf(`node_cpu_seconds_total{instance=%q,mode="idle",cpu="0"}`, nodeAddr), wEnd, step)
+		// (node's is a ratio of series scraped together: its factor cancels.)
+		a, b, _ := span(t, papi, fmt.Sprintf(`node_cpu_seconds_total{instance=%q,mode="idle",cpu="0"}`, nodeAddr), wEnd, step)
 		x, y := at(s, a), at(s, b)
 		host := (y.busy - x.busy) / (y.capacity - x.capacity)
-		a, b = span(t, papi, fmt.Sprintf(`namedprocess_namegroup_cpu_seconds_total{instance=%q,mode="user"}`, peAddr), wEnd, step)
+		a, b, f := span(t, papi, fmt.Sprintf(`namedprocess_namegroup_cpu_seconds_total{instance=%q,mode="user"}`, peAddr), wEnd, step)
 		x, y = at(s, a), at(s, b)
-		group := (y.proc - x.proc) / tick / b.Sub(a).Seconds() / cores
-		a, b = span(t, papi, fmt.Sprintf(`process_cpu_seconds_total{instance=%q}`, burnerAddr), wEnd, step)
+		group := (y.proc - x.proc) / tick / b.Sub(a).Seconds() * f / cores
+		a, b, f = span(t, papi, fmt.Sprintf(`process_cpu_seconds_total{instance=%q}`, burnerAddr), wEnd, step)
 		x, y = at(s, a), at(s, b)
-		proc := (y.proc - x.proc) / tick / b.Sub(a).Seconds() / cores
+		proc := (y.proc - x.proc) / tick / b.Sub(a).Seconds() * f / cores
 
 		got := w.Observation.Servers
 		t.Logf("window %d: node %.4f (kernel %.4f), process-exporter %.4f (kernel %.4f), process %.4f (kernel %.4f)",

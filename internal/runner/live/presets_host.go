@@ -1,10 +1,11 @@
 package live
 
-// hostPresets read a server's CPU from what a deployment already runs, beside
-// the testbed's own exporter (the cgroup preset). Each cpu query is a share
-// in [0,1] of a capacity the preset declares (the host's CPUs, a container's
-// quota, or {cores}, the tier's cores in the deployment file), never of one
-// the runner guesses.
+// hostPresets read what a deployment already runs: a server's CPU, beside
+// the testbed's own exporter (the cgroup preset), and a database's latency
+// from the database itself, for an application that measures none. Each cpu
+// query is a share in [0,1] of a capacity the preset declares (the host's
+// CPUs, a container's quota, or {cores}, the tier's cores in the deployment
+// file), never of one the runner guesses.
 var hostPresets = map[string]Queries{
 	"node": {
 		About: PresetAbout{
@@ -41,6 +42,38 @@ var hostPresets = map[string]Queries{
 		Exporter: "cAdvisor ({container}: the container's name, cAdvisor's name label)",
 		Notes:    cadvisorNotes,
 	}),
+	// A database's own latency: statements per second and the mean time the
+	// database spent in one, for a tier whose application times none of its
+	// queries (a third-party PHP application). Listed after mysql, whose
+	// throughput counts the exporter's own queries, they replace it.
+	"mysql-userstat": {
+		About: PresetAbout{
+			Reads:    "MariaDB's statement throughput and mean residence per statement, from its user statistics",
+			Exporter: "mysqld_exporter with --collect.info_schema.userstats ({instance}; {dbUser}: the application's database users, a regular expression such as wordpress or app|reports)",
+			Notes: "MariaDB (and Percona Server) only; turn it on without a restart: SET GLOBAL userstat = 1 (userstat = 1 in my.cnf to keep it). " +
+				"Throughput is the users' SELECT, UPDATE and other commands per second; responseTime their busy seconds per command. " +
+				"Only {dbUser}'s statements count, so the exporter's and an administrator's stay out. " +
+				"Measured on MariaDB 10.11 here: about 5 us of the server's CPU per statement (21 against 17 us for SELECT 1). " +
+				"FLUSH USER_STATISTICS resets the counters.",
+		},
+		Throughput:   userstatCommands,
+		ResponseTime: userstatRate + `busy_seconds_total{` + userstatSel + `}[{window}])) / ` + userstatCommands,
+	},
+	"mysql-perfschema": {
+		About: PresetAbout{
+			Reads:    "MySQL's or MariaDB's statement throughput and mean latency per statement, from performance_schema's statement digests",
+			Exporter: "mysqld_exporter with --collect.perf_schema.eventsstatements ({instance})",
+			Notes: "Needs performance_schema = ON, a restart on MariaDB, where it is off by default (MySQL 5.6 and later have it on). " +
+				"The exporter reads the 250 digests last seen (--collect.perf_schema.eventsstatements.limit: raise it for an application with more " +
+				"statement shapes) of statements run with a default database: its own queries, without one, stay out. " +
+				"On MariaDB 10.11 the digests leave out statements prepared on the server (COM_STMT_EXECUTE: mysqli's prepare, PDO without " +
+				"emulated prepares, Go's driver with arguments): measured here, they count in userstat, not in the digests. " +
+				"Measured on MariaDB 10.11 here: about 8 us of the server's CPU per statement and 98 MB of memory.",
+		},
+		Throughput: `sum(rate(mysql_perf_schema_events_statements_total{instance="{instance}"}[{window}]))`,
+		ResponseTime: `sum(rate(mysql_perf_schema_events_statements_seconds_total{instance="{instance}"}[{window}]))` +
+			` / sum(rate(mysql_perf_schema_events_statements_total{instance="{instance}"}[{window}]))`,
+	},
 	"kubelet": containerPreset(`namespace="{namespace}",pod="{pod}",container="{container}"`, PresetAbout{
 		Reads:    "a Kubernetes container's CPU over its CPU limit (its CFS quota), and the share of its quota periods throttled",
 		Exporter: "the kubelet's cAdvisor endpoint, /metrics/cadvisor ({namespace}, {pod}, {container}: the container's)",
@@ -66,3 +99,15 @@ func containerPreset(sel string, about PresetAbout) Queries {
 			` / sum(rate(container_cpu_cfs_periods_total{` + sel + `}[{window}]))) or vector(0)`,
 	}
 }
+
+// userstatCommands is the statements per second of {dbUser}'s connections.
+// Three rates, not one over a regular expression on the name: rate() drops
+// the name, and the three series of a user would then clash.
+const userstatCommands = "(" + userstatRate + `select_commands_total{` + userstatSel + `}[{window}]))` +
+	" + " + userstatRate + `update_commands_total{` + userstatSel + `}[{window}]))` +
+	" + " + userstatRate + `other_commands_total{` + userstatSel + `}[{window}])))`
+
+const (
+	userstatRate = "sum(rate(mysql_info_schema_user_statistics_"
+	userstatSel  = `instance="{instance}",user=~"{dbUser}"`
+)
