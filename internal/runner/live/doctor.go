@@ -2,14 +2,18 @@ package live
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/common/model"
 
 	"github.com/softalloc/softalloc/algorithms"
 )
@@ -155,13 +159,29 @@ func (r *Runner) Doctor(ctx context.Context, d algorithms.Deployment, a algorith
 		}
 	}
 
+	// What a trial's window can hold: a window of fewer than two scrapes
+	// has no rate(), and every query of every trial reads nothing.
+	scrape, err := r.scrapeInterval(ctx)
+	if err != nil {
+		return rep, err
+	}
+	interval := max(r.cfg.Interval.Duration(), scrape)
+	if scrape > 0 && runtime < 2*scrape {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("runner section: runtime: %v, a trial's window ({window}), is shorter than two of Prometheus's scrape intervals (%v): rate() over it has fewer than two samples; set runtime to at least %v",
+			runtime, scrape, 2*scrape))
+	}
+	if scrape > 0 && r.cfg.Interval.Duration() < scrape {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("runner section: interval: %v is shorter than Prometheus's scrape interval (%v): an adaptive trial's intervals read the same samples twice; set interval to %v",
+			r.cfg.Interval.Duration(), scrape, scrape))
+	}
+
 	at, window := start, runtime
 	if o.Probe > 0 {
 		// The readings span the probe with two scrape intervals on either
 		// side, so that every request it sent is in them whatever the scrapes'
 		// phase; rate() needs a few samples in the window.
-		margin := 2 * r.cfg.Interval.Duration()
-		span := max(time.Duration(float64(o.Probe)/o.ProbeRate*float64(time.Second)), 4*r.cfg.Interval.Duration())
+		margin := 2 * interval
+		span := max(time.Duration(float64(o.Probe)/o.ProbeRate*float64(time.Second)), 4*interval)
 		from := time.Now()
 		if !sleepUntil(ctx, from.Add(margin)) {
 			return rep, ctx.Err()
@@ -207,6 +227,60 @@ func (r *Runner) Doctor(ctx context.Context, d algorithms.Deployment, a algorith
 		rep.Warnings = append(rep.Warnings, "probe: skipped (--probe 0): no throughput was compared with pages sent, so one that counts requests rather than pages, or not this server's, goes unseen")
 	}
 	return rep, nil
+}
+
+// scrapeInterval is Prometheus's scrape interval of the targets the
+// section's servers name (their instance), or of all its targets when it
+// scrapes none of them by that name; 0 when its targets API does not say.
+func (r *Runner) scrapeInterval(ctx context.Context) (time.Duration, error) {
+	ctx, cancel, d := r.prom.bound(ctx, instantTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(r.cfg.Prometheus, "/")+"/api/v1/targets?state=active", nil)
+	if err != nil {
+		return 0, fmt.Errorf("prometheus targets: %w", err)
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("prometheus targets: %w", late(ctx, d, err))
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data struct {
+			ActiveTargets []struct {
+				Labels         map[string]string `json:"labels"`
+				ScrapeInterval string            `json:"scrapeInterval"`
+			} `json:"activeTargets"`
+		} `json:"data"`
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("prometheus targets: %s answered %s (is it the Prometheus URL?)", r.cfg.Prometheus, resp.Status)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxPromBody)).Decode(&body); err != nil {
+		return 0, fmt.Errorf("prometheus targets: %s did not answer as Prometheus's HTTP API does (is it the Prometheus URL?): %w", r.cfg.Prometheus, err)
+	}
+	named := map[string]bool{}
+	for _, t := range r.cfg.Tiers {
+		for _, s := range t.Servers {
+			for _, v := range s {
+				named[v] = true
+			}
+		}
+	}
+	var ours, all time.Duration
+	for _, t := range body.Data.ActiveTargets {
+		iv, err := model.ParseDuration(t.ScrapeInterval)
+		if err != nil {
+			continue // an older Prometheus does not say
+		}
+		all = max(all, time.Duration(iv))
+		if named[t.Labels["instance"]] {
+			ours = max(ours, time.Duration(iv))
+		}
+	}
+	if ours > 0 {
+		return ours, nil
+	}
+	return all, nil
 }
 
 // failures names the causes of failed pages.

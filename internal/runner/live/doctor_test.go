@@ -185,7 +185,7 @@ func problemOf(t *testing.T, rep DoctorReport, prefix string) string {
 // TestDoctor runs Doctor on a clean deployment, and on one with each fault
 // it must catch, each on a stack of its own behind one Prometheus.
 func TestDoctor(t *testing.T) {
-	promURL, stacks := startDocStacks(t, 6)
+	promURL, stacks := startDocStacks(t, 7)
 	ctx := context.Background()
 
 	t.Run("PassesACleanDeployment", func(t *testing.T) {
@@ -290,6 +290,16 @@ func TestDoctor(t *testing.T) {
 			stack.sent(`last_over_time(doc_max_threads{server="app",instance="{instance}"}[{window}])`)))
 		assert.Contains(t, p, "narrow its selector to this server")
 		assert.Len(t, rep.Problems, 1, "%q", rep.Problems)
+	})
+
+	t.Run("CatchesAWindowOfFewerThanTwoScrapes", func(t *testing.T) {
+		t.Parallel()
+		r, d, a := docRunner(t, promURL, stacks[6], func(sec map[string]any) { sec["runtime"] = "150ms" })
+		rep, err := r.Doctor(ctx, d, a, DoctorOptions{})
+		require.NoError(t, err)
+		p := problemOf(t, rep, "runner section: runtime: ")
+		assert.Equal(t, fmt.Sprintf("runner section: runtime: 150ms, a trial's window ({window}), is shorter than two of Prometheus's scrape intervals (%v): rate() over it has fewer than two samples; set runtime to at least %v",
+			docScrape, 2*docScrape), p)
 	})
 
 	t.Run("CatchesACounterReset", func(t *testing.T) {
