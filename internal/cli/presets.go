@@ -33,11 +33,11 @@ from (runner.tiers.TIER.presets), one a line: its name, what it reads and the
 exporter Prometheus must scrape for it.
 
 With a NAME it prints that preset's PromQL queries (cpu, throttled, throughput,
-responseTime, gcShare, pools.POOL.busy/size/fullShare, resources.NAME), each with
-the unit the runner reads it in, and the placeholders they use: {window},
-{windowSeconds}, {tier}, {server} and {cores} are the runner's; any other
-({instance}, {node}) is a key the tier's servers entries must set. A tier's own
-queries override the preset's, key by key.
+responseTime, gcShare, pools.POOL.busy/size/fullShare, resources.NAME, oomKills,
+memoryLimit), each with the unit the runner reads it in, and the placeholders
+they use: {window}, {windowSeconds}, {tier}, {server} and {cores} are the
+runner's; any other ({instance}, {node}) is a key the tier's servers entries must
+set. A tier's own queries override the preset's, key by key.
 
 --output markdown prints what docs/deployment.md lists. The deployment file's
 keys: docs/deployment.md and docs/deployment.schema.json.`,

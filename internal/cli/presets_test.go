@@ -33,6 +33,15 @@ func TestPresetsListsEveryPreset(t *testing.T) {
 	}
 }
 
+func TestPresetsHelpFits100Columns(t *testing.T) {
+	stdout, _, code := run(t, "", "presets", "--help")
+	require.Equal(t, 0, code)
+	assert.Contains(t, stdout, "softalloc presets apache")
+	for i, line := range strings.Split(stdout, "\n") {
+		assert.LessOrEqual(t, len([]rune(line)), 100, "line %d: %q", i+1, line)
+	}
+}
+
 // `softalloc presets NAME` prints each of the preset's queries with its unit
 // and the placeholders they use, saying which the servers entries set.
 func TestPresetPrintsItsQueriesUnitsAndPlaceholders(t *testing.T) {

@@ -160,6 +160,11 @@ func TestSchemaRefusesWhatSoftallocRefuses(t *testing.T) {
 		"keepAlive not bool": live + "  keepAlive: maybe\n",
 		"page key":           live + "  pages: {visits: x}\n",
 		"unknown runner":     tiers + "runner:\n  name: k8s\n",
+		"unknown software":   "name: x\ntiers:\n  - {name: web, role: web, replicas: 1, software: iis}\n",
+		"children beside threads": "name: x\ntiers:\n  - {name: php, role: app, replicas: 1, pools: {children: 4, threads: 2}}\n" +
+			"  - {name: db, role: db, replicas: 1}\n",
+		"php-fpm sized as threads": "name: x\ntiers:\n  - {name: php, role: app, replicas: 1, software: php-fpm, pools: {threads: 4}}\n" +
+			"  - {name: db, role: db, replicas: 1}\n",
 	} {
 		assert.Error(t, schemaValidate(t, s, []byte(doc)), "%s: the schema takes it", name)
 		// "unknown runner" is refused when the runner is built.
