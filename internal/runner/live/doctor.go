@@ -522,13 +522,19 @@ func (dr *doctorRun) increase(rd *DoctorReading) float64 {
 // nothing, and over the probe what the probe sent (each page and its
 // embedded requests), within plausible.go's visitFactor.
 func (dr *doctorRun) frontTier(t algorithms.Tier) error {
-	who := t.Name
+	who := t.Name // the tier's servers share the pages between them
+	if len(dr.front) == 1 {
+		who = t.ServerName(0)
+	}
 	var sum float64
 	all := len(dr.front) > 0
 	for k, rd := range dr.front {
 		if idle, ok := dr.idle[t.ServerName(k)]; ok && idle.v*dr.idleSeconds > idleRequests {
-			dr.problem(who, rd, fmt.Sprintf("query %s read %s requests/s before any load (%s in %gs): it counts requests that are not the pages' (the exporter's own scrapes, a health check, other clients); leave them out as the apache preset does with apache_up's samples, or run with no other client",
+			dr.problem(t.ServerName(k), rd, fmt.Sprintf("query %s read %s requests/s before any load (%s in %gs): it counts requests that are not the pages' (the exporter's own scrapes, a health check, other clients); leave them out as the apache preset does with apache_up's samples, or run with no other client",
 				idle.query, fmtNum(idle.v), fmtNum(idle.v*dr.idleSeconds), dr.idleSeconds))
+			// What it counts beside the probe is unknown: its count over
+			// the probe says nothing more.
+			all = false
 		}
 		if rd.Value == nil {
 			all = false

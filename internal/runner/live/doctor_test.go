@@ -185,7 +185,7 @@ func problemOf(t *testing.T, rep DoctorReport, prefix string) string {
 // TestDoctor runs Doctor on a clean deployment, and on one with each fault
 // it must catch, each on a stack of its own behind one Prometheus.
 func TestDoctor(t *testing.T) {
-	promURL, stacks := startDocStacks(t, 7)
+	promURL, stacks := startDocStacks(t, 8)
 	ctx := context.Background()
 
 	t.Run("PassesACleanDeployment", func(t *testing.T) {
@@ -250,13 +250,40 @@ func TestDoctor(t *testing.T) {
 		})
 		rep, err := r.Doctor(ctx, d, a, DoctorOptions{Probe: 6, ProbeRate: 6})
 		require.NoError(t, err)
-		p := problemOf(t, rep, "web: throughput: ")
+		p := problemOf(t, rep, "web-1: throughput: ")
 		assert.Contains(t, p, "query "+stack.sent(web)+" read ")
 		assert.Contains(t, p, "requests/s before any load")
 		assert.Contains(t, p, "the exporter's own scrapes")
 		p = problemOf(t, rep, "pages: throughput: ")
 		assert.Regexp(t, `query rate\(doc_requests_total\{instance="[0-9.:]+"\}\[[0-9]+ms\]\) counted [0-9.]+ per page over the probe's 6 pages \(3 requests each\): it counts requests rather than pages`, p)
 		assert.Len(t, rep.Problems, 2, "%q", rep.Problems)
+	})
+
+	t.Run("NamesOtherClientsBeforeTheProbe", func(t *testing.T) {
+		t.Parallel()
+		stack := stacks[7]
+		r, d, a := docRunner(t, promURL, stack, nil)
+		// Another client's pages in the window before the probe: the front
+		// tier's count over the probe says nothing of its units then (it
+		// read less than the probe sent, less the other client's rate).
+		for range 30 {
+			resp, err := http.Get(stack.url + "/p/other")
+			require.NoError(t, err)
+			resp.Body.Close()
+		}
+		// Doctor reads the window before it starts: once Prometheus has them.
+		require.Eventually(t, func() bool {
+			v, err := r.prom.value(ctx, stack.sent(`doc_requests_total{instance="{instance}"}`), time.Time{})
+			return err == nil && v >= 30
+		}, 10*time.Second, 20*time.Millisecond)
+		rep, err := r.Doctor(ctx, d, a, DoctorOptions{Probe: 6, ProbeRate: 6})
+		require.NoError(t, err)
+		p := problemOf(t, rep, "web-1: throughput: ")
+		assert.Contains(t, p, "requests/s before any load")
+		assert.Contains(t, p, "other clients")
+		for _, p := range rep.Problems {
+			assert.NotContains(t, p, "per page over the probe", "no verdict on the probe's count beside another client")
+		}
 	})
 
 	t.Run("CatchesAMissingSeries", func(t *testing.T) {
