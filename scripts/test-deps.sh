@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs and a fresh Debian machine lacks: the real
 # servers the tests talk to (Apache httpd, MariaDB, Prometheus and its
-# exporters, the Pushgateway, WordPress on php-fpm), Chromium for the HTML
+# exporters, the Pushgateway, WordPress on php-fpm, nginx, PostgreSQL and
+# PgBouncer for the example hooks), Chromium for the HTML
 # report's check, Java 17 and Maven for the testbed's Java app,
 # Python's venv for Locust (examples/locust), the Go modules, the Java app's
 # Maven dependencies and Locust. The packages' own
@@ -16,7 +17,8 @@ cd "$(dirname "$0")/.."
 packages=(apache2 apache2-utils mariadb-server mariadb-client-core prometheus prometheus-pushgateway
   prometheus-apache-exporter prometheus-mysqld-exporter prometheus-node-exporter prometheus-process-exporter
   openjdk-17-jdk-headless maven python3-venv
-  wordpress php8.2-fpm php8.2-mysql php8.2-cli chromium)
+  wordpress php8.2-fpm php8.2-mysql php8.2-cli chromium
+  nginx postgresql pgbouncer prometheus-postgres-exporter prometheus-pgbouncer-exporter)
 missing=()
 if command -v dpkg-query >/dev/null; then
   for p in "${packages[@]}"; do
