@@ -47,6 +47,7 @@ type adviseOptions struct {
 	format       string
 	output       string
 	metrics      metricsFlags
+	report       reportFlag
 }
 
 // newCmdAdvise is `softalloc advise`: pool sizes from recorded traffic.
@@ -97,6 +98,7 @@ deployment's. - reads standard input.`,
   softalloc simulate -t 1/2/1/2 --users 500:3000:500 --output observation > obs.jsonl
   softalloc advise --topology 1/2/1/2 --observations obs.jsonl
   softalloc advise -t 1/2/1/2 --observations obs.jsonl --think-time 7s --output json
+  softalloc advise -f deployment.yaml --since 7d --report advice.html
   softalloc advise -t 1/4/1/4 --observations .softalloc/journal.jsonl --format tomcat,hikari`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -124,6 +126,7 @@ deployment's. - reads standard input.`,
 	fs.StringVar(&o.format, "format", "", "config snippets for the recommended sizes: apache, tomcat, hikari, mysql (comma-separated) or all")
 	fs.StringVarP(&o.output, "output", "o", "table", "output format: table, json, csv or windows (the windows as read, JSON lines, without advising)")
 	o.metrics.register(fs, f.Getenv)
+	o.report.register(cmd)
 	return cmd
 }
 
@@ -171,6 +174,9 @@ func runAdvise(o *adviseOptions) error {
 		return usagef("--think-time %v: want a duration >= 0", o.thinkTime)
 	}
 	if err := o.metrics.check(); err != nil {
+		return err
+	}
+	if err := o.report.check(); err != nil {
 		return err
 	}
 	d, configured, err := o.deployment.resolve()
@@ -244,6 +250,18 @@ func runAdvise(o *adviseOptions) error {
 	}
 	if err != nil {
 		return err
+	}
+	if o.report.path != "" {
+		// The windows are advise's evidence: no experiment ran.
+		page := report.HTMLReport{Command: "advise", Deployment: d, DeploymentFile: o.deployment.file, Runner: "none (windows of recorded traffic)",
+			Version: doc.Version, HardwareThreshold: o.hwThreshold, SLA: algorithms.DefaultOptions().SLA, Advice: &adv, Windows: windows,
+			Snippets: doc.Snippets, Generated: time.Now(), Elapsed: time.Since(started).Round(time.Millisecond)}
+		if len(formats) == 0 {
+			page.Snippets = report.Snippets(d, adv.Tiers, report.SnippetFormats)
+		}
+		if err := report.SaveHTML(o.report.path, page); err != nil {
+			return err
+		}
 	}
 	return o.metrics.emit(ctx, set)
 }

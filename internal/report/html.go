@@ -42,7 +42,11 @@ type HTMLReport struct {
 	Critical          algorithms.Critical
 	// Recommendation is recommend's result; nil for find-critical.
 	Recommendation *algorithms.Recommendation
-	Snippets       []Snippet
+	// Advice is advise's result, and Windows the windows it read (no
+	// experiment ran: they are its evidence); nil for a campaign.
+	Advice   *algorithms.Advice
+	Windows  []algorithms.Window
+	Snippets []Snippet
 	// Steps are the workload steps the campaign used.
 	Steps *algorithms.Steps
 	// Warnings are the runner's own (what it could not measure), shown
@@ -58,8 +62,9 @@ type HTMLReport struct {
 var htmlTemplateText string
 
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"f1":  func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
-	"pct": func(v float64) string { return Percent(100*v, 1, false) },
+	"f1":      func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
+	"pct":     func(v float64) string { return Percent(100*v, 1, false) },
+	"mul1000": func(v float64) float64 { return 1000 * v },
 }).Parse(htmlTemplateText))
 
 // SaveHTML writes the report's page to path atomically: a reader (a browser
@@ -98,6 +103,7 @@ type htmlPage struct {
 	Pools       []htmlPoolRow
 	Evidence    []TierEvidenceJSON
 	Figures     []htmlFigure
+	Fits        []htmlFitRow
 	FontCSS     template.CSS
 	Compared    []htmlAllocationRow
 	Range       *algorithms.PoolRange
@@ -116,6 +122,35 @@ type htmlPoolRow struct {
 	Replicas         int
 	PerServer, Total int
 	Minimum          string
+}
+
+// htmlFitRow is one of advise's fits, with where it reaches the threshold
+// ("-": never, a resource that does not grow with load).
+type htmlFitRow struct {
+	algorithms.DemandFit
+	At string
+}
+
+// adviceNotes are the windows advise left out, the first few of each kind:
+// a week of windows can drop hundreds.
+func adviceNotes(a *algorithms.Advice) []string {
+	const shown = 5
+	var out []string
+	for i, d := range a.Dropped {
+		if i == shown {
+			out = append(out, fmt.Sprintf("%d more windows left out", len(a.Dropped)-shown))
+			break
+		}
+		out = append(out, fmt.Sprintf("window %s left out: %s", d.Label, d.Problem))
+	}
+	for i, g := range a.TierGaps {
+		if i == shown {
+			out = append(out, fmt.Sprintf("%d more windows left out of a tier's time per page", len(a.TierGaps)-shown))
+			break
+		}
+		out = append(out, fmt.Sprintf("window %s left out of tier %s's time per page: %s", g.Label, g.Tier, g.Problem))
+	}
+	return out
 }
 
 type htmlFigure struct {
@@ -146,6 +181,9 @@ type htmlTrialRow struct {
 }
 
 func newHTMLPage(r HTMLReport) (htmlPage, error) {
+	if a := r.Advice; a != nil {
+		r.Critical, r.Recommendation = a.Critical, &a.Recommendation
+	}
 	c := r.Critical
 	p := htmlPage{HTMLReport: r, Reserve: c.Reserve.String(), Experiments: c.Experiments,
 		Title: fmt.Sprintf("softalloc %s: %s", r.Command, r.Deployment.Topology)}
@@ -159,12 +197,26 @@ func newHTMLPage(r HTMLReport) (htmlPage, error) {
 		trials = distinctTrials(rec.Critical.Trials, rec.MinJobs.Trials)
 		p.KneeText = kneeText(rec.MinJobs)
 	}
+	if r.Advice != nil {
+		trials = nil // advise runs none: its evidence is the windows
+	}
 	p.Pools = poolRows(r.Deployment, r.Recommendation, c.Reserve)
 	p.Trials, p.Measured = trialRows(trials, r.SLA)
 	p.Compared = allocationRows(trials, r.SLA)
 	p.Notes = append(append(append([]string{}, r.Warnings...), c.Warnings...), unmeasured(trials)...)
 	if r.Recommendation != nil {
 		p.Notes = append(p.Notes, r.Recommendation.MinJobs.Warnings...)
+	}
+	if a := r.Advice; a != nil {
+		p.KneeText = fmt.Sprintf("predicted by the %s model where the critical resource reaches the threshold", a.Model)
+		p.Notes = append(p.Notes, adviceNotes(a)...)
+		for _, f := range a.Fits {
+			at := "-"
+			if !math.IsInf(f.SaturationThroughput, 0) {
+				at = strconv.FormatFloat(f.SaturationThroughput, 'f', 1, 64)
+			}
+			p.Fits = append(p.Fits, htmlFitRow{DemandFit: f, At: at})
+		}
 	}
 	p.Deployed = "topology " + r.Deployment.Topology
 	if r.DeploymentFile != "" {
@@ -428,38 +480,73 @@ func level(label string, y, x0, x1 float64) Curve {
 // figures draws the evidence: throughput, the critical tier's SLO
 // satisfaction, every tier's resources and pools against workload, and the
 // pool sizes compared.
-func figures(r HTMLReport, trials []algorithms.Trial) ([]htmlFigure, template.CSS, error) {
-	c := r.Critical
-	var figs []htmlFigure
-	var fonts []string
-	add := func(id, title, caption, x, y string, curves []Curve, ymax float64) error {
-		var kept []Curve
-		for _, cv := range curves {
-			if len(cv.X) > 0 {
-				kept = append(kept, cv)
-			}
+// figureSet collects a page's figures and the fonts they were drawn with.
+type figureSet struct {
+	figs  []htmlFigure
+	fonts []string
+}
+
+// add draws curves as a figure; one with no data is left out.
+func (fs *figureSet) add(id, title, caption, x, y string, curves []Curve, ymax float64) error {
+	var kept []Curve
+	for _, cv := range curves {
+		if len(cv.X) > 0 {
+			kept = append(kept, cv)
 		}
-		if len(kept) == 0 {
-			return nil
-		}
-		p, err := CurvesPlot(title, x, y, kept)
-		if err != nil {
-			return fmt.Errorf("figure %q: %w", title, err)
-		}
-		p.Y.Min = 0
-		if ymax > 0 {
-			p.Y.Max = ymax
-		}
-		svg, css, err := inlineSVG(p, title, PlotWidth, PlotHeight*0.8)
-		if err != nil {
-			return fmt.Errorf("figure %q: %w", title, err)
-		}
-		if css != "" && !slices.Contains(fonts, css) {
-			fonts = append(fonts, css)
-		}
-		figs = append(figs, htmlFigure{ID: id, Title: title, Caption: caption, SVG: svg})
+	}
+	if len(kept) == 0 {
 		return nil
 	}
+	p, err := CurvesPlot(title, x, y, kept)
+	if err != nil {
+		return fmt.Errorf("figure %q: %w", title, err)
+	}
+	p.Y.Min = 0
+	if ymax > 0 {
+		p.Y.Max = ymax
+	}
+	svg, css, err := inlineSVG(p, title, PlotWidth, PlotHeight*0.8)
+	if err != nil {
+		return fmt.Errorf("figure %q: %w", title, err)
+	}
+	if css != "" && !slices.Contains(fs.fonts, css) {
+		fs.fonts = append(fs.fonts, css)
+	}
+	fs.figs = append(fs.figs, htmlFigure{ID: id, Title: title, Caption: caption, SVG: svg})
+	return nil
+}
+
+// css is vgsvg's own CSS: the @font-face rules of the fonts it measured,
+// base64 data.
+func (fs *figureSet) css() template.CSS { return template.CSS(strings.Join(fs.fonts, "")) }
+
+// rangeFigure draws goodput against the bounding pool's sizes, measured
+// (recommend --range) or predicted (advise).
+func (fs *figureSet) rangeFigure(rg *algorithms.PoolRange) error {
+	if rg == nil || len(rg.Points) == 0 {
+		return nil
+	}
+	var g tierSeries
+	best := 0.0
+	for _, pt := range rg.Points {
+		g.add(fmt.Sprintf("%s %s", rg.Tier, rg.Pool), float64(pt.Size), pt.Goodput)
+		best = math.Max(best, pt.Goodput)
+	}
+	curves := append(g.curves(), marker(fmt.Sprintf("recommended: %d", rg.Recommended), float64(rg.Recommended), best*1.1))
+	return fs.add("fig-range", "Goodput against pool size", fmt.Sprintf("Goodput at the SLA of each size of the bounding pool (%s).", rg.Source),
+		"pool size per server", "goodput (pages/s)", curves, best*1.1)
+}
+
+func figures(r HTMLReport, trials []algorithms.Trial) ([]htmlFigure, template.CSS, error) {
+	c := r.Critical
+	fs := &figureSet{}
+	if r.Advice != nil {
+		if err := adviceFigures(fs, r); err != nil {
+			return nil, "", err
+		}
+		return fs.figs, fs.css(), nil
+	}
+	add := fs.add
 	// Throughput against workload, one curve per allocation tried.
 	var tp tierSeries
 	maxTP := 0.0
@@ -558,23 +645,95 @@ func figures(r HTMLReport, trials []algorithms.Trial) ([]htmlFigure, template.CS
 		"workload (users)", "share of the time full", full.curves(), 1.05); err != nil {
 		return nil, "", err
 	}
-	if rg := r.Recommendation; rg != nil && rg.Range != nil && len(rg.Range.Points) > 0 {
-		var g tierSeries
-		for _, pt := range rg.Range.Points {
-			g.add(fmt.Sprintf("%s %s", rg.Range.Tier, rg.Range.Pool), float64(pt.Size), pt.Goodput)
-		}
-		best := 0.0
-		for _, pt := range rg.Range.Points {
-			best = math.Max(best, pt.Goodput)
-		}
-		curves := append(g.curves(), marker(fmt.Sprintf("recommended: %d", rg.Range.Recommended), float64(rg.Range.Recommended), best*1.1))
-		if err := add("fig-range", "Goodput against pool size", fmt.Sprintf("Goodput at the SLA of each size of the bounding pool (%s).", rg.Range.Source),
-			"pool size per server", "goodput (pages/s)", curves, best*1.1); err != nil {
+	if r.Recommendation != nil {
+		if err := fs.rangeFigure(r.Recommendation.Range); err != nil {
 			return nil, "", err
 		}
 	}
-	// vgsvg's own CSS: @font-face rules of the fonts it measured, base64 data.
-	return figs, template.CSS(strings.Join(fonts, "")), nil
+	return fs.figs, fs.css(), nil
+}
+
+// adviceFigures draws advise's evidence: no workload was set, so each
+// window's readings stand against the page throughput it served, beside
+// the utilisation law fitted through them.
+func adviceFigures(fs *figureSet, r HTMLReport) error {
+	a := r.Advice
+	var util, pools tierSeries
+	maxX := 0.0
+	for _, w := range r.Windows {
+		if w.Problem != "" {
+			continue
+		}
+		o, x := w.Observation, w.Observation.Throughput
+		maxX = math.Max(maxX, x)
+		for _, tier := range r.Deployment.Tiers {
+			hw := busiest(o, tier.Name, func(s algorithms.ServerObservation, put func(string, float64)) {
+				put("cpu", s.CPU)
+				for k, v := range s.Resources {
+					put(k, v)
+				}
+			})
+			for _, k := range sortedKeys(hw) {
+				util.add(tier.Name+" "+k, x, hw[k])
+			}
+			ps := busiest(o, tier.Name, func(s algorithms.ServerObservation, put func(string, float64)) {
+				for _, p := range s.Pools {
+					put(tier.PoolLabel(p.Name), p.Utilization())
+				}
+			})
+			for _, k := range sortedKeys(ps) {
+				pools.add(tier.Name+" "+k, x, ps[k])
+			}
+		}
+	}
+	curves := util.curves()
+	for i := range curves {
+		curves[i].Mark = PointsOnly // windows in time order: a line would invent a path
+	}
+	// Per tier and resource, the fit of the server that reaches the
+	// threshold first, drawn up to the predicted saturation.
+	xEnd := math.Max(maxX, a.SaturationThroughput) * 1.05
+	binding := map[string]algorithms.DemandFit{}
+	var order []string
+	for _, f := range a.Fits {
+		k := f.Tier + " " + f.Resource
+		old, seen := binding[k]
+		if !seen {
+			order = append(order, k)
+		}
+		if !seen || f.SaturationThroughput < old.SaturationThroughput {
+			binding[k] = f
+		}
+	}
+	for _, k := range order {
+		f := binding[k]
+		x1 := xEnd // up to the figure's edge or its top, whichever comes first
+		if f.PerPage > 0 {
+			x1 = math.Min(x1, (1.05-f.Idle)/f.PerPage)
+		}
+		curves = append(curves, Curve{Label: fmt.Sprintf("%s fit (%s)", k, f.Server), X: []float64{0, x1},
+			Y: []float64{f.Idle, f.Idle + f.PerPage*x1}, Mark: LineOnly})
+	}
+	if r.HardwareThreshold > 0 {
+		curves = append(curves, level(fmt.Sprintf("saturation threshold %.2g", r.HardwareThreshold), r.HardwareThreshold, 0, xEnd))
+	}
+	if a.SaturationThroughput > 0 && !math.IsInf(a.SaturationThroughput, 0) {
+		curves = append(curves, marker(fmt.Sprintf("predicted saturation: %.1f pages/s", a.SaturationThroughput), a.SaturationThroughput, 1.05))
+	}
+	if err := fs.add("fig-utilisation", "Hardware utilisation against page throughput",
+		"Each window's utilisation of each resource (each tier is its busiest server), and the utilisation law fitted through the windows of the server that reaches the threshold first.",
+		"page throughput (pages/s)", "utilisation", curves, 1.05); err != nil {
+		return err
+	}
+	pc := pools.curves()
+	for i := range pc {
+		pc[i].Mark = PointsOnly
+	}
+	if err := fs.add("fig-pools", "Pools: busy / size against page throughput", "The mean share of each pool's units in use in each window; each tier is its busiest server.",
+		"page throughput (pages/s)", "busy / size", pc, 1.05); err != nil {
+		return err
+	}
+	return fs.rangeFigure(a.Range)
 }
 
 // allocationOrder is the allocations the trials tried, in the order tried.

@@ -163,3 +163,45 @@ func TestHTMLReportFetchesNothing(t *testing.T) {
 	}
 	assert.Contains(t, page, "@font-face", "the figures' font travels with the page")
 }
+
+// advise's page: the windows against page throughput with the fitted law,
+// the fits, the windows left out; no experiment.
+func TestHTMLReportOfAnAdvice(t *testing.T) {
+	r := campaignReport(t, "web")
+	rec := *r.Recommendation
+	rec.Experiments, rec.Range.Source, rec.Range.Users = 0, "model", 0
+	rec.MinJobs.WLmin = 0
+	const label = `<b>monday</b>`
+	a := algorithms.Advice{Recommendation: rec, Model: "open", Windows: 5, Used: 3, LoadRange: [2]float64{20, 40}, SaturationThroughput: 58,
+		Dropped: []algorithms.DroppedWindow{{Label: label, Problem: "a counter reset"}},
+		Fits: []algorithms.DemandFit{{Server: "app-1", Tier: "app", Resource: "cpu", Cores: 2, PerPage: 0.016, Demand: 0.032, Idle: 0.02, RSquared: 0.99, MaxUtilization: 0.66, SaturationThroughput: 58},
+			{Server: "web-1", Tier: "web", Resource: "cpu", Cores: 2, PerPage: 0.01, RSquared: 0.98, MaxUtilization: 0.4, SaturationThroughput: 95}}}
+	for _, tr := range r.Critical.Trials {
+		r.Windows = append(r.Windows, algorithms.Window{Label: "w", Observation: tr.Observation})
+	}
+	r.Windows = append(r.Windows, algorithms.Window{Label: label, Problem: "a counter reset"})
+	r.Command, r.Advice, r.Recommendation, r.Critical = "advise", &a, nil, algorithms.Critical{}
+	page := writeHTML(t, r)
+
+	assert.Contains(t, page, `<dd id="predicted">58.0 pages/s (30 users), from 3 of 5 windows of 20.0 to 40.0 pages/s; no experiment run</dd>`)
+	assert.Contains(t, page, "concurrent jobs in the app tier (predicted by the open model")
+	assert.Contains(t, page, `app cpu (app-1 at 97.0%)`, "the critical resource is the advice's")
+	figures := svgTexts(page)
+	for id, series := range map[string][]string{
+		"fig-utilisation": {"app cpu", "app cpu fit (app-1)", "web cpu fit (web-1)", "predicted saturation: 58.0 pages/s", "saturation threshold 0.95"},
+		"fig-pools":       {"app threads", "app connections"},
+		"fig-range":       {"recommended: 3"},
+	} {
+		require.Contains(t, figures, id)
+		for _, s := range series {
+			assert.Contains(t, figures[id], s, id)
+		}
+	}
+	assert.NotContains(t, figures, "fig-throughput", "no workload was set")
+	fits := regexp.MustCompile(`(?s)<table id="fits">.*?</table>`).FindString(page)
+	assert.Equal(t, 2, strings.Count(fits, "<tr><td>"))
+	assert.Contains(t, fits, "<td>app-1</td><td>cpu</td><td class=\"n\">32.000</td>")
+	assert.Contains(t, page, "window &lt;b&gt;monday&lt;/b&gt; left out: a counter reset")
+	assert.False(t, strings.Contains(page, `id="trials"`), "no table of experiments")
+	assert.False(t, strings.Contains(page, `id="allocations"`), "no allocations compared")
+}
