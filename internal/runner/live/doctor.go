@@ -588,8 +588,11 @@ func (dr *doctorRun) pages(ctx context.Context, front algorithms.Tier) error {
 	if pq.Throughput == "" {
 		// advise takes the first tier's throughput as the pages'.
 		if len(dr.front) > 0 && dr.front[0].PerPage != nil && *dr.front[0].PerPage > visitFactor {
-			rd := dr.front[0]
-			dr.warn(front.Name, rd, fmt.Sprintf("with no pages.throughput, advise takes this tier's throughput as pages/s, and it counts %s per page: set pages.throughput to a query counting pages",
+			rd, who := dr.front[0], front.Name
+			if len(dr.front) == 1 {
+				who = front.ServerName(0)
+			}
+			dr.warn(who, rd, fmt.Sprintf("with no pages.throughput, advise takes this tier's throughput as pages/s, and it counts %s per page: set pages.throughput to a query counting pages",
 				fmtNum(*rd.PerPage)))
 		}
 		return nil

@@ -185,7 +185,7 @@ func problemOf(t *testing.T, rep DoctorReport, prefix string) string {
 // TestDoctor runs Doctor on a clean deployment, and on one with each fault
 // it must catch, each on a stack of its own behind one Prometheus.
 func TestDoctor(t *testing.T) {
-	promURL, stacks := startDocStacks(t, 8)
+	promURL, stacks := startDocStacks(t, 9)
 	ctx := context.Background()
 
 	t.Run("PassesACleanDeployment", func(t *testing.T) {
@@ -284,6 +284,19 @@ func TestDoctor(t *testing.T) {
 		for _, p := range rep.Problems {
 			assert.NotContains(t, p, "per page over the probe", "no verdict on the probe's count beside another client")
 		}
+	})
+
+	t.Run("WarnsOfPagesTakenFromTheFrontTier", func(t *testing.T) {
+		t.Parallel()
+		// advise's page rate, with no pages.throughput, is the first tier's:
+		// here each page and its two images. Nothing a campaign reads.
+		r, d, a := docRunner(t, promURL, stacks[8], func(sec map[string]any) { delete(sec, "pages") })
+		rep, err := r.Doctor(ctx, d, a, DoctorOptions{Probe: 6, ProbeRate: 6})
+		require.NoError(t, err)
+		assert.True(t, rep.OK(), "%q", rep.Problems)
+		require.Len(t, rep.Warnings, 1)
+		assert.Regexp(t, `^web-1: throughput: with no pages.throughput, advise takes this tier's throughput as pages/s, and it counts [0-9.]+ per page: set pages.throughput`, rep.Warnings[0])
+		assert.Equal(t, StatusWarning, reading(t, rep, "web-1", "throughput").Status)
 	})
 
 	t.Run("CatchesAMissingSeries", func(t *testing.T) {
