@@ -389,7 +389,8 @@ func (dr *doctorRun) read(ctx context.Context, who, field, query string, vars ma
 				serverValues(vars))
 		}
 		if optional {
-			dr.warn(who, &rd, msg+" (a campaign reads it as 0)")
+			// gcShare: the JVM's pause series appears at its first collection.
+			dr.warn(who, &rd, msg+" (a campaign reads it as 0: a JVM's pause series appears at its first collection)")
 		} else {
 			dr.problem(who, &rd, msg)
 		}

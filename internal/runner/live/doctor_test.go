@@ -307,6 +307,8 @@ func TestDoctor(t *testing.T) {
 		r, d, a := docRunner(t, promURL, stack, func(sec map[string]any) {
 			docQuery(sec, "app", "responseTime", rt)
 			docQuery(sec, "web", "cpu", cpu)
+			// The JVM's pause series appears at its first collection.
+			docQuery(sec, "app", "gcShare", `rate(doc_gc_pause_seconds_sum{instance="{instance}"}[{window}])`)
 		})
 		rep, err := r.Doctor(ctx, d, a, DoctorOptions{})
 		require.NoError(t, err)
@@ -316,6 +318,8 @@ func TestDoctor(t *testing.T) {
 		p = problemOf(t, rep, "web-1: cpu: ")
 		assert.Contains(t, p, "query "+stack.sent(cpu)+" returned nothing while its metrics have series: its labels match none")
 		assert.Len(t, rep.Problems, 2, "%q", rep.Problems)
+		assert.Contains(t, rep.Warnings, "app-1: gcShare: query "+stack.sent(`rate(doc_gc_pause_seconds_sum{instance="{instance}"}[{window}])`)+
+			" returned nothing: Prometheus has no series of doc_gc_pause_seconds_sum; does the exporter expose it (under that name, in its version), and does Prometheus scrape it? (a campaign reads it as 0: a JVM's pause series appears at its first collection)")
 	})
 
 	t.Run("CatchesAPoolBusierThanItsSize", func(t *testing.T) {
