@@ -80,6 +80,17 @@ type Config struct {
 	// Label is free text naming the deployment's state (a CPU cap, a
 	// version) so that a journal never mixes experiments of different states.
 	Label string `yaml:"label"`
+	// Fingerprint identifies the application's own state by a command's
+	// output or files' contents, hashed into the journal's keys once per
+	// campaign: after a change to the application, no earlier record is
+	// reused (fingerprint.go).
+	Fingerprint *Fingerprint `yaml:"fingerprint"`
+	// WarmUp is a load run after each apply (the hook and the health
+	// check), before the trial's ramp-up: a duration, or settle (until the
+	// CPU per page of consecutive intervals agrees within the precision,
+	// for at most a bound), so that caches a reload emptied (OPcache, APCu)
+	// are full again when the trial starts (warmup.go). Absent: none.
+	WarmUp *WarmUp `yaml:"warmUp"`
 	// Tiers say how each tier's servers are observed, by tier name.
 	Tiers map[string]TierConfig `yaml:"tiers"`
 	// Pages are the deployment's page-level figures, read only from recorded
@@ -253,6 +264,12 @@ func (c *Config) check(passive bool) error {
 	}
 	if c.MaxErrorShare != nil && !(*c.MaxErrorShare >= 0 && *c.MaxErrorShare <= 1) {
 		return fail("maxErrorShare: want a share in [0,1] of the pages that may fail, got %v", *c.MaxErrorShare)
+	}
+	if err := c.Fingerprint.check(); err != nil {
+		return fail("%w", err)
+	}
+	if err := c.WarmUp.check(); err != nil {
+		return fail("%w", err)
 	}
 	if c.MaxUsers < 0 || c.MaxRequests < 0 {
 		return fail("maxUsers and maxRequests: want positive numbers")

@@ -67,6 +67,9 @@ type Runner struct {
 	mu      sync.Mutex
 	applied string // allocation key last applied by the hook; "" unknown
 	warned  bool
+	warmed  bool // a warm-up has run (warmup.go)
+	// fingerprint is the hash of the section's fingerprint, "" without one.
+	fingerprint string
 	// plausible judges each trial against the trials measured beside it.
 	plausible plausibility
 	absent    map[string]bool // metrics already warned of as absent
@@ -110,6 +113,13 @@ func New(section map[string]any, path string) (*Runner, error) {
 	}
 	sum := sha256.Sum256(b)
 	r.wlHash = hex.EncodeToString(sum[:6])
+	if c.Fingerprint != nil {
+		// Once per runner, that is per campaign: the application's state
+		// for the journal's keys.
+		if r.fingerprint, err = c.Fingerprint.compute(context.Background(), c.dir); err != nil {
+			return nil, fmt.Errorf("runner section: %w", err)
+		}
+	}
 	r.client = &http.Client{Transport: r.newTransport(4, true), Timeout: time.Minute}
 	if r.prom, err = newProm(c.Prometheus, r.client.Transport, c.QueryTimeout.Duration()); err != nil {
 		return nil, fmt.Errorf("runner section: %w", err)
@@ -172,6 +182,9 @@ func (r *Runner) Settings() map[string]string {
 	}
 	if r.cfg.Label != "" {
 		s["label"] = r.cfg.Label
+	}
+	if r.fingerprint != "" {
+		s["fingerprint"] = r.fingerprint
 	}
 	if r.cfg.ThinkTime != 0 {
 		s["thinkTime"] = r.cfg.ThinkTime.Duration().String()
@@ -252,13 +265,16 @@ func (r *Runner) RunExperiment(ctx context.Context, e algorithms.Experiment) (al
 func (r *Runner) attempt(ctx context.Context, e algorithms.Experiment) (algorithms.Observation, error) {
 	timeout := r.Timeout
 	if timeout <= 0 {
-		timeout = e.Timing.Total() + r.cfg.HookTimeout.Duration() + r.cfg.HealthTimeout.Duration() + r.cfg.ScrapeTimeout.Duration() + time.Minute
+		timeout = e.Timing.Total() + r.cfg.HookTimeout.Duration() + r.cfg.HealthTimeout.Duration() + r.cfg.ScrapeTimeout.Duration() + time.Minute +
+			r.cfg.WarmUp.bound(r.cfg.ScrapeTimeout.Duration())
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	before := r.applied
 	if err := r.apply(ctx, e.Allocation); err != nil {
 		return algorithms.Observation{}, err
 	}
+	applied := r.applied != before
 	if err := r.waitHealthy(ctx); err != nil {
 		return algorithms.Observation{}, err
 	}
@@ -274,6 +290,12 @@ func (r *Runner) attempt(ctx context.Context, e algorithms.Experiment) (algorith
 	keepAlive := *r.cfg.KeepAlive
 	tr := r.newTransport(e.Workload.Users, keepAlive)
 	defer tr.CloseIdleConnections()
+	if err := r.warmUp(ctx, e, tr, applied); err != nil {
+		if oerr := r.checkOOM(ctx, e, oomBefore, watchOOM); errors.As(oerr, new(*OOMKillError)) {
+			return algorithms.Observation{}, oerr
+		}
+		return algorithms.Observation{}, err
+	}
 	if e.Timing.Adaptive() {
 		obs, err := r.adaptiveAttempt(ctx, e, tr)
 		if oerr := r.checkOOM(ctx, e, oomBefore, watchOOM); oerr != nil && (err == nil || errors.As(oerr, new(*OOMKillError))) {
