@@ -138,6 +138,9 @@ func TestHTMLReportShowsTheAnswerAndTheEvidence(t *testing.T) {
 	compared := regexp.MustCompile(`(?s)<table id="allocations">.*?</table>`).FindString(page)
 	assert.Equal(t, 2, strings.Count(compared, "<tr><td>"), "the two allocations tried")
 	assert.Contains(t, compared, "<td>20-10-5</td>")
+	// A live deployment has no seed: a seed on its page would claim one.
+	r.Runner = "live"
+	assert.NotContains(t, writeHTML(t, r), "<th>seed</th>")
 }
 
 // Names come from the deployment file: a tier named <script> is text on
