@@ -19,6 +19,9 @@ func FuzzParseConfig(f *testing.F) {
 		"target: http://a\nworkload: w\nprometheus: http://p\nmaxErrorShare: .nan\nmaxUsers: -1\n",
 		"target: http://a\nworkload: w\nprometheus: http://p\ntiers: {web: {presets: [nope]}}\n",
 		"target: http://a\nworkload: w\nprometheus: http://p\npages: {throughput: 'rate(p[{window}])', users: '{instance}', rt: x}\n",
+		"target: http://a\nworkload: w\nprometheus: http://p\nwarmUp: {settle: true, max: 2m, interval: 5s, within: 0.05, users: 3}\nfingerprint: {files: [a, b]}\n",
+		"target: http://a\nworkload: w\nprometheus: http://p\nwarmUp: settle\nfingerprint: {command: []}\n",
+		"target: http://a\nworkload: w\nprometheus: http://p\nwarmUp: [1]\nfingerprint: 3\n",
 		"targte: http://a\n", "{}",
 	} {
 		f.Add([]byte(s))
