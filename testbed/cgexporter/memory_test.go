@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,6 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/softalloc/softalloc/internal/runner/live"
 )
 
 const childEnv = "SOFTALLOC_CGEXPORTER_TEST_CHILD"
@@ -240,4 +243,39 @@ func TestSiblingHierarchy(t *testing.T) {
 	assert.Equal(t, "/sys/fs/cgroup/memory/softalloc-testbed", siblingHierarchy("/sys/fs/cgroup/cpu/softalloc-testbed", "memory"))
 	assert.Equal(t, "/sys/fs/cgroup/memory/a/b", siblingHierarchy("/sys/fs/cgroup/cpu,cpuacct/a/b/", "memory"))
 	assert.Equal(t, "", siblingHierarchy("/tmp/x", "memory"))
+}
+
+// Every metric the live runner's cgroup preset queries is one this exporter
+// writes (on cgroup v2 with PSI, where it writes them all).
+func TestTheCgroupPresetQueriesWhatTheExporterWrites(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "app")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	for f, v := range map[string]string{
+		"cpu.stat":       "usage_usec 5000000\nnr_periods 100\nnr_throttled 7\nthrottled_usec 90000\n",
+		"cpu.max":        "50000 100000\n",
+		"memory.current": "104857600\n", "memory.max": "268435456\n",
+		"memory.stat":     "inactive_file 1048576\n",
+		"memory.events":   "max 0\noom_kill 0\n",
+		"memory.pressure": "some avg10=0.00 avg60=0.00 avg300=0.00 total=1\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=1\n",
+	} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(v), 0o644))
+	}
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(&collector{src: v2{root: root}, tiers: []string{"app"}}))
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	written := map[string]bool{}
+	for _, mf := range mfs {
+		written[mf.GetName()] = true
+	}
+	name := regexp.MustCompile(`softalloc_testbed_[a-z_]+`)
+	var queried []string
+	for _, q := range live.Presets["cgroup"].List() {
+		queried = append(queried, name.FindAllString(q.Query, -1)...)
+	}
+	require.NotEmpty(t, queried)
+	for _, n := range queried {
+		assert.True(t, written[n], "the cgroup preset queries %s, which cgexporter does not write", n)
+	}
 }
