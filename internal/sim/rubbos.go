@@ -206,6 +206,8 @@ type chain struct {
 	prefetchSink     uint8 // what the loads read, kept so they are not optimised away
 
 	series *series                                   // the trial as one-second intervals (series.go)
+	ramp   *rampDriver                               // a ramp's windows (ramp.go); nil for a trial
+	seed   uint64                                    // the streams' seed, for users added later (addUsers)
 	stats  Stats                                     // events and warm-up pages, for collectStats
 	onPage func(u int32, state uint8, think float64) // test hook: a page ends
 }
@@ -313,26 +315,13 @@ func newChain(m *Model, e algorithms.Experiment, seed uint64) (*chain, error) {
 	c.toWeb = lb(nW, 0)
 
 	// Users start thinking at t = 0, at the first page of a session.
-	c.users = make([]user, users)
-	c.usersCold = make([]userCold, users)
+	c.users = make([]user, 0, users)
+	c.usersCold = make([]userCold, 0, users)
 	// 128 s of 1/64 s buckets: think times over 70 s are 0 in RUBBoS, and a
 	// longer one (another mix) goes to the heap.
 	c.thinkEnds = engine.NewWheel(users, 64, 13)
-	for i := range c.users {
-		k := &c.usersCold[i]
-		k.rng = engine.NewStream(seed, purposeUser, uint64(i))
-		c.mix.begin(&k.nav)
-		k.pageStart = c.mix.think(&k.rng)
-		c.prepare(int32(i))
-		// Not thinkUntil: its look at the wheel's front would move the
-		// wheel to the first user's bucket, and every later user with an
-		// earlier end would be inserted into that bucket's sorted run,
-		// quadratic in the users.
-		if !c.thinkEnds.Push(k.pageStart, int32(i)) {
-			c.push(k.pageStart, int32(i), evThink)
-		}
-	}
-	c.setCand(candThink, c.thinkFront())
+	c.seed = seed
+	c.addUsers(users, 0)
 	c.push(1, 0, evTick)
 	c.series = newSeries(c, sh.timing)
 	if c.series.adaptive {
@@ -345,6 +334,31 @@ func newChain(m *Model, e algorithms.Experiment, seed uint64) (*chain, error) {
 		c.push(c.windowEnd, 0, evWindowEnd)
 	}
 	return c, nil
+}
+
+// addUsers adds n users to the trial at time at, each starting to think at
+// the first page of a session, as a trial's users do at its start. User i's
+// draws come from its own stream (purposeUser, i) whenever it joins, so a
+// ramp (ramp.go) that adds users step by step is deterministic with the seed.
+func (c *chain) addUsers(n int, at float64) {
+	first := len(c.users)
+	c.users = append(c.users, make([]user, n)...)
+	c.usersCold = append(c.usersCold, make([]userCold, n)...)
+	for i := first; i < first+n; i++ {
+		k := &c.usersCold[i]
+		k.rng = engine.NewStream(c.seed, purposeUser, uint64(i))
+		c.mix.begin(&k.nav)
+		k.pageStart = at + c.mix.think(&k.rng)
+		c.prepare(int32(i))
+		// Not thinkUntil: its look at the wheel's front would move the
+		// wheel to the first user's bucket, and every later user with an
+		// earlier end would be inserted into that bucket's sorted run,
+		// quadratic in the users.
+		if !c.thinkEnds.Push(k.pageStart, int32(i)) {
+			c.push(k.pageStart, int32(i), evThink)
+		}
+	}
+	c.setCand(candThink, c.thinkFront())
 }
 
 // run processes events until the window ends or ctx is done.
@@ -384,6 +398,12 @@ func (c *chain) run(ctx context.Context) error {
 					// (capture), so the trial can go on exactly as a finer
 					// one would (refine).
 					c.windowEnd = bt
+					return nil
+				}
+				if c.ramp != nil && c.ramp.tick(c, bt) {
+					// A ramp's window ended: the ramp goes on from here
+					// (ramp.go), so the next tick stays scheduled.
+					c.push(bt+1, 0, evTick)
 					return nil
 				}
 				c.push(bt+1, 0, evTick)
@@ -667,6 +687,9 @@ func (c *chain) pageDone(u int32) {
 	}
 	c.pages++
 	c.series.pageDone(c.now, c.now-k.pageStart)
+	if c.ramp != nil {
+		c.ramp.pageDone(c.now, c.now-k.pageStart)
+	}
 	c.mix.step(&k.nav, &k.rng)
 	z := c.mix.think(&k.rng)
 	c.prepare(u)

@@ -436,6 +436,15 @@ func (d *DelayStation) reschedule() {
 	d.next = d.last + c/(float64(d.k)*d.mu)
 }
 
+// SetMean changes the mean holding time from now on (a ramp's FIN wait
+// grows with its users). Holding times are exponential, so the jobs inside
+// need no new draws: their remaining work is rescaled with the rate.
+func (d *DelayStation) SetMean(now, mean float64) {
+	d.Advance(now)
+	d.mu = 1 / mean
+	d.reschedule()
+}
+
 // Arrive adds a job at time now.
 func (d *DelayStation) Arrive(now float64) {
 	d.Advance(now)
