@@ -111,6 +111,25 @@ func memoryCgroup(t *testing.T, limit int64) (dir, mode string) {
 	return dir, mode
 }
 
+// testTier is a tier of its own for the exporter: a memory cgroup limited
+// to limit bytes, and on v1 the cpu and cpuacct groups the exporter reads
+// for CPU; src reads it, tier is its name, dir its memory cgroup.
+func testTier(t *testing.T, limit int64) (src source, tier, dir, mode string) {
+	t.Helper()
+	dir, mode = memoryCgroup(t, limit)
+	tier = filepath.Base(dir)
+	if mode == "v2" {
+		return v2{root: filepath.Dir(dir)}, tier, dir, mode
+	}
+	// The memory hierarchy holds the tier; the cpu ones are read for CPU.
+	for _, h := range []string{"cpu", "cpuacct"} {
+		g := filepath.Join("/sys/fs/cgroup", h, tier)
+		require.NoError(t, os.Mkdir(g, 0o755))
+		t.Cleanup(func() { _ = os.Remove(g) })
+	}
+	return v1{cpu: "/sys/fs/cgroup/cpu", acct: "/sys/fs/cgroup/cpuacct", mem: "/sys/fs/cgroup/memory"}, tier, dir, mode
+}
+
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // child starts the test binary as an allocating child inside dir.
@@ -150,21 +169,7 @@ func (c *child) allocate(t *testing.T, mib int) bool {
 // has it touch 128 MiB more, and sees the OOM killer's kill counted.
 func TestExporterReadsATiersMemoryAndItsOOMKills(t *testing.T) {
 	const mib = 1 << 20
-	dir, mode := memoryCgroup(t, 96*mib)
-	tier := filepath.Base(dir)
-	var src source
-	if mode == "v1" {
-		// The memory hierarchy holds the tier; the cpu one is read for CPU.
-		cpu := filepath.Join("/sys/fs/cgroup/cpu", tier)
-		require.NoError(t, os.Mkdir(cpu, 0o755))
-		t.Cleanup(func() { _ = os.Remove(cpu) })
-		src = v1{cpu: "/sys/fs/cgroup/cpu", acct: "/sys/fs/cgroup/cpuacct", mem: "/sys/fs/cgroup/memory"}
-		acct := filepath.Join("/sys/fs/cgroup/cpuacct", tier)
-		require.NoError(t, os.Mkdir(acct, 0o755))
-		t.Cleanup(func() { _ = os.Remove(acct) })
-	} else {
-		src = v2{root: filepath.Dir(dir)}
-	}
+	src, tier, dir, mode := testTier(t, 96*mib)
 
 	c := startChild(t, dir)
 	require.True(t, c.allocate(t, 40), "the child touched 40 MiB under a 96 MiB limit")

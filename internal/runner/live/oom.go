@@ -79,7 +79,9 @@ func (r *Runner) checkOOM(ctx context.Context, e algorithms.Experiment, before m
 	if err := r.prom.waitScraped(ctx, now, r.cfg.ScrapeTimeout.Duration()); err != nil {
 		return err
 	}
-	after, err := r.oomCounts(ctx, e, now)
+	// At Prometheus's now, not at ours: a counter whose first sample is in
+	// the scrape just waited for has none at our now.
+	after, err := r.oomCounts(ctx, e, time.Time{})
 	if err != nil {
 		return err
 	}
