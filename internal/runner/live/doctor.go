@@ -37,6 +37,11 @@ const (
 	// with no load and still read as idle: rate()'s extrapolation at the
 	// window's edges makes up to about one of nothing (apacheServed's rule).
 	idleRequests = 2.0
+	// slowFactor bounds a tier's mean residence per request against the
+	// probe's slowest page (minSlowest at least, for a page served in
+	// microseconds): seconds read as milliseconds are 1000x.
+	slowFactor = 10.0
+	minSlowest = 0.01
 )
 
 // DoctorReport is what Doctor read of every query of the runner section.
@@ -72,6 +77,10 @@ type DoctorProbe struct {
 	Requests int64       `json:"requests"`
 	Failed   ErrorCounts `json:"failed"`
 	Seconds  float64     `json:"seconds"`
+	// SlowestPage is the longest a completed page took at the load
+	// generator, in seconds: no server's mean residence per request can
+	// be longer (a page's requests reach each tier within it).
+	SlowestPage float64 `json:"slowestPageSeconds"`
 }
 
 // DoctorServer is one server's readings.
@@ -315,9 +324,11 @@ func (r *Runner) probe(ctx context.Context, n int, spacing time.Duration) (Docto
 		if !sleepUntil(ctx, t0.Add(time.Duration(i)*spacing)) {
 			return p, ctx.Err()
 		}
+		began := time.Now()
 		switch u.page(ctx, s.state) {
 		case ok:
 			p.Pages++
+			p.SlowestPage = max(p.SlowestPage, time.Since(began).Seconds())
 		case refused:
 			p.Failed.Refused++
 		case timedOut:
@@ -456,6 +467,17 @@ func (dr *doctorRun) server(ctx context.Context, t algorithms.Tier, i int, tc Ti
 					dr.warn(who, rd, fmt.Sprintf("query %s did not move with the %d pages the probe sent: does it select this server, or did no page of the probe reach it (a static page)?",
 						rd.Query, dr.rep.Probe.Pages))
 				}
+			}
+		}
+	}
+	// A mean residence longer than the slowest page the probe saw counts
+	// other units (milliseconds) or other requests.
+	if p := dr.rep.Probe; !p.Skipped && p.Pages > 0 {
+		for k := range s.Readings {
+			rd := &s.Readings[k]
+			if rd.Field == "responseTime" && rd.Value != nil && *rd.Value > slowFactor*max(p.SlowestPage, minSlowest) {
+				dr.problem(who, rd, fmt.Sprintf("query %s read %s s per request, while the probe's slowest page took %s s at the client: more than %gx longer, it is in other units (milliseconds? divide by 1000) or counts other requests (a background job's)",
+					rd.Query, fmtNum(*rd.Value), fmtNum(p.SlowestPage), slowFactor))
 			}
 		}
 	}

@@ -36,12 +36,18 @@ type docStack struct {
 
 // docScrape is the stack's scrape interval, and docWindow a campaign's
 // window (the section's runtime), which Doctor reads before any load.
+// docRequestTime is how long the stack takes to serve a request.
 const (
-	docScrape = 100 * time.Millisecond
-	docWindow = time.Second
+	docScrape      = 100 * time.Millisecond
+	docWindow      = time.Second
+	docRequestTime = 5 * time.Millisecond
 )
 
 func (s *docStack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/metrics" {
+		// As long as the exposition says a request takes, at least.
+		time.Sleep(docRequestTime)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r.URL.Path != "/metrics" {
@@ -60,8 +66,8 @@ func (s *docStack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "# TYPE doc_pages_total counter\ndoc_pages_total %d\n", s.pages)
 	// Apache's way: its status page, which the exporter scrapes, is an access.
 	fmt.Fprintf(w, "# TYPE doc_accesses_total counter\ndoc_accesses_total %d\n", s.requests+s.scrapes)
-	fmt.Fprintf(w, "# TYPE doc_request_seconds_total counter\ndoc_request_seconds_total %g\n", 0.01*float64(s.requests))
-	fmt.Fprintf(w, "# TYPE doc_page_seconds_total counter\ndoc_page_seconds_total %g\n", 0.02*float64(s.pages))
+	fmt.Fprintf(w, "# TYPE doc_request_seconds_total counter\ndoc_request_seconds_total %g\n", docRequestTime.Seconds()*float64(s.requests))
+	fmt.Fprintf(w, "# TYPE doc_page_seconds_total counter\ndoc_page_seconds_total %g\n", 3*docRequestTime.Seconds()*float64(s.pages))
 	// A counter of a process that restarts every five scrapes.
 	fmt.Fprintf(w, "# TYPE doc_flaky_total counter\ndoc_flaky_total %d\n", s.scrapes%5)
 	fmt.Fprintf(w, "# TYPE doc_busy_threads gauge\ndoc_busy_threads{server=\"app\"} %g\ndoc_busy_threads{server=\"all\"} %g\n", s.busy, s.allBusy)
@@ -185,7 +191,7 @@ func problemOf(t *testing.T, rep DoctorReport, prefix string) string {
 // TestDoctor runs Doctor on a clean deployment, and on one with each fault
 // it must catch, each on a stack of its own behind one Prometheus.
 func TestDoctor(t *testing.T) {
-	promURL, stacks := startDocStacks(t, 9)
+	promURL, stacks := startDocStacks(t, 10)
 	ctx := context.Background()
 
 	t.Run("PassesACleanDeployment", func(t *testing.T) {
@@ -297,6 +303,18 @@ func TestDoctor(t *testing.T) {
 		require.Len(t, rep.Warnings, 1)
 		assert.Regexp(t, `^web-1: throughput: with no pages.throughput, advise takes this tier's throughput as pages/s, and it counts [0-9.]+ per page: set pages.throughput`, rep.Warnings[0])
 		assert.Equal(t, StatusWarning, reading(t, rep, "web-1", "throughput").Status)
+	})
+
+	t.Run("CatchesAResponseTimeInMilliseconds", func(t *testing.T) {
+		t.Parallel()
+		stack := stacks[9]
+		rt := `1000 * rate(doc_page_seconds_total{instance="{instance}"}[{window}]) / rate(doc_pages_total{instance="{instance}"}[{window}])`
+		r, d, a := docRunner(t, promURL, stack, func(sec map[string]any) { docQuery(sec, "app", "responseTime", rt) })
+		rep, err := r.Doctor(ctx, d, a, DoctorOptions{Probe: 6, ProbeRate: 6})
+		require.NoError(t, err)
+		p := problemOf(t, rep, "app-1: responseTime: ")
+		assert.Regexp(t, `^app-1: responseTime: query 1000 \* rate\(doc_page_seconds_total\{instance="[0-9.:]+"\}\[[0-9]+ms\]\) / rate\(doc_pages_total\{instance="[0-9.:]+"\}\[[0-9]+ms\]\) read `+fmtNum(1000*3*docRequestTime.Seconds())+` s per request, while the probe's slowest page took [0-9.e-]+ s at the client: more than 10x longer, it is in other units \(milliseconds\? divide by 1000\)`, p)
+		assert.Len(t, rep.Problems, 1, "%q", rep.Problems)
 	})
 
 	t.Run("CatchesAMissingSeries", func(t *testing.T) {
