@@ -142,6 +142,13 @@ func TestSchemaRefusesWhatSoftallocRefuses(t *testing.T) {
 	valid := live + "  rampUp: 3s\n  runtime: 0.5\n  tiers:\n    web:\n      presets: [apache]\n      servers: [{instance: \"h:9117\"}]\n      queries:\n        pools: {threads: {fullShare: x}}\n        resources: {disk: y}\n"
 	require.NoError(t, parse([]byte(valid), "valid.yaml"))
 	require.NoError(t, schemaValidate(t, s, []byte(valid)), "the valid file")
+	for _, extra := range []string{
+		"  warmUp: 30s\n", "  warmUp: settle\n", "  warmUp: {settle: true, max: 3m, interval: 5s, within: 0.05, users: 10}\n",
+		"  warmUp: {duration: 30s}\n", "  fingerprint: [git, rev-parse, HEAD]\n", "  fingerprint: {files: [app/], command: [git, describe]}\n",
+	} {
+		assert.NoError(t, parse([]byte(live+extra), "valid.yaml"), extra)
+		assert.NoError(t, schemaValidate(t, s, []byte(live+extra)), extra)
+	}
 	for name, doc := range map[string]string{
 		"unknown top key":    tiers + "tier: []\n",
 		"no tiers":           "name: x\n",
@@ -160,6 +167,10 @@ func TestSchemaRefusesWhatSoftallocRefuses(t *testing.T) {
 		"keepAlive not bool": live + "  keepAlive: maybe\n",
 		"page key":           live + "  pages: {visits: x}\n",
 		"unknown runner":     tiers + "runner:\n  name: k8s\n",
+		"warmUp misspelt":    live + "  warmUp: {setle: true}\n",
+		"warmUp not a time":  live + "  warmUp: soon\n",
+		"fingerprint key":    live + "  fingerprint: {cmd: [git]}\n",
+		"fingerprint string": live + "  fingerprint: git rev-parse HEAD\n",
 		"unknown software":   "name: x\ntiers:\n  - {name: web, role: web, replicas: 1, software: iis}\n",
 		"children beside threads": "name: x\ntiers:\n  - {name: php, role: app, replicas: 1, pools: {children: 4, threads: 2}}\n" +
 			"  - {name: db, role: db, replicas: 1}\n",
