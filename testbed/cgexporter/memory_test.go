@@ -25,10 +25,10 @@ import (
 
 const childEnv = "SOFTALLOC_CGEXPORTER_TEST_CHILD"
 
-// TestMain turns the test binary into the allocating child when asked: it
-// waits for "go" (so that it is in the cgroup before it allocates), touches
-// the MiB it was given, says "ready", then for each further number touches
-// that many MiB more, until its stdin closes.
+// TestMain turns the test binary into the allocating child when asked: for
+// each number it reads it touches that many MiB more and says "ready"; for
+// "write MiB PATH" it writes a file of that size (page cache charged to its
+// cgroup) and syncs it; it exits when its stdin closes.
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "" {
 		os.Exit(m.Run())
@@ -36,6 +36,15 @@ func TestMain(m *testing.M) {
 	in := bufio.NewScanner(os.Stdin)
 	var held [][]byte
 	for in.Scan() {
+		if f := strings.Fields(in.Text()); len(f) == 3 && f[0] == "write" {
+			mib, _ := strconv.Atoi(f[1])
+			if err := writeSynced(f[2], mib); err != nil {
+				fmt.Fprintln(os.Stderr, "child:", err)
+				os.Exit(3)
+			}
+			fmt.Println("ready")
+			continue
+		}
 		mib, err := strconv.Atoi(strings.TrimSpace(in.Text()))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)
@@ -50,6 +59,25 @@ func TestMain(m *testing.M) {
 	}
 	_ = held
 	os.Exit(0)
+}
+
+func writeSynced(path string, mib int) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	chunk := make([]byte, 1<<20)
+	for i := 0; i < mib; i++ {
+		if _, err := f.Write(chunk); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // memoryCgroup makes a cgroup of its own with a memory limit on the
@@ -165,25 +193,39 @@ func (c *child) allocate(t *testing.T, mib int) bool {
 }
 
 // TestExporterReadsATiersMemoryAndItsOOMKills runs a process that touches
-// 40 MiB in a cgroup limited to 96 MiB, reads the exporter's figures, then
-// has it touch 128 MiB more, and sees the OOM killer's kill counted.
+// 40 MiB in a cgroup limited to 160 MiB (room for the race detector's
+// shadow), reads the exporter's figures, has it write a 32 MiB file (page
+// cache), then touch 256 MiB more, and sees the OOM killer's kill counted.
 func TestExporterReadsATiersMemoryAndItsOOMKills(t *testing.T) {
 	const mib = 1 << 20
-	src, tier, dir, mode := testTier(t, 96*mib)
+	src, tier, dir, mode := testTier(t, 160*mib)
 
 	c := startChild(t, dir)
-	require.True(t, c.allocate(t, 40), "the child touched 40 MiB under a 96 MiB limit")
+	require.True(t, c.allocate(t, 40), "the child touched 40 MiB under a 160 MiB limit")
 	st, err := src.read(tier)
 	require.NoError(t, err)
 	m := st.mem
 	t.Logf("%s at 40 MiB touched: usage %.1f MiB, working set %.1f MiB, limit %.0f MiB", mode, m.usage/mib, m.workingSet/mib, m.limit/mib)
 	assert.Equal(t, "cgroup", m.source)
-	assert.Equal(t, float64(96*mib), m.limit)
+	assert.Equal(t, float64(160*mib), m.limit)
 	assert.True(t, m.limited)
 	assert.GreaterOrEqual(t, m.workingSet, float64(40*mib), "the touched pages are in the working set")
-	assert.Less(t, m.workingSet, float64(80*mib), "40 MiB and a Go runtime")
+	if !raceEnabled { // its shadow memory is charged to the cgroup too
+		assert.Less(t, m.workingSet, float64(80*mib), "40 MiB and a Go runtime")
+	}
 	assert.GreaterOrEqual(t, m.usage, m.workingSet)
 	assert.Equal(t, 0.0, m.oomKills)
+
+	// Page cache is charged, but the kernel reclaims it before it kills:
+	// usage counts a file just written, the working set does not.
+	_, err = fmt.Fprintln(c.in, "write 32", filepath.Join(t.TempDir(), "cache"))
+	require.NoError(t, err)
+	require.True(t, c.lines.Scan() && c.lines.Text() == "ready", "the child wrote 32 MiB")
+	st, err = src.read(tier)
+	require.NoError(t, err)
+	t.Logf("after writing a 32 MiB file: usage %.1f MiB, working set %.1f MiB", st.mem.usage/mib, st.mem.workingSet/mib)
+	assert.GreaterOrEqual(t, st.mem.usage-m.usage, float64(30*mib), "the file's pages are charged")
+	assert.Less(t, st.mem.workingSet-m.workingSet, float64(4*mib), "and are not the working set")
 
 	// The collector exports what was read.
 	reg := prometheus.NewPedanticRegistry()
@@ -197,7 +239,7 @@ func TestExporterReadsATiersMemoryAndItsOOMKills(t *testing.T) {
 	assert.Empty(t, lint)
 
 	// Past the limit, the OOM killer ends the child (no swap to go to).
-	assert.False(t, c.allocate(t, 128), "the child outlived touching 168 MiB under 96 MiB")
+	assert.False(t, c.allocate(t, 256), "the child outlived touching 296 MiB under 160 MiB")
 	err = c.cmd.Wait()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit)
