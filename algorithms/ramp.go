@@ -35,6 +35,8 @@ type RampWindow struct {
 	// Index counts the windows of the ramp from 0, across its resumptions.
 	Index int `json:"index"`
 	Users int `json:"users"`
+	// Allocation is the ramp's, as the campaign names it.
+	Allocation string `json:"allocation,omitempty"`
 	// Start and End are the window's edges, and Elapsed the time the level
 	// took (its settling included), seconds of the runner's clock since the
 	// ramp (or its resumption) began.

@@ -214,6 +214,7 @@ func (r *reportFlag) write(o *campaignOptions, cp campaign, rep report.HTMLRepor
 type findCriticalOptions struct {
 	campaignOptions
 	report reportFlag
+	ramp   bool
 }
 
 // newCmdFindCritical is `softalloc find-critical`.
@@ -229,7 +230,8 @@ allocation is too small, so it is doubled and the search goes on.`,
 		Example: `  softalloc find-critical --topology 1/2/1/2
   softalloc find-critical --topology 1/4/1/4 --step 250 --output json
   softalloc find-critical -f deployment.yaml --runner replay --campaign .softalloc/journal.jsonl
-  softalloc find-critical --topology 1/2/1/2 --report find-critical.html`,
+  softalloc find-critical --topology 1/2/1/2 --report find-critical.html
+  softalloc find-critical --topology 1/2/1/2 --ramp --output json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -240,6 +242,7 @@ allocation is too small, so it is doubled and the search goes on.`,
 	}
 	o.register(f, cmd, scopeFindCritical)
 	o.report.register(cmd)
+	cmd.Flags().BoolVar(&o.ramp, "ramp", false, rampHelp)
 	return cmd
 }
 
@@ -248,9 +251,15 @@ func runFindCritical(o *findCriticalOptions) error {
 	if err := o.report.check(); err != nil {
 		return err
 	}
+	if o.ramp && o.report.path != "" {
+		return usagef("--report %q with --ramp: the HTML report draws a staircase's trials; leave out one", o.report.path)
+	}
 	cp, err := o.setup()
 	if err != nil {
 		return err
+	}
+	if o.ramp {
+		return runFindCriticalRamp(ctx, o, cp)
 	}
 	d := cp.deployment
 	c, err := algorithms.FindCriticalResource(ctx, cp.x, d, cp.start, cp.opts)
@@ -292,6 +301,7 @@ type recommendOptions struct {
 	classes   string
 	withRange bool
 	report    reportFlag
+	ramp      bool
 }
 
 // newCmdRecommend is `softalloc recommend`.
@@ -317,7 +327,8 @@ least their reserved size; the table shows the formula's minimum beside them.`,
   softalloc recommend --topology 1/2/1/2 --format all --output json
   softalloc recommend --topology 1/2/1/2 --range
   softalloc recommend -f deployment.yaml --runner replay --campaign recorded.jsonl
-  softalloc recommend --topology 1/2/1/2 --range --report report.html`,
+  softalloc recommend --topology 1/2/1/2 --range --report report.html
+  softalloc recommend --topology 1/2/1/2 --ramp`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -338,6 +349,7 @@ least their reserved size; the table shows the formula's minimum beside them.`,
 	cmd.Flags().StringVar(&o.classes, "workload", "", "workload file of request classes with objectives: size per-class pools of one server instead (docs/classes.md)")
 	deprecatedAlias(cmd.Flags(), "classes", "workload", &o.classes)
 	o.report.register(cmd)
+	cmd.Flags().BoolVar(&o.ramp, "ramp", false, rampHelp)
 	return cmd
 }
 
@@ -350,10 +362,16 @@ func runRecommend(o *recommendOptions) error {
 	if err := o.report.check(); err != nil {
 		return err
 	}
+	if o.ramp && (o.report.path != "" || o.withRange) {
+		return usagef("--ramp with --report or --range: those draw and extend a staircase's trials; leave out one")
+	}
 	o.sizing = "recommend"
 	cp, err := o.setup()
 	if err != nil {
 		return err
+	}
+	if o.ramp {
+		return runRecommendRamp(ctx, o, cp, formats)
 	}
 	d := cp.deployment
 	rec, err := algorithms.Recommend(ctx, cp.x, d, cp.start, cp.opts)

@@ -46,6 +46,9 @@ type Record struct {
 	// Experiment and Observation are the record's replay part (wire.Record).
 	Experiment  wire.Experiment  `json:"experiment"`
 	Observation wire.Observation `json:"observation"`
+	// Window, when set, makes the record one window of a ramp (ramp.go):
+	// the experiment is the ramp's at the window's users.
+	Window *WindowRef `json:"window,omitempty"`
 }
 
 // Identity is the runner a journal belongs to.
@@ -119,6 +122,7 @@ type Journal struct {
 	lock     *os.File // nil where flock is missing
 	mu       sync.Mutex
 	records  map[string]algorithms.Observation
+	windows  map[string][]algorithms.RampWindow // by ramp key, in index order (ramp.go)
 	Warnings []string
 	// Reused and Ran count this process's experiments; Others are the
 	// records of other runners or settings the file also holds.
@@ -155,7 +159,7 @@ func Open(path string, id Identity, opts Options) (*Journal, error) {
 	if fi, err := os.Stat(real); err == nil && !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("journal %q: not a regular file (%s); want a journal file, or a path where one can be created", path, safefile.Describe(fi.Mode()))
 	}
-	j := &Journal{path: path, real: real, id: id, records: map[string]algorithms.Observation{}}
+	j := &Journal{path: path, real: real, id: id, records: map[string]algorithms.Observation{}, windows: map[string][]algorithms.RampWindow{}}
 	// Locked before --fresh renames anything: the other run may be writing.
 	lk, err := lock(path, real)
 	if err != nil {
@@ -305,6 +309,12 @@ func (j *Journal) load(f *os.File) error {
 			j.Others++
 			continue
 		}
+		if r.Window != nil {
+			if err := j.loadWindow(r, e, o, i+1); err != nil {
+				mismatched = append(mismatched, err.Error())
+			}
+			continue
+		}
 		// The key is what a lookup trusts: one that is not the record's
 		// own experiment's would answer another experiment (issue 35).
 		// Which of the two is wrong cannot be told, so neither is answered.
@@ -403,6 +413,17 @@ func (j *Journal) Append(e algorithms.Experiment, o algorithms.Observation, took
 	}
 	r := Record{Key: Key(j.id, e), Runner: j.id.Runner, Settings: j.id.Settings, Finished: finished.UTC(),
 		Seconds: took.Seconds(), Experiment: wire.FromExperiment(e), Observation: wire.FromObservation(o)}
+	if err := j.write(r); err != nil {
+		return err
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.records[r.Key] = o
+	return nil
+}
+
+// write appends one record and syncs it.
+func (j *Journal) write(r Record) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("journal %q: %w", j.path, err)
@@ -416,7 +437,6 @@ func (j *Journal) Append(e algorithms.Experiment, o algorithms.Observation, took
 	if err := j.f.Sync(); err != nil {
 		return fmt.Errorf("journal %q: sync: %w", j.path, err)
 	}
-	j.records[r.Key] = o
 	return nil
 }
 

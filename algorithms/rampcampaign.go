@@ -1,0 +1,297 @@
+package algorithms
+
+import (
+	"context"
+	"fmt"
+	"math"
+)
+
+// RampCampaign is the evidence of a campaign run as a ramp: every window,
+// the ones the answer rests on, and the confirming trials.
+type RampCampaign struct {
+	Windows []RampWindow `json:"windows"`
+	// Ramps counts the ramps run: the first, one more after each doubling
+	// of a full pool and after a jump that overshot.
+	Ramps int `json:"ramps"`
+	// Answer are the indexes in Windows the answer rests on: the last
+	// window below saturation and the first at it, on the reserve.
+	Answer []int `json:"answer"`
+	// Seconds is the time the ramps took, windows and settling, on the
+	// runner's clock (simulated seconds on the simulator).
+	Seconds float64 `json:"seconds"`
+	// RampMinJobs is minJobs as the saturating window reads it; the
+	// recommendation's is the confirming trial's.
+	RampMinJobs float64 `json:"rampMinJobs,omitempty"`
+	// Confirmations are the confirming trials' goodput at the SLA: at the
+	// saturation workload on the reserve and on the recommended allocation.
+	ReserveGoodput     *Interval `json:"reserveGoodput,omitempty"`
+	RecommendedGoodput *Interval `json:"recommendedGoodput,omitempty"`
+	ConfirmSeconds     float64   `json:"confirmSeconds,omitempty"`
+}
+
+// rampFlatWindows are the windows of throughput that has not grown after
+// which a ramp with no saturated resource ends (a rise within the noise is
+// no rise, and one window's step is small).
+const rampFlatWindows = 3
+
+// FindCriticalRamp is FindCriticalResource as one continuous ramp: from
+// Options.Step users (a low load whose utilisation law predicts where the
+// busiest resource saturates, the warm start), the ramp jumps to a scan
+// span below the prediction and rises by Options.SmallStep, one window per
+// level, until a hardware resource saturates (the answer) or throughput
+// stops growing. A pool that is full in a window, before or with the
+// critical resource, bounds what the critical server can hold: that pool
+// alone is doubled, and a new ramp goes on from that workload (two small
+// steps below it when the critical resource had saturated too).
+func FindCriticalRamp(ctx context.Context, rp Ramper, d Deployment, s0 Allocation, opts Options) (Critical, RampCampaign, error) {
+	opts = opts.withDefaults()
+	var camp RampCampaign
+	if err := opts.validate(); err != nil {
+		return Critical{}, camp, err
+	}
+	timing := opts.Timing
+	if !timing.Adaptive() {
+		return Critical{}, camp, fmt.Errorf("find-critical: a ramp measures each window to a precision: want adaptive timing, got fixed trials")
+	}
+	res := Critical{}
+	s := s0.Clone()
+	from := opts.Step
+	doublings, warmed := 0, false
+	var lastSoft string
+	var lastSoftTp Interval
+	var trials []Trial
+	for {
+		camp.Ramps++
+		first := len(camp.Windows)
+		best, flat := Interval{Mean: -1}, 0
+		var action string // what ended this ramp: "answer", "double", "back", "flat", "bound"
+		var stop error
+		ramp := Ramp{Deployment: d, Allocation: s, From: from, Timing: timing}
+		err := rp.RunRamp(ctx, ramp, func(w RampWindow) (RampStep, error) {
+			w.Index, w.Allocation = len(camp.Windows), s.String()
+			camp.Windows = append(camp.Windows, w)
+			camp.Seconds += w.Elapsed
+			o := w.Observation
+			hw, soft := Saturations(d, o, opts)
+			t := Trial{Procedure: "ramp", Experiment: Experiment{Deployment: d, Allocation: s.Clone(), Workload: Workload{Users: w.Users}, Timing: timing}, Observation: o}
+			for _, x := range append(append([]Saturation{}, hw...), soft...) {
+				t.Saturated = append(t.Saturated, x.String())
+			}
+			trials = append(trials, t)
+			if opts.OnTrial != nil {
+				opts.OnTrial(t)
+			}
+			res.MaxThroughput = math.Max(res.MaxThroughput, o.Throughput)
+			tp := o.ThroughputInterval()
+			jumped := len(camp.Windows)-first >= 2 && w.Users-camp.Windows[len(camp.Windows)-2].Users > opts.SmallStep
+			switch {
+			case len(hw) > 0 && len(soft) > 0 && doublings < opts.MaxDoublings:
+				action = "double"
+				s = doubleFull(s, soft)
+				doublings++
+				res.Warnings = append(res.Warnings, fmt.Sprintf("%s full at %d users when %s saturated: doubled that pool (%s) and ramped again",
+					joinSaturations(soft), w.Users, hw[0], s))
+				from = max(opts.SmallStep, w.Users-2*opts.SmallStep)
+				return RampStep{}, nil
+			case len(hw) > 0 && jumped:
+				// The warm start's jump overshot: ramp again from a scan span below.
+				action = "back"
+				from = max(opts.SmallStep, (w.Users-opts.ScanSpan)/opts.SmallStep*opts.SmallStep)
+				return RampStep{}, nil
+			case len(hw) > 0:
+				action = "answer"
+				c := hw[0]
+				res.Tier, res.Server, res.Resource, res.Utilization = c.Tier, c.Server, c.Resource, c.Utilization
+				res.SaturationWorkload, res.Saturated = w.Users, hw
+				camp.Answer = []int{w.Index}
+				if w.Index > first {
+					camp.Answer = []int{w.Index - 1, w.Index}
+				}
+				if len(hw) > 1 && hw[1].Tier != c.Tier {
+					res.Warnings = append(res.Warnings, fmt.Sprintf(
+						"more than one tier saturated at %d users (%s at %.2f, %s at %.2f): the paper assumes a single bottleneck",
+						w.Users, c, c.Utilization, hw[1], hw[1].Utilization))
+				}
+				return RampStep{}, nil
+			case len(soft) > 0:
+				if lastSoft == soft[0].String() && tp.Versus(lastSoftTp.Scaled(1.005)) != Above {
+					stop = fmt.Errorf("find-critical: %s stayed saturated after doubling it and throughput did not grow (%s -> %s pages/s at %d users), with no hardware resource at or above %.2f (busiest: %s): %w",
+						soft[0], lastSoftTp, tp, w.Users, opts.HardwareThreshold, busiestHardware(o), ErrNoCriticalResource)
+					return RampStep{}, nil
+				}
+				if doublings >= opts.MaxDoublings {
+					stop = fmt.Errorf("find-critical: %s still saturated after doubling %d times", soft[0], doublings)
+					return RampStep{}, nil
+				}
+				action = "double"
+				lastSoft, lastSoftTp = soft[0].String(), tp
+				s = doubleFull(s, soft)
+				doublings++
+				res.Warnings = append(res.Warnings, fmt.Sprintf("%s saturated at %d users: doubled that pool (%s)", joinSaturations(soft), w.Users, s))
+				from = w.Users
+				return RampStep{}, nil
+			}
+			if tp.Versus(best) == Above {
+				best, flat = tp, 0
+			} else if flat++; flat >= rampFlatWindows {
+				action = "flat"
+				return RampStep{}, nil
+			}
+			next := w.Users + opts.SmallStep
+			if !warmed && opts.Mode == ModeEfficient && !opts.NoWarmStart {
+				warmed = true
+				pred, err := PredictSaturation(d, o, w.Users, opts.HardwareThreshold, opts.MaxWorkload)
+				if err != nil {
+					res.Warnings = append(res.Warnings, fmt.Sprintf("warm start skipped: %v", err))
+				} else {
+					res.PredictedSaturation = pred
+					next = max(next, (pred-opts.Step)/opts.SmallStep*opts.SmallStep)
+				}
+			}
+			if next > opts.MaxWorkload {
+				action = "bound"
+				stop = &WorkloadBoundError{MaxWorkload: opts.MaxWorkload, Users: w.Users, Throughput: o.Throughput}
+				return RampStep{}, nil
+			}
+			return RampStep{Users: next}, nil
+		})
+		res.Trials, res.Experiments, res.Reserve = trials, camp.Ramps, s
+		if err == nil {
+			err = stop
+		}
+		if err != nil {
+			return res, camp, err
+		}
+		switch action {
+		case "answer":
+			if note, ok := overAllocation(res.Trials, Saturation{Server: res.Server, Tier: res.Tier, Resource: res.Resource}, s); ok {
+				res.OverAllocated = true
+				res.Warnings = append(res.Warnings, note)
+			}
+			return res, camp, nil
+		case "flat":
+			last := camp.Windows[len(camp.Windows)-1]
+			if c, ok := throttledCritical(res, last.Observation, last.Users, opts); ok {
+				return c, camp, nil
+			}
+			return res, camp, fmt.Errorf("find-critical: throughput stopped growing at %d users (%s pages/s) with no hardware resource at or above %.2f (busiest: %s): %w",
+				last.Users, last.Observation.ThroughputInterval(), opts.HardwareThreshold, busiestHardware(last.Observation), ErrNoCriticalResource)
+		case "":
+			return res, camp, fmt.Errorf("find-critical: the ramp ended before a decision")
+		}
+	}
+}
+
+// doubleFull doubles the pools that are full, only them: a pool that is not
+// full bounds nothing, and doubling it would change what the campaign
+// measures for no reason (on a PHP stack the web tier's threads were
+// doubled beside the full children).
+func doubleFull(a Allocation, full []Saturation) Allocation {
+	b := a.Clone()
+	for _, f := range full {
+		p, ok := b[f.Tier]
+		if !ok {
+			continue
+		}
+		switch f.Resource {
+		case PoolConnections:
+			if p.Connections > 0 && p.Connections == a[f.Tier].Connections {
+				p.Connections *= 2
+			}
+		default: // threads, children: the tier's units
+			if p.Threads > 0 && p.Threads == a[f.Tier].Threads {
+				p.Threads *= 2
+			}
+		}
+		b[f.Tier] = p
+	}
+	return b
+}
+
+func joinSaturations(s []Saturation) string {
+	names := make([]string, len(s))
+	for i, x := range s {
+		names[i] = x.String()
+	}
+	return joinAnd(names)
+}
+
+// RecommendRamp is Recommend on a ramp: FindCriticalRamp gives the
+// critical resource and the saturation workload, and the first window on
+// the reserve at saturation, measured to the campaign's precision, gives
+// minJobs and every tier's throughput and response time; then one
+// confirming trial of the recommended allocation at that workload
+// measures its goodput beside the reserve's window.
+func RecommendRamp(ctx context.Context, rp Ramper, x Experimenter, d Deployment, s0 Allocation, opts Options) (Recommendation, RampCampaign, error) {
+	var rec Recommendation
+	c, camp, err := FindCriticalRamp(ctx, rp, d, s0, opts)
+	rec.Critical, rec.Experiments = c, camp.Ramps
+	if err != nil {
+		return rec, camp, err
+	}
+	opts = opts.withDefaults()
+	var points []ScanPoint
+	for _, t := range c.Trials {
+		if t.Experiment.Allocation.Key() == c.Reserve.Key() {
+			points = append(points, scanPoint(t.Experiment.Workload.Users, t.Observation, c))
+		}
+	}
+	i, _, ok := readAtSaturation(points, opts.HardwareThreshold)
+	if !ok {
+		return rec, camp, fmt.Errorf("infer-min-jobs: no window of the reserve %s read %s/%s at or above %.2f", c.Reserve, c.Server, c.Resource, opts.HardwareThreshold)
+	}
+	// The saturating window is measured to the campaign's precision, pools
+	// included, in the steady state the ramp passed through: minJobs and
+	// every tier's throughput and response time are read there.
+	sat := c.Trials[0].Observation
+	for _, t := range c.Trials {
+		if t.Experiment.Allocation.Key() == c.Reserve.Key() && t.Experiment.Workload.Users == points[i].Workload {
+			sat = t.Observation
+		}
+	}
+	camp.RampMinJobs = LittlesLaw(points[i].CriticalThroughput, points[i].CriticalResponseTime)
+	m := MinJobs{WLmin: points[i].Workload, MinJobs: camp.RampMinJobs, Reading: "ramp window at saturation", Points: points}
+	if err := m.measure(d, sat, c); err != nil {
+		rec.MinJobs = m
+		return rec, camp, err
+	}
+	g := sat.GoodputInterval(opts.SLA)
+	camp.ReserveGoodput = &g
+	sz, err := CalculateMinAllocation(d, c.Tier, m.MinJobs, m.Measurements)
+	if err != nil {
+		rec.MinJobs = m
+		return rec, camp, fmt.Errorf("calculate-min-allocation: %w", err)
+	}
+	rec.Sizing = sz
+	rec.Allocation, rec.Tiers = RecommendAllocation(d, sz, c.Reserve)
+	// The confirming trial is compared by goodput alone, held to the
+	// precision by throughput and goodput (Timing.GoodputOnly): at
+	// saturation a pool's busy units wander for minutes.
+	copts := opts
+	copts.Timing.GoodputOnly = true
+	p := &procedure{x: x, d: d, opts: copts, name: "confirm"}
+	o2, _, _, err := p.run(ctx, rec.Allocation, m.WLmin)
+	rec.Experiments++
+	m.Trials, m.Experiments = p.trials, len(p.trials)
+	rec.MinJobs = m
+	if err != nil {
+		return rec, camp, err
+	}
+	g2 := o2.GoodputInterval(opts.SLA)
+	camp.RecommendedGoodput = &g2
+	camp.ConfirmSeconds += trialSeconds(o2)
+	if g2.Versus(g) == Below {
+		rec.MinJobs.Warnings = append(rec.MinJobs.Warnings, fmt.Sprintf(
+			"the recommended allocation's goodput at %d users (%s pages/s) is below the reserve's window (%s): the ramp's reading may be off",
+			m.WLmin, g2, g))
+	}
+	return rec, camp, nil
+}
+
+// trialSeconds is the runner's time a trial took: its warm-up and window.
+func trialSeconds(o Observation) float64 {
+	if o.Window != nil {
+		return o.Window.WarmUpSeconds + o.RuntimeSeconds
+	}
+	return o.RuntimeSeconds
+}
