@@ -1,0 +1,182 @@
+package hooks
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// hostBinary finds a Debian binary a test needs: a skip outside CI, a
+// failure in it.
+func hostBinary(t *testing.T, name, pkg string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is not installed in CI: scripts/test-deps.sh installs Debian's %s", name, pkg)
+		}
+		t.Skipf("SKIPPED: %s is not installed (apt-get install %s, or scripts/test-deps.sh); the hook's test against the real server did not run", name, pkg)
+	}
+	return p
+}
+
+// freePort is a loopback port no one listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close())
+	return port
+}
+
+// shortTempDir is a directory of the test's with a short path (a Unix
+// socket's is limited to 107 bytes), readable by the servers' own users.
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "hooks")
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(dir, 0o755))
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startDaemon runs a server in the foreground for the test's life, its
+// output kept for the failure message.
+func startDaemon(t *testing.T, name string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	// A group of its own: a master's children (php-fpm's, Apache's) end
+	// with it, and none keeps the output pipe open.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = 2 * time.Second
+	require.NoError(t, cmd.Start(), name)
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("%s's output:\n%s", filepath.Base(name), out.String())
+		}
+	})
+	return cmd
+}
+
+// writeFile writes a test's configuration file.
+func writeFile(t *testing.T, path, text string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+}
+
+// hookResult is one run of a hook.
+type hookResult struct {
+	code           int
+	stdout, stderr string
+}
+
+// runHook runs the hook script with env added to the test's environment.
+func runHook(t *testing.T, env []string, script string, args ...string) hookResult {
+	t.Helper()
+	cmd := exec.Command("./"+script, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	r := hookResult{stdout: stdout.String(), stderr: stderr.String()}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		r.code = exit.ExitCode()
+	} else {
+		require.NoError(t, err, "running %s", script)
+	}
+	t.Logf("%s %s: exit %d\nstdout: %sstderr: %s", script, strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	return r
+}
+
+// httpGet is a page's body, an error unless the answer is 200.
+func httpGet(url string) (string, error) {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s: %s", url, resp.Status, b)
+	}
+	return string(b), nil
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s: %v", what, timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Every hook refuses a size that is not a positive integer with exit 2 and
+// a message naming the value, before it reads or touches anything.
+func TestHooksRefuseBadSizes(t *testing.T) {
+	t.Parallel()
+	hooks := map[string][]string{
+		"phpfpm.sh": {"%s"},
+	}
+	for script, shapes := range hooks {
+		for _, bad := range []string{"0", "-3", "abc", "1.5", "07", ""} {
+			args := make([]string, len(shapes))
+			for i := range shapes {
+				args[i] = "4"
+			}
+			args[len(args)-1] = bad
+			r := runHook(t, []string{"PATH=/usr/bin:/bin"}, script, args...)
+			require.Equal(t, 2, r.code, "%s %q", script, bad)
+			require.Contains(t, r.stderr, fmt.Sprintf("'%s'", bad), "%s names the value", script)
+			require.Empty(t, r.stdout)
+		}
+	}
+}
