@@ -88,7 +88,9 @@ func (j *Journal) appendWindow(r algorithms.Ramp, w algorithms.RampWindow) error
 // whose windows are all on record goes on, on rp, from the level asked for
 // after the last of them: a new ramp from there, whose windows continue
 // the numbering.
-func (j *Journal) WrapRamper(rp algorithms.Ramper) algorithms.Ramper { return &journaledRamp{j: j, rp: rp} }
+func (j *Journal) WrapRamper(rp algorithms.Ramper) algorithms.Ramper {
+	return &journaledRamp{j: j, rp: rp}
+}
 
 type journaledRamp struct {
 	j  *Journal
