@@ -29,7 +29,7 @@ const practitionersAllocation = "400-150-60"
 
 func (f *deploymentFlags) register(fs *pflag.FlagSet) {
 	f.registerChain(fs)
-	fs.StringArrayVar(&f.allocs, "alloc", nil, "initial allocation #W_T-#A_T-#A_C (default 400-150-60, or the deployment file's pools)")
+	fs.StringArrayVar(&f.allocs, "alloc", nil, "initial allocation: "+allocationHelp+" (default 400-150-60, or the deployment file's pools)")
 }
 
 // registerChain registers the deployment's flags without --alloc, for a
@@ -80,15 +80,16 @@ func (f *deploymentFlags) resolve() (algorithms.Deployment, algorithms.Allocatio
 }
 
 func (f *deploymentFlags) parseAllocation(d algorithms.Deployment, s string) (algorithms.Allocation, error) {
-	a, err := topology.ParseAllocation(s)
+	// Either form: the notation, or tier.pool=N items for any deployment.
+	a, err := topology.ParseAllocationIn(d, s)
 	if err != nil {
-		return a, usageError{err}
-	}
-	if err := topology.ValidateAllocation(d, a); err != nil {
 		return a, f.inFile(err)
 	}
 	return a, nil
 }
+
+// allocationHelp is the forms an allocation flag takes.
+const allocationHelp = "#W_T-#A_T-#A_C (e.g. 400-150-60) or, for any deployment, tier.pool=N,... (e.g. web.threads=150,php.children=20,db.connections=51)"
 
 // inFile names the deployment file in an allocation's error: the deployment
 // inside it is known by its name field, which need not be the file's.

@@ -14,6 +14,7 @@ import (
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/metrics"
 	"github.com/softalloc/softalloc/internal/report"
+	"github.com/softalloc/softalloc/internal/topology"
 	"github.com/softalloc/softalloc/internal/wire"
 )
 
@@ -66,7 +67,7 @@ START:END:STEP (5000:8000:200). --sla takes thresholds in seconds (0.5,1,2 or
 	o.journal.register(fs)
 	o.metrics.register(fs, f.Getenv)
 	// --alloc may repeat here; it replaces the single-valued flag of deploymentFlags.
-	fs.Lookup("alloc").Usage = "allocation #W_T-#A_T-#A_C; repeat to compare (default 400-150-60)"
+	fs.Lookup("alloc").Usage = "allocation: " + allocationHelp + "; repeat to compare (default 400-150-60, or the deployment file's pools)"
 	fs.StringVar(&o.users, "users", "", "workloads: N, N1,N2,... or START:END:STEP (required)")
 	fs.StringVar(&o.slas, "sla", "0.5,1,2", "SLA thresholds in seconds, comma-separated")
 	fs.BoolVar(&o.goodputOnly, "goodput-only", false, "adaptive trials end when throughput and goodput are precise; the servers' CPU and pools keep their intervals but hold no trial (as validate's grid runs them)")
@@ -164,7 +165,7 @@ func runSimulate(o *simulateOptions) error {
 	}
 	rows := make([]report.SimulateRow, len(exps))
 	for i, e := range exps {
-		rows[i] = report.NewSimulateRow(e.Allocation.String(), e, obs[i], slas)
+		rows[i] = report.NewSimulateRow(topology.FormatAllocationIn(d, e.Allocation), e, obs[i], slas)
 	}
 	set := metrics.New(o.cmd.Name(), d.Topology, r.Name)
 	set.Duration(time.Since(started))

@@ -90,7 +90,7 @@ connections pool.`,
 	}
 	o.campaign.register(f, cmd, scopeRecommend)
 	fs := cmd.Flags()
-	fs.StringVar(&o.recommended, "recommended", "", "the allocation to validate (default: run recommend first)")
+	fs.StringVar(&o.recommended, "recommended", "", "the allocation to validate: "+allocationHelp+" (default: run recommend first)")
 	fs.StringVar(&o.users, "users", "", "workloads: N1,N2,... or START:END:STEP (default: around the saturation workload)")
 	fs.StringVar(&o.seeds, "seeds", "", "simulator seeds to average, e.g. 1,2 (default: --seed)")
 	fs.StringVar(&o.threads, "grid-threads", "", "app thread pools of the grid (default: around the recommendation, plus 6,10,20,50,100,150,200)")
@@ -143,6 +143,12 @@ func runValidate(o *validateOptions) error {
 	}
 	if o.recommended == "" {
 		o.campaign.sizing = "validate" // its recommend
+	} else if d, _, err := o.campaign.deployment.resolve(); err == nil {
+		// A mistake in --recommended is refused before the journal opens
+		// (setup reports the deployment's own errors).
+		if _, err := o.campaign.deployment.parseAllocation(d, o.recommended); err != nil {
+			return err
+		}
 	}
 	cp, err := o.campaign.setup()
 	if err != nil {
@@ -212,10 +218,8 @@ func runValidate(o *validateOptions) error {
 	if err != nil {
 		return closeJournals(err)
 	}
-	name := algorithms.Allocation.String
-	if childrenStack {
-		name = func(a algorithms.Allocation) string { return algorithms.DescribeAllocation(d, a) }
-	}
+	// Each row's allocation as --recommended reads it back.
+	name := func(a algorithms.Allocation) string { return topology.FormatAllocationIn(d, a) }
 	xs, failures := recordFailures(xs)
 	// A runner that drives one real deployment runs its trials one by one.
 	cmp, err := algorithms.Compare(ctx, xs, d, grid, algorithms.CompareOptions{Workloads: doc.Workloads,

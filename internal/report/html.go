@@ -20,6 +20,7 @@ import (
 
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/safefile"
+	"github.com/softalloc/softalloc/internal/topology"
 )
 
 // HTMLReport is what a campaign's page shows. Everything on it comes from
@@ -190,7 +191,7 @@ func newHTMLPage(r HTMLReport) (htmlPage, error) {
 	trials := c.Trials
 	if rec := r.Recommendation; rec != nil {
 		p.Experiments = rec.Experiments
-		p.Allocation = rec.Allocation.String()
+		p.Allocation = topology.FormatAllocationIn(r.Deployment, rec.Allocation)
 		p.MinJobs = &rec.MinJobs
 		p.Range = rec.Range
 		p.Evidence = NewRecommendJSON(r.Deployment, *rec, p.Allocation).Evidence.Tiers

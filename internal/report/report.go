@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/topology"
 )
 
 // WriteJSON writes v as indented JSON and a newline.
@@ -125,10 +125,11 @@ func NewRecommendJSON(d algorithms.Deployment, r algorithms.Recommendation, allo
 		ev.Tiers = append(ev.Tiers, TierEvidenceJSON{Name: ts.Name, Throughput: m.Throughput, ResponseTime: m.ResponseTime,
 			Jobs: ts.Jobs, ReqRatio: ts.ReqRatio, RTTRatio: ts.RTTRatio, Position: ts.Position})
 	}
-	// A children stack's pools are named as its deployment names them:
-	// the notation and the key would call the children threads.
-	if slices.ContainsFunc(d.Tiers, func(t algorithms.Tier) bool { return t.Children }) && r.Allocation != nil {
-		alloc = algorithms.DescribeAllocation(d, r.Allocation)
+	// As a user gives it back to --alloc: the notation on its chains, else
+	// the keyed form with the pools named as the deployment names them (the
+	// key would call a children tier's children threads).
+	if r.Allocation != nil {
+		alloc = topology.FormatAllocationIn(d, r.Allocation)
 	}
 	warnings := append(append([]string{}, r.Critical.Warnings...), r.MinJobs.Warnings...)
 	doc := RecommendJSON{Topology: d.Topology, Critical: NewCriticalJSON(r.Critical), MinJobs: r.MinJobs.MinJobs,

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -139,5 +140,189 @@ func sortedTiers(a algorithms.Allocation) []string {
 		names = append(names, k)
 	}
 	sort.Strings(names)
+	return names
+}
+
+// The keyed form of an allocation, for any deployment: "tier.pool=N" items
+// separated by commas, pools named as the deployment file names them
+// (threads, connections, children): web.threads=150,php.children=20,db.connections=51.
+
+// keyedPool is one pool a deployment's allocation sets, as the keyed form names it.
+type keyedPool struct {
+	tier, pool string // pool: the file's name (children for a children tier's threads)
+	model      string // the model's pool: threads or connections
+}
+
+func (p keyedPool) key() string { return p.tier + "." + p.pool }
+
+// keyedPools lists the pools an allocation of d sets, in the deployment's order.
+func keyedPools(d algorithms.Deployment) []keyedPool {
+	var out []keyedPool
+	for _, t := range d.Tiers {
+		for _, pool := range t.Pools {
+			name := pool
+			if pool == algorithms.PoolThreads && t.Children {
+				name = algorithms.PoolChildren
+			}
+			out = append(out, keyedPool{tier: t.Name, pool: name, model: pool})
+		}
+	}
+	return out
+}
+
+// keyedExample is the keyed form of d with N for each size.
+func keyedExample(pools []keyedPool) string {
+	items := make([]string, len(pools))
+	for i, p := range pools {
+		items[i] = p.key() + "=N"
+	}
+	return strings.Join(items, ",")
+}
+
+// isNotationChain reports whether d's pools are the notation's: web threads,
+// app threads and app connections, nothing else.
+func isNotationChain(d algorithms.Deployment) bool {
+	pools := keyedPools(d)
+	if len(pools) != len(allocationPools) {
+		return false
+	}
+	for i, p := range allocationPools {
+		if pools[i].tier != p.tier || pools[i].pool != p.pool {
+			return false
+		}
+	}
+	return true
+}
+
+// ParseAllocationIn reads an allocation of deployment d in either form: the
+// notation "400-150-60" (ParseAllocation) or the keyed form
+// "web.threads=150,php.children=20,db.connections=51", which names every
+// pool of d once. What it returns fits d (ValidateAllocation); anything else
+// is an *Error naming the bad item and what d expects.
+func ParseAllocationIn(d algorithms.Deployment, s string) (algorithms.Allocation, error) {
+	pools := keyedPools(d)
+	fail := func(format string, args ...any) (algorithms.Allocation, error) {
+		return nil, &Error{Kind: "allocation", Value: s, Msg: fmt.Sprintf(format, args...)}
+	}
+	if !strings.Contains(s, "=") {
+		a, err := ParseAllocation(s)
+		if err == nil {
+			err = ValidateAllocation(d, a)
+		}
+		if err == nil || isNotationChain(d) || strings.TrimSpace(s) == "" {
+			return a, err
+		}
+		// The notation cannot say this deployment's pools: say what can.
+		msg := err.Error()
+		if te := (*Error)(nil); errors.As(err, &te) {
+			msg = te.Msg
+		}
+		if len(pools) == 0 {
+			return fail("%s; deployment %q has no pools to allocate", msg, d.Topology)
+		}
+		return fail("%s; deployment %q's pools are not the notation's web threads, app threads and app connections: want %s",
+			msg, d.Topology, keyedExample(pools))
+	}
+	want := func() string { return "want " + keyedExample(pools) }
+	byKey := map[string]keyedPool{}
+	for _, p := range pools {
+		byKey[p.key()] = p
+	}
+	a := algorithms.Allocation{}
+	seen := map[string]bool{}
+	for i, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			return fail("item %d is empty: %s, separated by commas", i+1, want())
+		}
+		key, value, ok := strings.Cut(item, "=")
+		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
+		if !ok {
+			return fail("%q is not tier.pool=N: %s", item, want())
+		}
+		// The last dot: a tier's name may hold dots ("db.1"), a pool's never.
+		dot := strings.LastIndex(key, ".")
+		tier, pool := key[:max(dot, 0)], key[dot+1:]
+		if dot < 0 || tier == "" || pool == "" {
+			return fail("%q: want tier.pool before the =, e.g. %s", item, keyedExample(pools[:min(1, len(pools))]))
+		}
+		ti := d.TierIndex(tier)
+		if ti < 0 {
+			return fail("unknown tier %q: deployment %q has %s", tier, d.Topology, orList(tierNames(d)))
+		}
+		t := d.Tiers[ti]
+		if pool != algorithms.PoolThreads && pool != algorithms.PoolConnections && pool != algorithms.PoolChildren {
+			return fail("%s: unknown pool %q: want %s, %s or %s", tier, pool,
+				algorithms.PoolThreads, algorithms.PoolConnections, algorithms.PoolChildren)
+		}
+		p, ok := byKey[key]
+		if !ok {
+			var has []string
+			for _, q := range pools {
+				if q.tier == tier {
+					has = append(has, q.key())
+				}
+			}
+			switch {
+			case len(has) == 0:
+				return fail("%s: tier %q has no pools in deployment %q: %s", key, tier, d.Topology, want())
+			case t.Children && pool == algorithms.PoolThreads:
+				return fail("%s: tier %q's workers are its children (each opens its own connections), not threads: write %s=N", key, tier, has[0])
+			default:
+				return fail("%s: tier %q has no %s pool in deployment %q; its pools: %s", key, tier, pool, d.Topology, strings.Join(has, ", "))
+			}
+		}
+		if seen[key] {
+			return fail("%s given twice", key)
+		}
+		seen[key] = true
+		n, msg := parseCount(value, MaxPoolSize)
+		if msg != "" {
+			return fail("%s %q %s", key, value, msg)
+		}
+		setPool(a, p.tier, p.model, n)
+	}
+	var missing []string
+	for _, p := range pools {
+		if !seen[p.key()] {
+			missing = append(missing, p.key())
+		}
+	}
+	if len(missing) > 0 {
+		return fail("%s missing: %s", strings.Join(missing, ", "), want())
+	}
+	return a, nil
+}
+
+// FormatAllocationIn writes an allocation of deployment d as a user can
+// give it back to ParseAllocationIn: the notation "400-150-60" where it
+// holds the allocation, as every command printed it so far, else the keyed
+// form in the deployment's order. Pools d lacks (an allocation that does not
+// fit it) follow by their model names, so that nothing is hidden.
+func FormatAllocationIn(d algorithms.Deployment, a algorithms.Allocation) string {
+	if s, err := FormatAllocation(a); err == nil && isNotationChain(d) {
+		return s
+	}
+	var items []string
+	done := map[string]bool{}
+	for _, p := range keyedPools(d) {
+		items = append(items, fmt.Sprintf("%s=%d", p.key(), a[p.tier].Size(p.model)))
+		done[p.tier+"."+p.model] = true
+	}
+	for _, name := range sortedTiers(a) {
+		for _, pool := range []string{algorithms.PoolThreads, algorithms.PoolConnections} {
+			if n := a[name].Size(pool); n != 0 && !done[name+"."+pool] {
+				items = append(items, fmt.Sprintf("%s.%s=%d", name, pool, n))
+			}
+		}
+	}
+	return strings.Join(items, ",")
+}
+
+func tierNames(d algorithms.Deployment) []string {
+	names := make([]string, len(d.Tiers))
+	for i, t := range d.Tiers {
+		names[i] = t.Name
+	}
 	return names
 }

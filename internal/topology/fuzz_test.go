@@ -1,9 +1,11 @@
 package topology
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"testing"
 )
 
@@ -94,6 +96,51 @@ func FuzzParseDeployment(f *testing.F) {
 		}
 		if err := ValidateAllocation(df.Deployment, df.Allocation); err != nil {
 			t.Fatalf("default allocation does not fit: %v", err)
+		}
+	})
+}
+
+// FuzzParseAllocationIn reads either form of an allocation against one of
+// the test deployments (the byte chooses it): nothing panics, what parses
+// fits the deployment, and its printed form reads back as itself.
+func FuzzParseAllocationIn(f *testing.F) {
+	ds := keyedDeployments(f)
+	names := make([]string, 0, len(ds))
+	for name := range ds {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, s := range []string{"web.threads=150,php.children=20,db.connections=51", "web.threads=150,php.children=20",
+		"web.threads=1,php.threads=2,db.connections=3", "lb.1.threads=10,app.v2.children=8,db.connections=30",
+		"nginx.threads=200,api.threads=64,api.connections=16", "web.threads=400,app.threads=150,app.connections=60",
+		"400-150-60", "a.b=1,a.b=1", ",", "=", ".=", "x.threads=99999999999999999999", " web . threads = 1 ", ""} {
+		for i := range names {
+			f.Add(uint8(i), s)
+		}
+	}
+	f.Fuzz(func(t *testing.T, which uint8, s string) {
+		d := ds[names[int(which)%len(names)]]
+		a, err := ParseAllocationIn(d, s)
+		if err != nil {
+			var te *Error
+			if !errors.As(err, &te) {
+				t.Fatalf("ParseAllocationIn(%s, %q): not a *Error: %v", d.Topology, s, err)
+			}
+			return
+		}
+		if err := ValidateAllocation(d, a); err != nil {
+			t.Fatalf("ParseAllocationIn(%s, %q) does not fit: %v", d.Topology, s, err)
+		}
+		s1 := FormatAllocationIn(d, a)
+		a2, err := ParseAllocationIn(d, s1)
+		if err != nil {
+			t.Fatalf("ParseAllocationIn(%s, %q) (printed from %q): %v", d.Topology, s1, s, err)
+		}
+		if !reflect.DeepEqual(a, a2) {
+			t.Fatalf("round trip of %q through %q: %v != %v", s, s1, a, a2)
+		}
+		if s2 := FormatAllocationIn(d, a2); s2 != s1 {
+			t.Fatalf("print of %q: %q, then %q", s, s1, s2)
 		}
 	})
 }
