@@ -41,7 +41,7 @@ func (s *doctorStack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // doctorFile writes a deployment file of one web tier of two cores reading
-// its CPU with cpu (a PromQL query).
+// its CPU with cpu (a PromQL query; {instance} is target's host:port).
 func doctorFile(t *testing.T, target, prom, cpu string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -64,23 +64,33 @@ runner:
   interval: 100ms
   tiers:
     web:
+      servers: [{instance: "`+strings.TrimPrefix(target, "http://")+`"}]
       queries:
         cpu: '`+cpu+`'
-        throughput: rate(pages_total[{window}])
-        responseTime: rate(page_seconds_total[{window}]) / rate(pages_total[{window}])
+        throughput: rate(pages_total{instance="{instance}"}[{window}])
+        responseTime: rate(page_seconds_total{instance="{instance}"}[{window}]) / rate(pages_total{instance="{instance}"}[{window}])
 `), 0o644))
 	return file
 }
 
 func TestDoctorCommand(t *testing.T) {
-	stack := &doctorStack{start: time.Now(), cores: 1.5}
-	srv := httptest.NewServer(stack)
-	t.Cleanup(srv.Close) // after the parallel subtests
-	prom := promtest.Scraping(t, "the doctor command's test against a real Prometheus", 100*time.Millisecond, time.Second, srv.URL)
+	// A stack each, so that one's probe is not another's traffic before any load.
+	var stacks []*doctorStack
+	var urls []string
+	for range 3 {
+		stack := &doctorStack{start: time.Now(), cores: 1.5}
+		srv := httptest.NewServer(stack)
+		t.Cleanup(srv.Close)
+		stacks, urls = append(stacks, stack), append(urls, srv.URL)
+	}
+	prom := promtest.Scraping(t, "the doctor command's test against a real Prometheus", 100*time.Millisecond, time.Second, urls...)
+	const cpu = `rate(cpu_seconds_total{instance="{instance}"}[{window}])`
 
+	// In turn: cobra's template functions are the process's, and a command
+	// line that builds them races with another.
 	t.Run("CleanJSON", func(t *testing.T) {
-		t.Parallel()
-		file := doctorFile(t, srv.URL, prom, "rate(cpu_seconds_total[{window}]) / {cores}")
+		stack := stacks[0]
+		file := doctorFile(t, urls[0], prom, cpu+" / {cores}")
 		stdout, stderr, code := run(t, "", "doctor", "-f", file, "--probe", "4", "--probe-rate", "8", "--output", "json")
 		require.Equal(t, cli.ExitOK, code, stderr)
 		var got struct {
@@ -107,36 +117,34 @@ func TestDoctorCommand(t *testing.T) {
 		require.Len(t, got.Servers, 1)
 		assert.Equal(t, "web-1", got.Servers[0].Server)
 		require.Len(t, got.Servers[0].Readings, 3)
-		cpu := got.Servers[0].Readings[0]
-		assert.Equal(t, "cpu", cpu.Field)
-		assert.Equal(t, "share of 2 cores", cpu.Unit)
-		require.NotNil(t, cpu.Value)
-		assert.InDelta(t, stack.cores/2, *cpu.Value, 0.05)
+		cpuRd := got.Servers[0].Readings[0]
+		assert.Equal(t, "cpu", cpuRd.Field)
+		assert.Equal(t, "share of 2 cores", cpuRd.Unit)
+		require.NotNil(t, cpuRd.Value)
+		assert.InDelta(t, stack.cores/2, *cpuRd.Value, 0.05)
 		tp := got.Servers[0].Readings[1]
 		require.NotNil(t, tp.PerPage)
 		assert.InDelta(t, 1, *tp.PerPage, 0.5)
 	})
 
 	t.Run("CleanTable", func(t *testing.T) {
-		t.Parallel()
-		file := doctorFile(t, srv.URL, prom, "rate(cpu_seconds_total[{window}]) / {cores}")
+		file := doctorFile(t, urls[1], prom, cpu+" / {cores}")
 		stdout, stderr, code := run(t, "", "doctor", "-f", file, "--probe", "0")
 		require.Equal(t, cli.ExitOK, code, stderr)
 		assert.Contains(t, stdout, "web-1 (tier web)")
-		assert.Regexp(t, `cpu +0\.7[0-9]* +share of 2 cores +ok +rate\(cpu_seconds_total\[1000ms\]\) / 2`, stdout)
+		assert.Regexp(t, `cpu +0\.7[0-9]* +share of 2 cores +ok +rate\(cpu_seconds_total\{instance="[0-9.:]+"\}\[1000ms\]\) / 2`, stdout)
 		assert.Contains(t, stdout, "probe: none (--probe 0)")
 		assert.Contains(t, stdout, "ok: every query a campaign needs reads plausibly")
 		assert.Empty(t, stderr)
 	})
 
 	t.Run("CPUInCores", func(t *testing.T) {
-		t.Parallel()
-		file := doctorFile(t, srv.URL, prom, "rate(cpu_seconds_total[{window}])")
+		file := doctorFile(t, urls[2], prom, cpu)
 		stdout, stderr, code := run(t, "", "doctor", "-f", file, "--probe", "0", "-o", "json")
 		assert.Equal(t, cli.ExitFailure, code, stderr)
 		lines := strings.Split(strings.TrimSpace(stderr), "\n")
 		require.Len(t, lines, 2, stderr)
-		assert.Regexp(t, `^softalloc: doctor: web-1: cpu: query rate\(cpu_seconds_total\[1000ms\]\) read 1\.[0-9]+, not a share in \[0, 1\].*divide it by \{cores\} \(2 here\)$`, lines[0])
+		assert.Regexp(t, `^softalloc: doctor: web-1: cpu: query rate\(cpu_seconds_total\{instance="[0-9.:]+"\}\[1000ms\]\) read 1\.[0-9]+, not a share in \[0, 1\].*divide it by \{cores\} \(2 here\)$`, lines[0])
 		assert.Equal(t, "softalloc: doctor: 1 problem(s): a campaign on this deployment file would fail or mislead", lines[1])
 		var got struct {
 			OK       bool     `json:"ok"`
@@ -150,7 +158,7 @@ func TestDoctorCommand(t *testing.T) {
 
 // Bad input is exit 2 before any query or request.
 func TestDoctorUsageErrors(t *testing.T) {
-	file := doctorFile(t, "http://127.0.0.1:1", "http://127.0.0.1:1", "rate(cpu_seconds_total[{window}]) / {cores}")
+	file := doctorFile(t, "http://127.0.0.1:1", "http://127.0.0.1:1", "rate(cpu_seconds_total{instance=\"{instance}\"}[{window}]) / {cores}")
 	noCPU := filepath.Join(filepath.Dir(file), "nocpu.yaml")
 	b, err := os.ReadFile(file)
 	require.NoError(t, err)
