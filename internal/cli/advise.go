@@ -123,7 +123,7 @@ deployment's. - reads standard input.`,
 	fs.Float64Var(&o.hwThreshold, "hw-threshold", d.HardwareThreshold, "the utilisation at which a hardware resource counts as saturated")
 	fs.Float64Var(&o.softThresh, "soft-threshold", d.SoftThreshold, "a pool full for at least this share of a window counts as saturated there")
 	fs.Float64Var(&o.demandDrift, "demand-drift", d.DemandDrift, "name a server whose CPU per page falls by more than this share from the quieter half of the windows to the busier (0: no check)")
-	fs.StringVar(&o.format, "format", "", "config snippets for the recommended sizes: apache, tomcat, hikari, mysql (comma-separated) or all")
+	fs.StringVar(&o.format, "format", "", "config snippets for the recommended sizes: "+strings.Join(report.SnippetFormats, ", ")+" (comma-separated) or all; each for the tiers that run it")
 	fs.StringVarP(&o.output, "output", "o", "table", "output format: table, json, csv or windows (the windows as read, JSON lines, without advising)")
 	o.metrics.register(fs, f.Getenv)
 	o.report.register(cmd)

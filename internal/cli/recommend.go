@@ -344,7 +344,7 @@ least their reserved size; the table shows the formula's minimum beside them.`,
 		},
 	}
 	o.register(f, cmd, scopeRecommend)
-	cmd.Flags().StringVar(&o.format, "format", "", "config snippets for the recommended sizes: apache, tomcat, hikari, mysql (comma-separated) or all")
+	cmd.Flags().StringVar(&o.format, "format", "", "config snippets for the recommended sizes: "+strings.Join(report.SnippetFormats, ", ")+" (comma-separated) or all; each for the tiers that run it")
 	cmd.Flags().BoolVar(&o.withRange, "range", false, "also measure the range of the bounding pool's sizes within 1% of the best goodput at the SLA (up to 8 more experiments, 6/5 of the saturation workload)")
 	cmd.Flags().StringVar(&o.classes, "workload", "", "workload file of request classes with objectives: size per-class pools of one server instead (docs/classes.md)")
 	deprecatedAlias(cmd.Flags(), "classes", "workload", &o.classes)

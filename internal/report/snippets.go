@@ -9,12 +9,14 @@ import (
 	"github.com/softalloc/softalloc/algorithms"
 )
 
-// SnippetFormats are the config snippets recommend can print; --format all
-// gives them, and the php-fpm pool file (FormatPHPFPM) for a php-fpm tier.
-var SnippetFormats = []string{"apache", "tomcat", "hikari", "mysql"}
-
 // FormatPHPFPM is the php-fpm pool file's format.
 const FormatPHPFPM = "php-fpm"
+
+// SnippetFormats are the config snippets recommend can print, and what
+// --format all gives: each prints only for the tiers that run its software
+// (the php-fpm pool file for a php-fpm tier alone), so every stack can ask
+// for all of them.
+var SnippetFormats = []string{"apache", "tomcat", "hikari", "mysql", FormatPHPFPM}
 
 // SnippetOptions hold what a snippet can say beyond the pool sizes.
 type SnippetOptions struct {
@@ -50,8 +52,8 @@ func ParseFormats(s string) ([]string, error) {
 		names := []string{f}
 		if f == "all" {
 			names = SnippetFormats
-		} else if !contains(SnippetFormats, f) && f != FormatPHPFPM {
-			return nil, fmt.Errorf("--format %q: %q is not one of apache, tomcat, hikari, mysql, all", s, f)
+		} else if !contains(SnippetFormats, f) {
+			return nil, fmt.Errorf("--format %q: %q is not one of %s or all", s, f, strings.Join(SnippetFormats, ", "))
 		}
 		for _, n := range names {
 			if !seen[n] {
@@ -108,15 +110,6 @@ func runs(t algorithms.Tier, f string) bool {
 
 // SnippetsWith is Snippets with what the snippets can say beyond the sizes.
 func SnippetsWith(d algorithms.Deployment, recs []algorithms.TierRecommendation, formats []string, opts SnippetOptions) []Snippet {
-	// --format all is every format: the php-fpm pool file too, which
-	// ParseFormats leaves out of "all" to keep its answer for other stacks.
-	all := true
-	for _, f := range SnippetFormats {
-		all = all && contains(formats, f)
-	}
-	if all && !contains(formats, FormatPHPFPM) {
-		formats = append(append([]string{}, formats...), FormatPHPFPM)
-	}
 	byName := map[string]algorithms.TierRecommendation{}
 	for _, r := range recs {
 		byName[r.Name] = r

@@ -34,12 +34,14 @@ func recommendation(t *testing.T, topo string, web, app int) (algorithms.Deploym
 func TestParseFormats(t *testing.T) {
 	f, err := report.ParseFormats("all")
 	require.NoError(t, err)
-	assert.Equal(t, []string{"apache", "tomcat", "hikari", "mysql"}, f)
+	// Every format: a format prints only for the tiers that run its software.
+	assert.Equal(t, []string{"apache", "tomcat", "hikari", "mysql", "php-fpm"}, f)
+	assert.Equal(t, report.SnippetFormats, f, "all is the same list wherever it is used")
 	f, err = report.ParseFormats("tomcat, apache,tomcat")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"tomcat", "apache"}, f)
 	_, err = report.ParseFormats("nginx")
-	assert.EqualError(t, err, `--format "nginx": "nginx" is not one of apache, tomcat, hikari, mysql, all`)
+	assert.EqualError(t, err, `--format "nginx": "nginx" is not one of apache, tomcat, hikari, mysql, php-fpm or all`)
 }
 
 func snippet(t *testing.T, snippets []report.Snippet, format string) report.Snippet {

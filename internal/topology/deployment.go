@@ -78,7 +78,7 @@ type fileTier struct {
 
 const (
 	docFields  = "name, tiers or runner"
-	tierFields = "name, role, replicas, cores or pools"
+	tierFields = "name, role, replicas, cores, software or pools"
 	roles      = "web, app, cluster or db"
 )
 
@@ -266,8 +266,8 @@ func (p *parser) tier(i int, ft *fileTier, seen map[string]int) (algorithms.Tier
 	}
 	pn := resolve(&ft.Pools)
 	if pn.Kind != yaml.MappingNode {
-		return t, pools, fail("pools: want a mapping of %s and %s to sizes, got %s",
-			algorithms.PoolThreads, algorithms.PoolConnections, describe(pn))
+		return t, pools, fail("pools: want a mapping of %s, %s or %s to sizes, got %s",
+			algorithms.PoolThreads, algorithms.PoolConnections, algorithms.PoolChildren, describe(pn))
 	}
 	mixed := func(other string) error {
 		return fail("pools: children are the tier's workers and its connections both; give children alone, not with %s", other)
@@ -293,8 +293,8 @@ func (p *parser) tier(i int, ft *fileTier, seen map[string]int) (algorithms.Tier
 			continue
 		}
 		if k.Kind != yaml.ScalarNode || (k.Value != algorithms.PoolThreads && k.Value != algorithms.PoolConnections) {
-			return t, pools, fail("pools: unknown pool %s; want %s or %s",
-				describe(k), algorithms.PoolThreads, algorithms.PoolConnections)
+			return t, pools, fail("pools: unknown pool %s; want %s, %s or %s",
+				describe(k), algorithms.PoolThreads, algorithms.PoolConnections, algorithms.PoolChildren)
 		}
 		if t.Children {
 			return t, pools, mixed(k.Value)
