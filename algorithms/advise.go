@@ -294,6 +294,7 @@ func Advise(d Deployment, windows []Window, opts AdviseOptions) (Advice, error) 
 	adv.Critical.Reserve = reserve
 	adv.Sizing = sz
 	adv.Allocation, adv.Tiers = RecommendAllocation(d, sz, reserve)
+	adv.Replicas = PlanReplicas(d, sz, reserve, meas)
 	if r, err := net.poolRange(adv.Allocation, crit.Tier); err == nil {
 		adv.Range = &r
 	} else {

@@ -99,6 +99,13 @@ func CalculateMinAllocation(d Deployment, critical string, minJobs float64, meas
 		switch {
 		case i < ci:
 			m, ok := byTier[t.Name]
+			if !ok && t.Role == RolePooler && haveCrit {
+				// A pooler forwards every query, and a client waits at it
+				// at least the database's time: taken as transparent
+				// (Reqratio 1, RTTratio 1), its jobs are minJobs, a lower
+				// bound as the formula's are.
+				m, ok = TierMeasurement{Tier: t.Name, Throughput: crit.Throughput, ResponseTime: crit.ResponseTime}, true
+			}
 			if !ok {
 				return Sizing{}, fmt.Errorf("front tier %q: throughput and response time are needed to size it", t.Name)
 			}
@@ -127,11 +134,7 @@ func CalculateMinAllocation(d Deployment, critical string, minJobs float64, meas
 		default:
 			ts.Position, ts.Jobs = "behind", minJobs
 		}
-		ts.TotalThreads = max(1, int(math.Round(ts.Jobs)))
-		ts.ThreadsPerServer = ceilDiv(ts.TotalThreads, max(1, t.Replicas))
-		if ts.HasConnections {
-			ts.TotalConnections, ts.ConnectionsPerServer = ts.TotalThreads, ts.ThreadsPerServer
-		}
+		splitTier(&ts, t.Replicas)
 		out.Tiers = append(out.Tiers, ts)
 	}
 	return out, nil

@@ -67,6 +67,18 @@ type Tier struct {
 	// Children says the tier's threads are worker processes that each hold
 	// their own connections to the next tier (PoolChildren).
 	Children bool `json:"children,omitempty"`
+	// Scaling is the tier's replica range and rollout surge when the
+	// deployment gives them (nil: a fixed count and no surge); Replicas is
+	// then the range's lower end, where experiments run (replicas.go).
+	Scaling *Scaling `json:"scaling,omitempty"`
+	// ConnectionLimit is a db tier's max_connections per server and what
+	// others hold of it (nil: not given).
+	ConnectionLimit *ConnectionLimit `json:"connectionLimit,omitempty"`
+	// MaxClientConn is a pooler tier's limit of client connections per
+	// server (PgBouncer's max_client_conn) as configured, 0: not given. It
+	// is a limit to check, not a pool of jobs: the pooler's jobs are its
+	// server connections (PoolConnections, default_pool_size).
+	MaxClientConn int `json:"maxClientConn,omitempty"`
 }
 
 // PoolLabel names one of the tier's pools for people: "php-fpm children"

@@ -16,6 +16,10 @@ type Recommendation struct {
 	// Range, when measured or predicted, is the bounding pool's range of
 	// sizes within 1% of the best goodput.
 	Range *PoolRange `json:"range,omitempty"`
+	// Replicas answers for every count of a replica range, with the
+	// database's connection limit and a pooler (nil: the deployment
+	// declares none of them).
+	Replicas *ReplicaPlan `json:"replicas,omitempty"`
 }
 
 // Recommend runs the three procedures from the initial allocation s0.
@@ -45,6 +49,7 @@ func Recommend(ctx context.Context, x Experimenter, d Deployment, s0 Allocation,
 	}
 	rec.Sizing = sz
 	rec.Allocation, rec.Tiers = RecommendAllocation(d, sz, c.Reserve)
+	rec.Replicas = PlanReplicas(d, sz, c.Reserve, m.Measurements)
 	return rec, nil
 }
 
