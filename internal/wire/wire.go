@@ -47,6 +47,12 @@ type Tier struct {
 	Replicas int      `json:"replicas"`
 	Cores    int      `json:"cores"`
 	Pools    []string `json:"pools,omitempty"`
+	// Software and Children are what the tier runs and whether its threads
+	// are children that each hold their own connections (algorithms.Tier):
+	// a different deployment for a journal's key, absent when unset so that
+	// the keys and records of tiers without them stay what they were.
+	Software string `json:"software,omitempty"`
+	Children bool   `json:"children,omitempty"`
 }
 
 // Pools are one tier's per-server pool sizes (0: the tier has no such pool).
@@ -169,7 +175,8 @@ func FromDeployment(d algorithms.Deployment) Deployment {
 	if d.Tiers != nil {
 		w.Tiers = make([]Tier, len(d.Tiers))
 		for i, t := range d.Tiers {
-			w.Tiers[i] = Tier{Name: t.Name, Role: t.Role, Replicas: t.Replicas, Cores: t.Cores, Pools: t.Pools}
+			w.Tiers[i] = Tier{Name: t.Name, Role: t.Role, Replicas: t.Replicas, Cores: t.Cores, Pools: t.Pools,
+				Software: t.Software, Children: t.Children}
 		}
 	}
 	return w
@@ -206,7 +213,8 @@ func (d Deployment) Algorithms() algorithms.Deployment {
 	if d.Tiers != nil {
 		x.Tiers = make([]algorithms.Tier, len(d.Tiers))
 		for i, t := range d.Tiers {
-			x.Tiers[i] = algorithms.Tier{Name: t.Name, Role: t.Role, Replicas: t.Replicas, Cores: t.Cores, Pools: t.Pools}
+			x.Tiers[i] = algorithms.Tier{Name: t.Name, Role: t.Role, Replicas: t.Replicas, Cores: t.Cores, Pools: t.Pools,
+				Software: t.Software, Children: t.Children}
 		}
 	}
 	return x

@@ -112,3 +112,19 @@ func TestAdaptiveRecordRoundTrips(t *testing.T) {
 	err = json.Unmarshal([]byte(`{"rampUpSeconds":0,"runtimeSeconds":60,"rampDownSeconds":0,"precision":1.5}`), &tm)
 	require.ErrorContains(t, err, "precision 1.5: want a relative half-width in [0,1)")
 }
+
+// A tier's software and children are written, and read back, where set
+// (the published format above is unchanged without them).
+func TestSoftwareAndChildrenRoundTrip(t *testing.T) {
+	e, o := sample()
+	e.Deployment.Tiers[1].Software, e.Deployment.Tiers[1].Children = algorithms.SoftwarePHPFPM, true
+	e.Deployment.Tiers[0].Software = algorithms.SoftwareApache
+	b, err := json.Marshal(wire.FromRecord(e, o))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `{"name":"app","role":"app","replicas":2,"cores":1,"pools":["threads","connections"],"software":"php-fpm","children":true}`)
+	var r wire.Record
+	require.NoError(t, json.Unmarshal(b, &r))
+	e2, _, err := r.Algorithms()
+	require.NoError(t, err)
+	assert.Equal(t, e, e2)
+}
