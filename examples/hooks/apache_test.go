@@ -1,0 +1,156 @@
+package hooks
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// apacheStack is Apache with mpm_event, its pools in a file of their own
+// (one child holding every thread, as the testbed has it) and a ProxyPass
+// to a backend, its status page on.
+type apacheStack struct {
+	config, pools, status string
+}
+
+func startApache(t *testing.T, threads int) apacheStack {
+	t.Helper()
+	apache := hostBinary(t, "apache2", "apache2")
+	hostBinary(t, "curl", "curl")
+	dir := shortTempDir(t)
+	s := apacheStack{config: filepath.Join(dir, "httpd.conf"), pools: filepath.Join(dir, "pools.conf")}
+	port, backend := freePort(t), freePort(t)
+	mods := "/usr/lib/apache2/modules"
+	writeFile(t, s.config, fmt.Sprintf(`ServerRoot %[1]q
+ServerName 127.0.0.1
+Listen 127.0.0.1:%[2]d
+PidFile %[1]s/httpd.pid
+DefaultRuntimeDir %[1]s
+ErrorLog %[1]s/error.log
+User www-data
+Group www-data
+LoadModule mpm_event_module %[3]s/mod_mpm_event.so
+LoadModule authz_core_module %[3]s/mod_authz_core.so
+LoadModule status_module %[3]s/mod_status.so
+LoadModule proxy_module %[3]s/mod_proxy.so
+LoadModule proxy_http_module %[3]s/mod_proxy_http.so
+<Location /server-status>
+  SetHandler server-status
+</Location>
+Include %[1]s/pools.conf
+`, dir, port, mods))
+	writeFile(t, s.pools, fmt.Sprintf(`# the test's pools
+StartServers 1
+ServerLimit 4
+ThreadLimit 64
+ThreadsPerChild %[1]d
+MaxRequestWorkers %[1]d
+MinSpareThreads 1
+MaxSpareThreads %[2]d
+MaxConnectionsPerChild 0
+ProxyPass /server-status !
+ProxyPass /app/ http://127.0.0.1:%[3]d/ max=%[1]d timeout=60 keepalive=On
+`, threads, threads+1, backend))
+	startDaemon(t, apache, "-f", s.config, "-DFOREGROUND")
+	s.status = fmt.Sprintf("http://127.0.0.1:%d/server-status", port)
+	waitFor(t, "Apache's status page", 30*time.Second, func() error { _, err := httpGet(s.status + "?auto"); return err })
+	return s
+}
+
+func (s apacheStack) env() []string {
+	return []string{"APACHE_POOLS=" + s.pools, "APACHE_CONFIG=" + s.config, "APACHE_STATUS=" + s.status}
+}
+
+// statusField reads a number from Apache's own status page.
+func (s apacheStack) statusField(t *testing.T, name string) int {
+	t.Helper()
+	return s.statusFields(t, name)[0]
+}
+
+// statusFields reads numbers from one reading of the status page.
+func (s apacheStack) statusFields(t *testing.T, names ...string) []int {
+	t.Helper()
+	body, err := httpGet(s.status + "?auto")
+	require.NoError(t, err)
+	var ns []int
+	for _, name := range names {
+		m := regexp.MustCompile(`(?m)^` + name + `: (\d+)$`).FindStringSubmatch(body)
+		require.NotNil(t, m, "%s in %s", name, body)
+		n, err := strconv.Atoi(m[1])
+		require.NoError(t, err)
+		ns = append(ns, n)
+	}
+	return ns
+}
+
+// threads are the threads of the server's processes not stopping.
+func (s apacheStack) threads(t *testing.T) int {
+	t.Helper()
+	f := s.statusFields(t, "BusyWorkers", "IdleWorkers", "Stopping")
+	require.Zero(t, f[2], "no process stopping")
+	return f[0] + f[1]
+}
+
+// The Apache hook sets MaxRequestWorkers, ThreadsPerChild, MaxSpareThreads
+// and ProxyPass max=, has apache2 -t check them, restarts gracefully and
+// returns once the status page shows the new generation's threads; sizes
+// ThreadLimit does not allow leave everything as it was.
+func TestApacheHook(t *testing.T) {
+	t.Parallel()
+	s := startApache(t, 10)
+	gen := s.statusField(t, "ParentServerConfigGeneration")
+
+	r := runHook(t, s.env(), "apache.sh", "20", "15")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "apache: MaxRequestWorkers 10 -> 20 (graceful restart, 20 threads)\n"+
+		"apache: ThreadsPerChild 10 -> 20\napache: MaxSpareThreads 11 -> 21\n"+
+		"apache: proxy max= 10 -> 15 ("+s.pools+")\n", r.stdout)
+	assert.Greater(t, s.statusField(t, "ParentServerConfigGeneration"), gen)
+	assert.Equal(t, 20, s.threads(t), "Apache's own status page")
+	body, err := os.ReadFile(s.pools)
+	require.NoError(t, err)
+	assert.Contains(t, string(body), "ThreadsPerChild 20\nMaxRequestWorkers 20\nMinSpareThreads 1\nMaxSpareThreads 21\n")
+	assert.Contains(t, string(body), "/ max=15 timeout=60 keepalive=On\n")
+
+	r = runHook(t, s.env(), "apache.sh", "20", "15")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "apache: MaxRequestWorkers 20 (unchanged)\napache: proxy max= 15 (unchanged)\n", r.stdout)
+
+	gen = s.statusField(t, "ParentServerConfigGeneration")
+	r = runHook(t, s.env(), "apache.sh", "100")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "ThreadsPerChild 100 exceeds ThreadLimit 64")
+	after, err := os.ReadFile(s.pools)
+	require.NoError(t, err)
+	assert.Equal(t, string(body), string(after))
+	assert.Equal(t, gen, s.statusField(t, "ParentServerConfigGeneration"), "no restart")
+
+	r = runHook(t, s.env(), "apache.sh", "ten")
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, "threads 'ten': want a positive integer")
+
+	// A file apache2 -t refuses (a directive misspelt in it by hand) is
+	// put back as it was, and the server is not restarted.
+	broken := string(body) + "MaxRequestWorker 3\n"
+	writeFile(t, s.pools, broken)
+	r = runHook(t, s.env(), "apache.sh", "12")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "apache2 -t refuses the new configuration")
+	after, err = os.ReadFile(s.pools)
+	require.NoError(t, err)
+	assert.Equal(t, broken, string(after))
+	entries, err := os.ReadDir(filepath.Dir(s.pools))
+	require.NoError(t, err)
+	for _, e := range entries {
+		assert.NotRegexp(t, `^\.apache-hook`, e.Name(), "no temporary file left")
+	}
+	assert.Equal(t, gen, s.statusField(t, "ParentServerConfigGeneration"))
+	assert.Equal(t, 20, s.threads(t))
+}
