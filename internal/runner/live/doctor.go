@@ -553,7 +553,7 @@ func (dr *doctorRun) frontTier(t algorithms.Tier) error {
 	all := len(dr.front) > 0
 	for k, rd := range dr.front {
 		if idle, ok := dr.idle[t.ServerName(k)]; ok && idle.v*dr.idleSeconds > idleRequests {
-			dr.problem(t.ServerName(k), rd, fmt.Sprintf("query %s read %s requests/s before any load (%s in %gs): it counts requests that are not the pages' (the exporter's own scrapes, a health check, other clients); leave them out as the apache preset does with apache_up's samples, or run with no other client",
+			dr.problem(t.ServerName(k), rd, fmt.Sprintf("query %s read %s requests/s before any load (%s in %gs): other clients are sending it requests, and a campaign beside them is misled (run when they have stopped), or it counts requests that are not pages (the exporter's own scrapes of a status page: leave them out as the apache preset does with apache_up's samples)",
 				idle.query, fmtNum(idle.v), fmtNum(idle.v*dr.idleSeconds), dr.idleSeconds))
 			// What it counts beside the probe is unknown: its count over
 			// the probe says nothing more.
