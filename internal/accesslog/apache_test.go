@@ -19,12 +19,8 @@ import (
 	"github.com/softalloc/softalloc/internal/runner/live"
 )
 
-// ApacheLogFormat is the LogFormat a testbed's Apache needs for
-// softalloc workload --from-log: combined, the arrival's milliseconds
-// (%t is to the second) and %D.
-const ApacheLogFormat = `%h %l %u [%{%d/%b/%Y:%H:%M:%S}t.%{msec_frac}t %{%z}t] "%r" %>s %b "%{Referer}i" "%{User-Agent}i" %D`
-
-// TestTheRealApachesLog runs Debian's Apache with ApacheLogFormat and
+// TestTheRealApachesLog runs Debian's Apache with ApacheLogConfig (what
+// softalloc workload --help prints) and
 // Apache's own combined format with %D, drives it with the load generator,
 // and reads both logs: every line parses, and the workload comes back.
 func TestTheRealApachesLog(t *testing.T) {
@@ -69,11 +65,9 @@ DocumentRoot %[1]s/docs
   Require all granted
 </Directory>
 KeepAlive On
-LogFormat "%[4]s" softalloc
-LogFormat "%%h %%l %%u %%t \"%%r\" %%>s %%b \"%%{Referer}i\" \"%%{User-Agent}i\" %%D" combinedD
-CustomLog %[1]s/access.log softalloc
+%[4]sLogFormat "%%h %%l %%u %%t \"%%r\" %%>s %%b \"%%{Referer}i\" \"%%{User-Agent}i\" %%D" combinedD
 CustomLog %[1]s/access-seconds.log combinedD
-`, dir, addr, user, strings.ReplaceAll(ApacheLogFormat, `"`, `\"`))), 0o644))
+`, dir, addr, user, ApacheLogConfig(filepath.Join(dir, "access.log")))), 0o644))
 	// -X: one process in the foreground, which the cleanup stops.
 	cmd := exec.Command(bin, "-X", "-f", conf)
 	var out bytes.Buffer

@@ -12,8 +12,8 @@
 //
 // either followed by the request's duration and by anything else (ignored).
 // The time in brackets may carry a fraction of a second
-// ([27/Nov/2026:08:55:23.123 +0000], Apache's %{msec_frac}t) or be ISO 8601
-// (nginx's $time_iso8601). The duration is the first field after the user
+// ([27/Nov/2026:08:55:23.123 +0000], Apache's %{msec_frac}t), be ISO 8601
+// (nginx's $time_iso8601) or seconds since 1970 (nginx's $msec). The duration is the first field after the user
 // agent (after %b in the common format): with a decimal point it is seconds
 // (nginx's $request_time), an integer is microseconds (Apache's %D) unless
 // the unit says otherwise (Apache's %T is whole seconds).
@@ -25,8 +25,34 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
+
+// ApacheLogFormat is the LogFormat to give Apache for softalloc workload
+// --from-log: combined, the arrival's milliseconds (%t is to the second,
+// which leaves only the mean of short think times right) and %D.
+const ApacheLogFormat = `%h %l %u [%{%d/%b/%Y:%H:%M:%S}t.%{msec_frac}t %{%z}t] "%r" %>s %b "%{Referer}i" "%{User-Agent}i" %D`
+
+// ApacheLogConfig is Apache's configuration for a log in ApacheLogFormat
+// at path, its long line continued so that it prints within 100 columns.
+func ApacheLogConfig(path string) string {
+	f := strings.ReplaceAll(ApacheLogFormat, `"`, `\"`)
+	cut := strings.Index(f, ` \"%{Referer}`)
+	return "LogFormat \"" + f[:cut] + " \\\n    " + f[cut+1:] + "\" softalloc\nCustomLog " + path + " softalloc\n"
+}
+
+// NginxLogFormat is the log_format to give nginx: combined with the time
+// to the millisecond ($msec; $time_local and $time_iso8601 are to the
+// second) and $request_time.
+const NginxLogFormat = `$remote_addr - $remote_user [$msec] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" $request_time`
+
+// NginxLogConfig is nginx's configuration for a log in NginxLogFormat at
+// path, within 100 columns.
+func NginxLogConfig(path string) string {
+	cut := strings.Index(NginxLogFormat, ` $status`)
+	return "log_format softalloc '" + NginxLogFormat[:cut] + "'\n    '" + NginxLogFormat[cut:] + "';\naccess_log " + path + " softalloc;\n"
+}
 
 // Unit is the unit of the duration field.
 type Unit int
@@ -202,11 +228,17 @@ const clfLayout = "02/Jan/2006:15:04:05 -0700"
 
 func parseTime(b []byte) (time.Time, error) {
 	s := string(b)
+	if sec, frac, ok := strings.Cut(s, "."); ok && isDigits(sec) && isDigits(frac) && len(sec) <= 11 && len(frac) <= 9 {
+		// nginx's $msec: seconds since the epoch, to the millisecond.
+		n, _ := strconv.ParseInt(sec, 10, 64)
+		f, _ := strconv.ParseInt(frac+strings.Repeat("0", 9-len(frac)), 10, 64)
+		return time.Unix(n, f).UTC(), nil
+	}
 	t, err := time.Parse(clfLayout, s)
 	if err != nil {
 		var err2 error
 		if t, err2 = time.Parse(time.RFC3339Nano, s); err2 != nil {
-			return t, fmt.Errorf("time: want [02/Jan/2006:15:04:05 -0700] (a fraction of a second allowed) or ISO 8601, got %q", clip(b))
+			return t, fmt.Errorf("time: want [02/Jan/2006:15:04:05 -0700] (a fraction of a second allowed), ISO 8601 or seconds since 1970 with a fraction ($msec), got %q", clip(b))
 		}
 	}
 	return t, nil

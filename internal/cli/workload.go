@@ -51,14 +51,11 @@ as a workload file the live runner's load generator and the Locust adapter repla
 (the format of testbed/workload.yaml).
 
 Logs: Apache's and nginx's common and combined formats, each optionally followed
-by the request's duration, then anything (ignored):
-  Apache  LogFormat "%h %l %u %t \"%r\" %>s %b \"%{Referer}i\" \"%{User-Agent}i\" %D"
-          (%D in microseconds; %T in seconds with --duration-unit s); for think
-          times finer than a second, log the time's milliseconds:
-          [%{%d/%b/%Y:%H:%M:%S}t.%{msec_frac}t %{%z}t] in place of %t
-  nginx   log_format ... '"$http_referer" "$http_user_agent" $request_time'
-          ($time_local or [$time_iso8601]; nginx logs a request's end: its
-          start is the time less $request_time)
+by the request's duration, then anything (ignored). Best, for Apache:
+` + indent(accesslog.ApacheLogConfig("${APACHE_LOG_DIR}/access.log"), "  ") + `(%D is in microseconds; the time's milliseconds make short think times exact).
+Plain combined with %D works too, or with %T and --duration-unit s. nginx:
+` + indent(accesslog.NginxLogConfig("/var/log/nginx/access.log"), "  ") + `([$time_local] and [$time_iso8601] work too, to the second; nginx logs a
+request's end: its start is the time less $request_time).
 --format auto takes a log whose durations have a decimal point for nginx's.
 Files ending in .gz are read through gzip; - is standard input. Lines that are
 not log lines are counted and the first ones named; only a log of mostly bad
@@ -92,9 +89,11 @@ user agent.
 The workload goes to --write FILE, or standard output; the summary to standard
 error, or standard output as JSON with --output json (then --write is needed).`,
 		Example: `  softalloc workload --from-log /var/log/apache2/access.log --write workload.yaml
-  softalloc workload --from-log access.log.2.gz --from-log access.log.1 --from-log access.log -w workload.yaml
-  softalloc workload --from-log access.log --format nginx --idle-gap 10m -w workload.yaml --output json
-  softalloc workload --from-log access.log --template '/product/{id}' --template '/search?q={q}' -w workload.yaml
+  softalloc workload --from-log access.log.2.gz --from-log access.log.1 --from-log access.log \
+    -w workload.yaml
+  softalloc workload --from-log access.log --format nginx --idle-gap 10m -w workload.yaml -o json
+  softalloc workload --from-log access.log --template '/product/{id}' --template '/search?q={q}' \
+    -w workload.yaml
   zcat access.log.*.gz | softalloc workload --from-log - > workload.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -262,6 +261,17 @@ type workloadSummaryJSON struct {
 	Written string            `json:"written"`
 	Summary accesslog.Summary `json:"summary"`
 	Version string            `json:"version"`
+}
+
+// indent puts prefix before each line of s.
+func indent(s, prefix string) string {
+	lines := strings.SplitAfter(s, "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = prefix + l
+		}
+	}
+	return strings.Join(lines, "")
 }
 
 func describeBad(bad []accesslog.BadLine) string {

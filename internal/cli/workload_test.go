@@ -116,3 +116,15 @@ func TestWorkloadUsageErrors(t *testing.T) {
 		{"nojournal no pages", []string{"workload", "--from-log", static}, "no pages in the log"},
 	})
 }
+
+// The help prints Apache's and nginx's configuration within 100 columns
+// (issue 24's rule); accesslog's tests run the real servers with it.
+func TestWorkloadHelpFits100Columns(t *testing.T) {
+	stdout, _, code := run(t, "", "workload", "--help")
+	require.Equal(t, 0, code)
+	for i, line := range strings.Split(stdout, "\n") {
+		assert.LessOrEqual(t, len([]rune(line)), 100, "line %d: %q", i+1, line)
+	}
+	assert.Contains(t, stdout, `%{msec_frac}t`)
+	assert.Contains(t, stdout, `[$msec]`)
+}
