@@ -142,6 +142,14 @@ func checkExperiment(m *Model, e algorithms.Experiment) (shape, error) {
 			}
 		}
 		f := fmt.Sprintf("deployment.tiers[%d] (%q)", i, tr.Name)
+		if tr.Children {
+			// Simulating children as threads with as many connections
+			// would give RUBBoS's Java figures under a PHP stack's names.
+			return sh, fmt.Errorf("deployment %q: tier %q's pool is %s, each holding its own connections to the next tier; "+
+				"the simulator models the RUBBoS chain (web threads, app threads and app connections) and has no children: "+
+				"run a PHP stack with --runner live (a runner section in the deployment file) or --runner exec",
+				e.Deployment.Topology, tr.Name, tr.PoolLabel(algorithms.PoolThreads))
+		}
 		switch {
 		case r < 0:
 			return sh, fmt.Errorf("%s: unknown role %q, want web, app, cluster or db", f, tr.Role)
