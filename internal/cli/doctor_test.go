@@ -119,7 +119,7 @@ func TestDoctorCommand(t *testing.T) {
 		require.Len(t, got.Servers[0].Readings, 3)
 		cpuRd := got.Servers[0].Readings[0]
 		assert.Equal(t, "cpu", cpuRd.Field)
-		assert.Equal(t, "share of 2 cores", cpuRd.Unit)
+		assert.Equal(t, "share of the server's cores busy, 0-1 ({cores} = 2)", cpuRd.Unit)
 		require.NotNil(t, cpuRd.Value)
 		assert.InDelta(t, stack.cores/2, *cpuRd.Value, 0.05)
 		tp := got.Servers[0].Readings[1]
@@ -132,7 +132,7 @@ func TestDoctorCommand(t *testing.T) {
 		stdout, stderr, code := run(t, "", "doctor", "-f", file, "--probe", "0")
 		require.Equal(t, cli.ExitOK, code, stderr)
 		assert.Contains(t, stdout, "web-1 (tier web)")
-		assert.Regexp(t, `cpu +0\.7[0-9]* +share of 2 cores +ok +rate\(cpu_seconds_total\{instance="[0-9.:]+"\}\[1000ms\]\) / 2`, stdout)
+		assert.Regexp(t, `cpu +0\.7[0-9]* +share of the server's cores busy, 0-1 \(\{cores\} = 2\) +ok +rate\(cpu_seconds_total\{instance="[0-9.:]+"\}\[1000ms\]\) / 2`, stdout)
 		assert.Contains(t, stdout, "probe: none (--probe 0)")
 		assert.Contains(t, stdout, "ok: every query a campaign needs reads plausibly")
 		assert.Empty(t, stderr)

@@ -378,7 +378,8 @@ func (dr *doctorRun) warn(who string, rd *DoctorReading, msg string) {
 
 // read evaluates one query; the reading's Value is nil when it gave none,
 // and the problem (a missing series, an error) is then already noted.
-func (dr *doctorRun) read(ctx context.Context, who, field, query string, vars map[string]string, optional bool) (DoctorReading, error) {
+func (dr *doctorRun) read(ctx context.Context, who, field, query string, vars map[string]string) (DoctorReading, error) {
+	why, optional := optional[field]
 	rd := DoctorReading{Field: field, Unit: unitOf(field, vars["cores"]), Status: StatusOK}
 	pq, err := expand(query, vars)
 	if err != nil {
@@ -400,8 +401,7 @@ func (dr *doctorRun) read(ctx context.Context, who, field, query string, vars ma
 				serverValues(vars))
 		}
 		if optional {
-			// gcShare: the JVM's pause series appears at its first collection.
-			dr.warn(who, &rd, msg+" (a campaign reads it as 0: a JVM's pause series appears at its first collection)")
+			dr.warn(who, &rd, msg+" ("+why+")")
 		} else {
 			dr.problem(who, &rd, msg)
 		}
@@ -443,8 +443,7 @@ func (dr *doctorRun) server(ctx context.Context, t algorithms.Tier, i int, tc Ti
 			return
 		}
 		var rd DoctorReading
-		optional := field == "gcShare" // its series appears at the JVM's first collection
-		rd, err = dr.read(ctx, who, field, query, vars, optional)
+		rd, err = dr.read(ctx, who, field, query, vars)
 		sent = append(sent, rd.Query)
 		s.Readings = append(s.Readings, rd)
 	})
@@ -597,7 +596,7 @@ func (dr *doctorRun) pages(ctx context.Context, front algorithms.Tier) error {
 		if f.query == "" {
 			continue
 		}
-		rd, err := dr.read(ctx, "pages", f.field, f.query, vars, false)
+		rd, err := dr.read(ctx, "pages", f.field, f.query, vars)
 		if err != nil {
 			return fmt.Errorf("pages: %w", err)
 		}
@@ -641,29 +640,21 @@ func isShare(field string) bool {
 	return field == "cpu" || field == "throttled" || field == "gcShare" || strings.HasPrefix(field, "resources.") || strings.HasSuffix(field, ".fullShare")
 }
 
-// unitOf is the unit a field's query must read in.
+// unitOf is the unit the runner reads field in (presetdoc.go's), with the
+// tier's {cores} for a CPU.
 func unitOf(field, cores string) string {
-	switch {
-	case field == "cpu":
-		return "share of " + cores + " cores"
-	case field == "throttled":
-		return "share of quota periods"
-	case field == "throughput":
-		return "requests/s"
-	case field == "responseTime":
-		return "s"
-	case field == "gcShare", strings.HasSuffix(field, ".fullShare"):
-		return "share of time"
-	case strings.HasPrefix(field, "resources."):
-		return "share"
-	case strings.HasPrefix(field, "pools."):
-		pool := strings.Split(field, ".")[1]
-		if strings.HasSuffix(field, ".busy") {
-			return "busy " + pool
-		}
-		return pool
+	if field == "cpu" {
+		return queryUnit(field) + " ({cores} = " + cores + ")"
 	}
-	return ""
+	return queryUnit(field)
+}
+
+// optional are the fields whose series may be absent on a healthy
+// deployment, and why: a campaign reads them as 0 (or does without them).
+var optional = map[string]string{
+	"gcShare":     "a campaign reads it as 0: a JVM's pause series appears at its first collection",
+	"oomKills":    "a campaign reads no kill: an OOM kill counter may appear at the first kill",
+	"memoryLimit": "a campaign names no limit when an OOM kill fails a trial",
 }
 
 // serverValues lists a server's own placeholder values, for a message.

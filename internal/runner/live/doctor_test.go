@@ -213,7 +213,7 @@ func TestDoctor(t *testing.T) {
 		cpu := reading(t, rep, "app-1", "cpu")
 		require.NotNil(t, cpu.Value)
 		assert.InDelta(t, stack.appCores/4, *cpu.Value, 0.05, "cores over {cores}")
-		assert.Equal(t, "share of 4 cores", cpu.Unit)
+		assert.Equal(t, "share of the server's cores busy, 0-1 ({cores} = 4)", cpu.Unit)
 		assert.Equal(t, StatusOK, cpu.Status)
 		web := reading(t, rep, "web-1", "throughput")
 		require.NotNil(t, web.PerPage)
@@ -327,6 +327,8 @@ func TestDoctor(t *testing.T) {
 			docQuery(sec, "web", "cpu", cpu)
 			// The JVM's pause series appears at its first collection.
 			docQuery(sec, "app", "gcShare", `rate(doc_gc_pause_seconds_sum{instance="{instance}"}[{window}])`)
+			// A counter of OOM kills may have no series before the first kill.
+			docQuery(sec, "app", "oomKills", `sum(doc_oom_kills_total{instance="{instance}"})`)
 		})
 		rep, err := r.Doctor(ctx, d, a, DoctorOptions{})
 		require.NoError(t, err)
@@ -338,6 +340,8 @@ func TestDoctor(t *testing.T) {
 		assert.Len(t, rep.Problems, 2, "%q", rep.Problems)
 		assert.Contains(t, rep.Warnings, "app-1: gcShare: query "+stack.sent(`rate(doc_gc_pause_seconds_sum{instance="{instance}"}[{window}])`)+
 			" returned nothing: Prometheus has no series of doc_gc_pause_seconds_sum; does the exporter expose it (under that name, in its version), and does Prometheus scrape it? (a campaign reads it as 0: a JVM's pause series appears at its first collection)")
+		assert.Contains(t, rep.Warnings, "app-1: oomKills: query "+stack.sent(`sum(doc_oom_kills_total{instance="{instance}"})`)+
+			" returned nothing: Prometheus has no series of doc_oom_kills_total; does the exporter expose it (under that name, in its version), and does Prometheus scrape it? (a campaign reads no kill: an OOM kill counter may appear at the first kill)")
 	})
 
 	t.Run("CatchesAPoolBusierThanItsSize", func(t *testing.T) {
