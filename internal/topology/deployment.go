@@ -68,18 +68,20 @@ type fileDoc struct {
 }
 
 type fileTier struct {
-	Name     yaml.Node `yaml:"name"`
-	Role     yaml.Node `yaml:"role"`
-	Replicas yaml.Node `yaml:"replicas"`
-	Cores    yaml.Node `yaml:"cores"`
-	Pools    yaml.Node `yaml:"pools"`
-	Software yaml.Node `yaml:"software"`
+	Name            yaml.Node `yaml:"name"`
+	Role            yaml.Node `yaml:"role"`
+	Replicas        yaml.Node `yaml:"replicas"`
+	Surge           yaml.Node `yaml:"surge"`
+	Cores           yaml.Node `yaml:"cores"`
+	Pools           yaml.Node `yaml:"pools"`
+	Software        yaml.Node `yaml:"software"`
+	ConnectionLimit yaml.Node `yaml:"connectionLimit"`
 }
 
 const (
 	docFields  = "name, tiers or runner"
-	tierFields = "name, role, replicas, cores, software or pools"
-	roles      = "web, app, cluster or db"
+	tierFields = "name, role, replicas, surge, cores, software, pools or connectionLimit"
+	roles      = "web, app, cluster, db or pooler"
 )
 
 // ParseDeployment reads a deployment file's contents; name is the file's
@@ -179,6 +181,9 @@ func (p *parser) parse(data []byte) (DeploymentFile, error) {
 			df.Allocation[t.Name] = pools
 		}
 	}
+	if err := p.checkReplicas(df.Deployment); err != nil {
+		return DeploymentFile{}, err
+	}
 	if last := df.Deployment.Tiers[len(df.Deployment.Tiers)-1]; last.Children {
 		return DeploymentFile{}, p.fail(nil, "%s: pools: children open connections to the next tier, and %q is the last; give it threads",
 			p.tierLabel(len(df.Deployment.Tiers)-1), last.Name)
@@ -234,7 +239,7 @@ func (p *parser) tier(i int, ft *fileTier, seen map[string]int) (algorithms.Tier
 	}
 	switch v := role.Value; {
 	case role.Kind == yaml.ScalarNode && (v == algorithms.RoleWeb || v == algorithms.RoleApp ||
-		v == algorithms.RoleCluster || v == algorithms.RoleDB):
+		v == algorithms.RoleCluster || v == algorithms.RoleDB || v == algorithms.RolePooler):
 		t.Role = v
 	default:
 		return t, pools, fail("role: want %s, got %s", roles, describe(role))
@@ -243,8 +248,26 @@ func (p *parser) tier(i int, ft *fileTier, seen map[string]int) (algorithms.Tier
 	if isAbsent(&ft.Replicas) {
 		return t, pools, fail("replicas: missing; want a positive integer")
 	}
-	if t.Replicas, err = readInt(&ft.Replicas, MaxReplicas); err != nil {
+	if t.Replicas, t.Scaling, err = readReplicas(&ft.Replicas); err != nil {
 		return t, pools, fail("replicas: %v", err)
+	}
+	if !isAbsent(&ft.Surge) {
+		surge, err := readSurge(&ft.Surge)
+		if err != nil {
+			return t, pools, fail("surge: %v", err)
+		}
+		if t.Scaling == nil {
+			t.Scaling = &algorithms.Scaling{Min: t.Replicas, Max: t.Replicas}
+		}
+		t.Scaling.Surge = surge
+	}
+	if !isAbsent(&ft.ConnectionLimit) {
+		if t.Role != algorithms.RoleDB {
+			return t, pools, fail("connectionLimit: the database's limit belongs on its tier (role db), not on a tier of role %s", t.Role)
+		}
+		if t.ConnectionLimit, err = readConnectionLimit(&ft.ConnectionLimit); err != nil {
+			return t, pools, fail("connectionLimit: %v", err)
+		}
 	}
 	t.Cores = 1 // the notation's servers have one core, and so do a file's unless it says
 	if !isAbsent(&ft.Cores) {
@@ -268,6 +291,9 @@ func (p *parser) tier(i int, ft *fileTier, seen map[string]int) (algorithms.Tier
 	if pn.Kind != yaml.MappingNode {
 		return t, pools, fail("pools: want a mapping of %s, %s or %s to sizes, got %s",
 			algorithms.PoolThreads, algorithms.PoolConnections, algorithms.PoolChildren, describe(pn))
+	}
+	if t.Role == algorithms.RolePooler {
+		return p.poolerPools(t, pn, fail)
 	}
 	mixed := func(other string) error {
 		return fail("pools: children are the tier's workers and its connections both; give children alone, not with %s", other)
