@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // Format says what a log's time means: Apache logs when the request
@@ -209,7 +210,9 @@ func (in *Inferrer) Add(e Entry) {
 	if in.format == FormatNginx {
 		start, end = e.Time.Add(-e.Duration), e.Time
 	}
-	if e.Method == "" || !strings.HasPrefix(e.Target, "/") {
+	// A control character is no page's (Apache and nginx escape them; a
+	// workload's names cannot hold them).
+	if e.Method == "" || !strings.HasPrefix(e.Target, "/") || strings.IndexFunc(e.Target, unicode.IsControl) >= 0 {
 		in.counts.Other++
 		return
 	}

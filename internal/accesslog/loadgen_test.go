@@ -389,15 +389,19 @@ func TestInferTheTestbedWorkloadFromTheLoadGeneratorsLog(t *testing.T) {
 	trueMix, spread, moves, movesSD := walk(truth, ld.pages, 300)
 	gotMix := stationary(got)
 	var worst, worstSD, widest float64
+	var worstName string
 	for i := range got.Interactions {
 		name := truth.Interactions[of[i]].Name
 		assert.InDelta(t, s.Templates[i].Share, gotMix[i], 0.005, "%s: the chain's share against the log's", name)
 		d := math.Abs(gotMix[i] - trueMix[of[i]])
+		if d/spread[of[i]] > worstSD {
+			worstName = fmt.Sprintf("%s %.2f%% against %.2f%%; the log's %.2f%%", name, 100*gotMix[i], 100*trueMix[of[i]], 100*s.Templates[i].Share)
+		}
 		worst, worstSD, widest = max(worst, d), max(worstSD, d/spread[of[i]]), max(widest, 4*spread[of[i]])
 		assert.InDelta(t, trueMix[of[i]], gotMix[i], 4*spread[of[i]], "%s: share", name)
 	}
-	t.Logf("%d pages, %d sessions, %d templates; mix: worst %.2f points off the workload's (%.1f standard deviations; the widest tolerance %.2f points)",
-		s.Pages, s.Sessions, len(s.Templates), worst*100, worstSD, widest*100)
+	t.Logf("%d pages, %d sessions, %d templates; mix: worst %.2f points off the workload's, %.1f standard deviations (%s); the widest tolerance %.2f points",
+		s.Pages, s.Sessions, len(s.Templates), worst*100, worstSD, worstName, widest*100)
 
 	// The think time: a log's gap between pages is the user's think time
 	// and the time the next request took to reach the server and the last
