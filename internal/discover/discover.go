@@ -18,6 +18,8 @@ import (
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
+
+	"github.com/softalloc/softalloc/internal/runner/live"
 )
 
 // A signature is a metric only one kind of exporter (or instrumented
@@ -292,10 +294,11 @@ func knownServers() string {
 	return strings.Join(out, ", ")
 }
 
-// presetKinds are the kinds the live runner has a preset for under that name.
-var presetKinds = map[string]bool{"apache": true, "tomcat": true, "hikari": true, "jvm": true, "bboard": true, "mysql": true, "node": true, "cgroup": true}
-
-func preset(kind string) bool { return presetKinds[kind] }
+// preset reports whether the live runner has a preset of the kind's name.
+func preset(kind string) bool {
+	_, ok := live.Presets[kind]
+	return ok
+}
 
 func host(instance string) string {
 	h, _, err := net.SplitHostPort(instance)

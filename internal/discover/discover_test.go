@@ -233,6 +233,7 @@ func TestInitProposesAPHPStack(t *testing.T) {
 	require.Len(t, p.Tiers, 3)
 	assert.Equal(t, []string{"apache", "php-fpm", "mariadb"}, []string{p.Tiers[0].Deploys, p.Tiers[1].Deploys, p.Tiers[2].Deploys})
 	assert.Equal(t, map[string]int{"children": 20}, p.Tiers[1].Pools)
+	assert.Equal(t, []string{"phpfpm"}, p.Tiers[1].Presets)
 	assert.Equal(t, map[string]int{"connections": 151}, p.Tiers[2].Pools)
 
 	file := filepath.Join(t.TempDir(), "deployment.yaml")
