@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/oneline"
 )
 
 // DoctorOptions say how Doctor probes the deployment.
@@ -170,9 +171,19 @@ func (r *Runner) Doctor(ctx context.Context, d algorithms.Deployment, a algorith
 
 	// What a trial's window can hold: a window of fewer than two scrapes
 	// has no rate(), and every query of every trial reads nothing.
-	scrape, err := r.scrapeInterval(ctx)
+	scrape, down, err := r.targets(ctx)
 	if err != nil {
 		return rep, err
+	}
+	// A target whose scrapes fail reads nothing: say so once, before each
+	// of its queries says it returned nothing.
+	for _, t := range down {
+		msg := fmt.Sprintf("prometheus: target %s (job %s) is down: %s", t.instance, t.job, t.lastError)
+		if t.ours {
+			rep.Problems = append(rep.Problems, msg+"; every query of it reads nothing")
+		} else {
+			rep.Warnings = append(rep.Warnings, msg+" (no servers entry names it)")
+		}
 	}
 	interval := max(r.cfg.Interval.Duration(), scrape)
 	if scrape > 0 && runtime < 2*scrape {
@@ -238,19 +249,26 @@ func (r *Runner) Doctor(ctx context.Context, d algorithms.Deployment, a algorith
 	return rep, nil
 }
 
-// scrapeInterval is Prometheus's scrape interval of the targets the
-// section's servers name (their instance), or of all its targets when it
-// scrapes none of them by that name; 0 when its targets API does not say.
-func (r *Runner) scrapeInterval(ctx context.Context) (time.Duration, error) {
+// downTarget is a target whose last scrape failed; ours when a servers
+// entry of the section names its instance.
+type downTarget struct {
+	job, instance, lastError string
+	ours                     bool
+}
+
+// targets reads Prometheus's active targets: the scrape interval of those
+// the section's servers name (their instance), or of all when it names
+// none (0 when an older Prometheus does not say), and the targets down.
+func (r *Runner) targets(ctx context.Context) (time.Duration, []downTarget, error) {
 	ctx, cancel, d := r.prom.bound(ctx, instantTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(r.cfg.Prometheus, "/")+"/api/v1/targets?state=active", nil)
 	if err != nil {
-		return 0, fmt.Errorf("prometheus targets: %w", err)
+		return 0, nil, fmt.Errorf("prometheus targets: %w", err)
 	}
 	resp, err := r.client.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("prometheus targets: %w", late(ctx, d, err))
+		return 0, nil, fmt.Errorf("prometheus targets: %w", late(ctx, d, err))
 	}
 	defer resp.Body.Close()
 	var body struct {
@@ -258,14 +276,16 @@ func (r *Runner) scrapeInterval(ctx context.Context) (time.Duration, error) {
 			ActiveTargets []struct {
 				Labels         map[string]string `json:"labels"`
 				ScrapeInterval string            `json:"scrapeInterval"`
+				Health         string            `json:"health"`
+				LastError      string            `json:"lastError"`
 			} `json:"activeTargets"`
 		} `json:"data"`
 	}
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("prometheus targets: %s answered %s (is it the Prometheus URL?)", r.cfg.Prometheus, resp.Status)
+		return 0, nil, fmt.Errorf("prometheus targets: %s answered %s (is it the Prometheus URL?)", r.cfg.Prometheus, resp.Status)
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxPromBody)).Decode(&body); err != nil {
-		return 0, fmt.Errorf("prometheus targets: %s did not answer as Prometheus's HTTP API does (is it the Prometheus URL?): %w", r.cfg.Prometheus, err)
+		return 0, nil, fmt.Errorf("prometheus targets: %s did not answer as Prometheus's HTTP API does (is it the Prometheus URL?): %w", r.cfg.Prometheus, err)
 	}
 	named := map[string]bool{}
 	for _, t := range r.cfg.Tiers {
@@ -276,20 +296,25 @@ func (r *Runner) scrapeInterval(ctx context.Context) (time.Duration, error) {
 		}
 	}
 	var ours, all time.Duration
+	var down []downTarget
 	for _, t := range body.Data.ActiveTargets {
+		inst := t.Labels["instance"]
+		if t.Health == "down" {
+			down = append(down, downTarget{job: t.Labels["job"], instance: inst, lastError: oneline.Shorten(t.LastError, 300), ours: named[inst]})
+		}
 		iv, err := model.ParseDuration(t.ScrapeInterval)
 		if err != nil {
 			continue // an older Prometheus does not say
 		}
 		all = max(all, time.Duration(iv))
-		if named[t.Labels["instance"]] {
+		if named[inst] {
 			ours = max(ours, time.Duration(iv))
 		}
 	}
 	if ours > 0 {
-		return ours, nil
+		return ours, down, nil
 	}
-	return all, nil
+	return all, down, nil
 }
 
 // failures names the causes of failed pages.

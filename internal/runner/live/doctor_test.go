@@ -26,6 +26,7 @@ import (
 type docStack struct {
 	mu                 sync.Mutex
 	url                string
+	down               bool // its exposition answers 500
 	start              time.Time
 	pages, requests    int
 	scrapes            int
@@ -56,6 +57,10 @@ func (s *docStack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.pages++
 		}
 		fmt.Fprintln(w, "ok")
+		return
+	}
+	if s.down {
+		http.Error(w, "down", http.StatusInternalServerError)
 		return
 	}
 	s.scrapes++
@@ -191,8 +196,31 @@ func problemOf(t *testing.T, rep DoctorReport, prefix string) string {
 // TestDoctor runs Doctor on a clean deployment, and on one with each fault
 // it must catch, each on a stack of its own behind one Prometheus.
 func TestDoctor(t *testing.T) {
-	promURL, stacks := startDocStacks(t, 10)
+	promURL, stacks := startDocStacks(t, 11)
 	ctx := context.Background()
+
+	// First, and alone: the others would see its target down.
+	t.Run("NamesATargetThatIsDown", func(t *testing.T) {
+		stack := stacks[10]
+		r, d, a := docRunner(t, promURL, stack, nil)
+		health := func(want string) func() bool {
+			return func() bool {
+				v, err := r.prom.value(ctx, stack.sent(`up{instance="{instance}"}`), time.Time{})
+				return err == nil && (v == 1) == (want == "up")
+			}
+		}
+		stack.mu.Lock()
+		stack.down = true
+		stack.mu.Unlock()
+		require.Eventually(t, health("down"), 10*time.Second, 20*time.Millisecond)
+		rep, err := r.Doctor(ctx, d, a, DoctorOptions{})
+		stack.mu.Lock()
+		stack.down = false
+		stack.mu.Unlock()
+		require.NoError(t, err)
+		assert.Contains(t, rep.Problems, fmt.Sprintf("prometheus: target %s (job t10) is down: server returned HTTP status 500 Internal Server Error; every query of it reads nothing", stack.instance()))
+		require.Eventually(t, health("up"), 10*time.Second, 20*time.Millisecond)
+	})
 
 	t.Run("PassesACleanDeployment", func(t *testing.T) {
 		t.Parallel()
