@@ -127,7 +127,9 @@ func runHook(t *testing.T, env []string, script string, args ...string) hookResu
 
 // httpGet is a page's body, an error unless the answer is 200.
 func httpGet(url string) (string, error) {
-	c := http.Client{Timeout: 5 * time.Second}
+	// No kept connection: an idle one holds an old nginx worker or Apache
+	// child past a reload, which the tests would count.
+	c := http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := c.Get(url)
 	if err != nil {
 		return "", err
