@@ -52,16 +52,21 @@ sent and the fix:
     labels that match none;
   - a counter that reset in the window (a restarted process);
   - a throughput that counts what the pages do not send: the first tier's
-    requests with no load (the exporter's own scrapes), or a page throughput
-    counting requests rather than pages. doctor reads each tier's throughput
-    before any load, then sends a small probe (--probe pages of the workload,
-    at --probe-rate pages/s, from the load generator to the target) and
-    compares what each tier counted with the requests it sent. --probe 0
-    sends nothing and skips this check.
+    requests with no load (the exporter's own scrapes, or other clients), or
+    a page throughput counting requests rather than pages. doctor reads each
+    tier's throughput before any load, then sends a small probe (--probe
+    pages of the workload, at --probe-rate pages/s, from the load generator
+    to the target) and compares what each tier counted with the requests it
+    sent. --probe 0 sends nothing and skips this check;
+  - beside a probe, a mean response time more than 10x the slowest page the
+    probe saw (milliseconds read as seconds);
+  - a Prometheus target that is down (its last scrape's error), and a
+    runtime shorter than two of Prometheus's scrape intervals.
 
 It also asks for what recommend's check before any load asks: every tier's
 throughput and response time. doctor runs no hook: it reads the deployment
-as it is.
+as it is, so run it when nothing else loads it. Readings take {window} as
+the section's runtime without a probe, and the probe's span with one.
 
 Exit codes: 0 when everything a campaign needs reads plausibly, 1 when a
 campaign would fail or mislead (each problem also one line on stderr), 2 on
