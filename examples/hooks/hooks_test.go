@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -161,24 +162,36 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() error
 	}
 }
 
-// Every hook refuses a size that is not a positive integer with exit 2 and
-// a message naming the value, before it reads or touches anything.
+// Every hook refuses a size that is not a positive integer, in any of its
+// places, with exit 2 and a message naming the value, before it reads or
+// touches anything (no server runs here, and none is asked).
 func TestHooksRefuseBadSizes(t *testing.T) {
 	t.Parallel()
-	hooks := map[string][]string{
-		"phpfpm.sh": {"%s"},
+	hooks := map[string][]string{ // each hook's sizes, by the name its message gives
+		"phpfpm.sh":        {"children"},
+		"apache.sh":        {"threads", "proxy_max"},
+		"nginx.sh":         {"worker_connections", "max_conns", "keepalive"},
+		"mariadb.sh":       {"max_connections"},
+		"postgresql.sh":    {"max_connections"},
+		"pgbouncer.sh":     {"default_pool_size", "max_client_conn"},
+		"tomcat-hikari.sh": {"threads", "connections"},
 	}
-	for script, shapes := range hooks {
-		for _, bad := range []string{"0", "-3", "abc", "1.5", "07", ""} {
-			args := make([]string, len(shapes))
-			for i := range shapes {
-				args[i] = "4"
+	for script, names := range hooks {
+		for i, name := range names {
+			for _, bad := range []string{"0", "-3", "abc", "1.5", "07", "", "4 4"} {
+				args := make([]string, len(names))
+				for j := range args {
+					args[j] = "4"
+				}
+				args[i] = bad
+				r := runHook(t, []string{"PATH=/usr/bin:/bin"}, script, args...)
+				assert.Equal(t, 2, r.code, "%s %q", script, args)
+				assert.Contains(t, r.stderr, fmt.Sprintf("%s: %s '%s': want a positive integer", strings.TrimSuffix(script, ".sh"), name, bad), "%s names the value", script)
+				assert.Empty(t, r.stdout)
 			}
-			args[len(args)-1] = bad
-			r := runHook(t, []string{"PATH=/usr/bin:/bin"}, script, args...)
-			require.Equal(t, 2, r.code, "%s %q", script, bad)
-			require.Contains(t, r.stderr, fmt.Sprintf("'%s'", bad), "%s names the value", script)
-			require.Empty(t, r.stdout)
 		}
+		r := runHook(t, nil, script)
+		assert.Equal(t, 2, r.code, "%s without arguments", script)
+		assert.Contains(t, r.stderr, "usage: "+script)
 	}
 }
