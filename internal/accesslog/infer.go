@@ -65,6 +65,12 @@ type Options struct {
 	MaxQueryWords, MaxPathWords int
 	// Seed makes the samples repeatable.
 	Seed uint64
+	// CutEnds takes a session's end for a cut (a load test's trial ended),
+	// not a user leaving: the transitions are the moves alone, and a
+	// session's exit goes nowhere. Trials of a few dozen pages a user end
+	// most sessions so, and their exits would send the chain back to the
+	// start too often.
+	CutEnds bool
 }
 
 // DefaultExclude are monitoring endpoints: a scraper's requests are not a

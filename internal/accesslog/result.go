@@ -147,7 +147,7 @@ func (in *Inferrer) Finish(name string) (*Result, error) {
 		sum.PagesPerSession = float64(in.counts.Pages) / float64(in.counts.Sessions)
 	}
 	sum.Warnings = in.warnings(&sum)
-	b, err := marshal(w, &sum)
+	b, err := marshal(w, &sum, in.o.CutEnds)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +176,10 @@ func (in *Inferrer) next(finals []*finalTemplate, i, start int, totalEntries int
 		p[j] += float64(n)
 	}
 	var end float64
-	if totalEntries > 0 && f.exits > 0 {
+	if in.o.CutEnds && nOut > f.exits {
+		// A page only ever seen last still needs a way out: its exits.
+		nOut -= f.exits
+	} else if totalEntries > 0 && f.exits > 0 {
 		for j, g := range finals {
 			x := float64(f.exits) * float64(g.entries) / float64(totalEntries)
 			if j == start {
@@ -244,16 +247,19 @@ func (in *Inferrer) warnings(s *Summary) []string {
 }
 
 // marshal writes the workload with a header saying where it came from.
-func marshal(w *workload.Workload, s *Summary) ([]byte, error) {
+func marshal(w *workload.Workload, s *Summary, cut bool) ([]byte, error) {
+	ends := fmt.Sprintf("a session's\n# exit goes to an entry page as the log's sessions entered (EndOfSession for\n# %q, the most common entry).", s.Start)
+	if cut {
+		ends = fmt.Sprintf("sessions'\n# ends were taken for cuts (--ends cut) and left out; sessions start at %q.", s.Start)
+	}
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, `# Inferred by softalloc workload --from-log from %d pages in %d sessions
 # (%s log, durations: %v). Templates are the log's page types, most viewed
 # first; {rand:LO:HI} and {pick:...} draw each parameter from the values the
-# log held. Transitions are the sessions' moves between templates; a session's
-# exit goes to an entry page as the log's sessions entered (EndOfSession for
-# %q, the most common entry). The think time is exponential with the
-# measured mean (%.3f s over %d gaps; median %.3f s, CV %.2f).
-`, s.Pages, s.Sessions, s.Format, s.Durations, s.Start, s.ThinkTime.Mean, s.ThinkTime.Count, s.ThinkTime.Median, s.ThinkTime.CV)
+# log held. Transitions are the sessions' moves between templates; %s
+# The think time is exponential with the measured mean (%.3f s over %d gaps;
+# median %.3f s, CV %.2f).
+`, s.Pages, s.Sessions, s.Format, s.Durations, ends, s.ThinkTime.Mean, s.ThinkTime.Count, s.ThinkTime.Median, s.ThinkTime.CV)
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
 	if err := enc.Encode(w); err != nil {

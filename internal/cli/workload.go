@@ -28,6 +28,7 @@ type workloadOptions struct {
 	format        string
 	unit          string
 	idleGap       time.Duration
+	ends          string
 	write         string
 	output        string
 	name          string
@@ -78,13 +79,16 @@ What is inferred:
   transitions between consecutive pages of a session; a session's exit goes to
               an entry page as the log's sessions entered (EndOfSession for the
               most common entry, the workload's start), so the mix is the log's.
+              A load test's log: its trials cut the sessions, and --ends cut
+              leaves the cuts out (else trials of a few dozen pages a user send
+              the chain back to the start too often: 3 points of mix).
   think time  from the end of a page and its assets (the time plus the
               duration) to the session's next page; written as the workload
               format's exponential with the measured mean (the summary gives the
               median and the coefficient of variation, 1 for an exponential).
 
 A load generator's log tells its users apart only if they differ in address or
-user agent.
+user agent (softalloc's own load generator and Locust's users share both).
 
 The workload goes to --write FILE, or standard output; the summary to standard
 error, or standard output as JSON with --output json (then --write is needed).`,
@@ -92,6 +96,7 @@ error, or standard output as JSON with --output json (then --write is needed).`,
   softalloc workload --from-log access.log.2.gz --from-log access.log.1 --from-log access.log \
     -w workload.yaml
   softalloc workload --from-log access.log --format nginx --idle-gap 10m -w workload.yaml -o json
+  softalloc workload --from-log load-test.log --ends cut -w workload.yaml
   softalloc workload --from-log access.log --template '/product/{id}' --template '/search?q={q}' \
     -w workload.yaml
   zcat access.log.*.gz | softalloc workload --from-log - > workload.yaml`,
@@ -108,6 +113,7 @@ error, or standard output as JSON with --output json (then --write is needed).`,
 	fs.StringVar(&o.format, "format", "auto", "log format: auto, combined (Apache's combined or common) or nginx")
 	fs.StringVar(&o.unit, "duration-unit", "auto", "unit of the duration after the user agent: auto (a decimal point: seconds; an integer: microseconds), us, ms or s")
 	fs.DurationVar(&o.idleGap, "idle-gap", 30*time.Minute, "a client idle this long starts a new session")
+	fs.StringVar(&o.ends, "ends", "exit", "a session's end: exit (the user left: on to an entry page) or cut (a load test's trial ended: left out)")
 	fs.StringVarP(&o.write, "write", "w", "", "write the workload file here (default: standard output)")
 	fs.StringVarP(&o.output, "output", "o", "table", "summary format: table (on stderr) or json (on stdout)")
 	fs.StringVar(&o.name, "name", "", "the workload's name (default: from the log's file name)")
@@ -139,6 +145,9 @@ func (o *workloadOptions) inferOptions() (accesslog.Options, accesslog.Unit, err
 	if err != nil {
 		return ao, 0, usagef("--duration-unit: %v", err)
 	}
+	if o.ends != "exit" && o.ends != "cut" {
+		return ao, 0, usagef("--ends: want exit (users left) or cut (a load test's trials ended the sessions), got %q", o.ends)
+	}
 	switch {
 	case o.idleGap <= 0:
 		return ao, 0, usagef("--idle-gap: want a duration > 0 such as 30m, got %s", o.idleGap)
@@ -150,7 +159,7 @@ func (o *workloadOptions) inferOptions() (accesslog.Options, accesslog.Unit, err
 		return ao, 0, usagef("--max-path-words: want an integer >= 1, got %d", o.maxPathWords)
 	}
 	ao = accesslog.Options{Format: format, IdleGap: o.idleGap, Sample: o.sample,
-		MaxQueryWords: o.maxQueryWords, MaxPathWords: o.maxPathWords}
+		MaxQueryWords: o.maxQueryWords, MaxPathWords: o.maxPathWords, CutEnds: o.ends == "cut"}
 	for _, t := range o.templates {
 		p, err := accesslog.ParsePattern(t)
 		if err != nil {

@@ -91,8 +91,22 @@ func TestWorkloadFromLog(t *testing.T) {
 	// Without --write, the workload goes to stdout.
 	stdout, _, code = run(t, accessLog(1, 3, 0), "workload", "--from-log", "-")
 	require.Equal(t, 0, code)
-	_, err = live.ParseWorkload([]byte(stdout))
+	w, err = live.ParseWorkload([]byte(stdout))
 	require.NoError(t, err)
+	last := w.Interactions[len(w.Interactions)-1]
+	assert.Equal(t, "EndOfSession", last.Next[len(last.Next)-1].To, "the session's exit: %v", last.Next)
+
+	// A load test's log: the sessions' ends are cuts, left out.
+	stdout, _, code = run(t, accessLog(1, 3, 0), "workload", "--from-log", "-", "--ends", "cut")
+	require.Equal(t, 0, code)
+	w, err = live.ParseWorkload([]byte(stdout))
+	require.NoError(t, err)
+	assert.Contains(t, stdout, "--ends cut")
+	for _, it := range w.Interactions {
+		for _, tr := range it.Next {
+			assert.NotEqual(t, "EndOfSession", tr.To, "%s: %v", it.Name, it.Next)
+		}
+	}
 }
 
 func TestWorkloadUsageErrors(t *testing.T) {
@@ -105,6 +119,7 @@ func TestWorkloadUsageErrors(t *testing.T) {
 		{"nojournal no log", []string{"workload"}, "want --from-log FILE"},
 		{"nojournal format", []string{"workload", "--from-log", log, "--format", "iis"}, `--format: want a log format auto, combined (Apache's combined or common) or nginx, got "iis"`},
 		{"nojournal unit", []string{"workload", "--from-log", log, "--duration-unit", "h"}, `--duration-unit: want a duration unit auto, us, ms or s, got "h"`},
+		{"nojournal ends", []string{"workload", "--from-log", log, "--ends", "never"}, `--ends: want exit (users left) or cut (a load test's trials ended the sessions), got "never"`},
 		{"nojournal idle gap", []string{"workload", "--from-log", log, "--idle-gap", "0s"}, "--idle-gap: want a duration > 0"},
 		{"nojournal sample", []string{"workload", "--from-log", log, "--sample", "0"}, "--sample: want an integer in [1,10000], got 0"},
 		{"nojournal json to stdout", []string{"workload", "--from-log", log, "-o", "json"}, "give the workload a file with --write FILE"},
