@@ -20,7 +20,7 @@ type apacheStack struct {
 	config, pools, status string
 }
 
-func startApache(t *testing.T, threads int) apacheStack {
+func startApache(t *testing.T, threads, perChild int) apacheStack {
 	t.Helper()
 	apache := hostBinary(t, "apache2", "apache2")
 	hostBinary(t, "curl", "curl")
@@ -50,14 +50,14 @@ Include %[1]s/pools.conf
 StartServers 1
 ServerLimit 4
 ThreadLimit 64
-ThreadsPerChild %[1]d
+ThreadsPerChild %[4]d
 MaxRequestWorkers %[1]d
 MinSpareThreads 1
 MaxSpareThreads %[2]d
 MaxConnectionsPerChild 0
 ProxyPass /server-status !
 ProxyPass /app/ http://127.0.0.1:%[3]d/ max=%[1]d timeout=60 keepalive=On
-`, threads, threads+1, backend))
+`, threads, threads+1, backend, perChild))
 	startDaemon(t, apache, "-f", s.config, "-DFOREGROUND")
 	s.status = fmt.Sprintf("http://127.0.0.1:%d/server-status", port)
 	waitFor(t, "Apache's status page", 30*time.Second, func() error { _, err := httpGet(s.status + "?auto"); return err })
@@ -104,7 +104,7 @@ func (s apacheStack) threads(t *testing.T) int {
 // ThreadLimit does not allow leave everything as it was.
 func TestApacheHook(t *testing.T) {
 	t.Parallel()
-	s := startApache(t, 10)
+	s := startApache(t, 10, 10)
 	gen := s.statusField(t, "ParentServerConfigGeneration")
 
 	r := runHook(t, s.env(), "apache.sh", "20", "15")
@@ -153,4 +153,28 @@ func TestApacheHook(t *testing.T) {
 	}
 	assert.Equal(t, gen, s.statusField(t, "ParentServerConfigGeneration"))
 	assert.Equal(t, 20, s.threads(t))
+}
+
+// With several children of ThreadsPerChild threads, the hook keeps
+// ThreadsPerChild, sets MaxRequestWorkers and refuses more children than
+// ServerLimit allows.
+func TestApacheHookSeveralChildren(t *testing.T) {
+	t.Parallel()
+	s := startApache(t, 10, 5)
+	gen := s.statusField(t, "ParentServerConfigGeneration")
+	r := runHook(t, s.env(), "apache.sh", "20")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `^apache: MaxRequestWorkers 10 -> 20 \(graceful restart, \d+ threads\)\n`+
+		`apache: proxy max= 10 -> 20 \(.*pools.conf\)\n$`, r.stdout)
+	assert.Greater(t, s.statusField(t, "ParentServerConfigGeneration"), gen)
+	body, err := os.ReadFile(s.pools)
+	require.NoError(t, err)
+	assert.Contains(t, string(body), "ThreadsPerChild 5\nMaxRequestWorkers 20\n")
+
+	r = runHook(t, s.env(), "apache.sh", "25")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "25 threads need 5 children of 5 threads, more than ServerLimit 4")
+	after, err := os.ReadFile(s.pools)
+	require.NoError(t, err)
+	assert.Equal(t, string(body), string(after))
 }

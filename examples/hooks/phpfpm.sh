@@ -17,7 +17,7 @@
 # A reload ends every child (OPcache and APCu start empty): the first
 # requests after it run cold. With pm = static the new size shows as the
 # status page's total processes; with dynamic or ondemand php-fpm starts
-# children as needed, so only the master's new start time is waited for.
+# children as needed, so only the end of the old children is waited for.
 set -eu
 
 me=phpfpm
@@ -100,18 +100,13 @@ if ! out=$("$bin" "$@" 2>&1); then
   die "php-fpm refuses pm.max_children = $children, $pool left at $old: $(printf '%s\n' "$out" | grep -v 'test is successful' | tail -n 3 | tr '\n' ' ')"
 fi
 
-before=
-[ -z "$status" ] || before=$(status_field 'start time')
 oldkids=$(kids)
 kill -USR2 "$pid" || { mv "$prev" "$pool"; die "signalling php-fpm (pid $pid): failed; $pool left at $old"; }
 
-# reloaded: the master restarted (a new start time on the status page, none
-# of the old children left) and, under pm = static, runs the new number.
+# reloaded: none of the old children is left (the master ends them all on
+# a reload; its start time, in whole seconds, may not change) and, under
+# pm = static, the new number runs.
 reloaded() {
-  if [ -n "$status" ]; then
-    since=$(status_field 'start time')
-    [ -n "$since" ] && [ "$since" != "$before" ] || return 1
-  fi
   for k in $(kids); do
     case "
 $oldkids

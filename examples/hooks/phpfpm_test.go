@@ -115,6 +115,17 @@ func TestPHPFPMHook(t *testing.T) {
 		require.Equal(t, 0, r.code, r.stderr)
 		assert.Contains(t, r.stdout, "pm.max_children 5 (unchanged")
 
+		// Without a status page the hook counts the master's children.
+		noStatus := append(s.env(), "PHPFPM_STATUS=")
+		r = runHook(t, noStatus, "phpfpm.sh", "2")
+		require.Equal(t, 0, r.code, r.stderr)
+		assert.Regexp(t, `^phpfpm: pm.max_children 5 -> 2 \(.*www.conf, reloaded, 2 processes\)\n$`, r.stdout)
+		n, err = s.totalProcesses()
+		require.NoError(t, err)
+		assert.Equal(t, 2, n, "php-fpm's own status page")
+		r = runHook(t, s.env(), "phpfpm.sh", "5")
+		require.Equal(t, 0, r.code, r.stderr)
+
 		r = runHook(t, s.env(), "phpfpm.sh", "0")
 		assert.Equal(t, 2, r.code)
 		assert.Contains(t, r.stderr, "children '0': want a positive integer")
