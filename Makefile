@@ -91,8 +91,9 @@ clean:
 # $${TMPDIR:-/tmp}/softalloc-testbed); testbed-down stops them all.
 # testbed-e2e runs the end-to-end tests against it (they start it if needed).
 # STACK=java starts the Java app tier (embedded Tomcat, HikariCP) instead of
-# the Go one; live-evaluate measures softalloc on it and regenerates
-# docs/live-evaluation.md, its JSON twin and plots (about 30 minutes).
+# the Go one, STACK=wordpress Debian's WordPress on php-fpm (each stack is a
+# folder under testbed/stacks/); live-evaluate measures softalloc on it and
+# regenerates docs/live-evaluation.md, its JSON twin and plots (about 30 minutes).
 .PHONY: testbed-up testbed-down testbed-e2e live-evaluate
 STACK ?= go
 testbed-up:

@@ -10,6 +10,7 @@
 # under stacks/ around the shared core (core.sh):
 #   go         the bulletin board (testbed/app), the default
 #   java       its Java twin (testbed/java: embedded Tomcat, HikariCP)
+#   wordpress  Debian's WordPress on php-fpm (stacks/wordpress)
 # Other commands act on the stack that is up.
 #
 #   testbed.sh up [web=CORES app=CORES db=CORES]   start everything (idempotent)
@@ -17,7 +18,8 @@
 #   testbed.sh status                               what runs, the caps, the URLs
 #   testbed.sh apply WEB_THREADS APP_THREADS APP_CONNECTIONS [ACCEPT_COUNT]
 #                                                   the live runner's hook: set the pools
-#                                                   (ACCEPT_COUNT: Tomcat's, java only, default 100)
+#                                                   (ACCEPT_COUNT: Tomcat's, java only, default 100;
+#                                                   wordpress: apply WEB_THREADS CHILDREN DB_CONNECTIONS)
 #   testbed.sh caps web=CORES app=CORES db=CORES    move the CPU caps (0 or max: uncapped)
 #   testbed.sh exec-client CMD ARGS...              run CMD (a load generator) in the
 #                                                   uncapped client cgroup
@@ -43,8 +45,8 @@ case ${1:-} in
   *) STACK=$(running_stack) ;;
 esac
 case $STACK in
-  go | java) ;;
-  *) die "STACK=$STACK: want go or java" ;;
+  go | java | wordpress) ;;
+  *) die "STACK=$STACK: want go, java or wordpress" ;;
 esac
 # shellcheck source=/dev/null
 . "$REPO/testbed/stacks/$STACK/stack.sh"
