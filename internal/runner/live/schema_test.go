@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -367,4 +368,28 @@ func resolveRef(t *testing.T, defs map[string]any, s map[string]any) map[string]
 		require.True(t, found, "%s: want a reference into $defs", ref)
 		s = defs[name].(map[string]any)
 	}
+}
+
+// The deployment files of docs/deployment.md are valid, to softalloc and to
+// the schema: a runner section alone gets a tier in front of it.
+func TestDeploymentDocExamplesAreValid(t *testing.T) {
+	s := compileSchema(t)
+	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "deployment.md"))
+	require.NoError(t, err)
+	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(doc), -1)
+	n := 0
+	for _, b := range blocks {
+		text := b[1]
+		switch {
+		case strings.HasPrefix(text, "name:"):
+		case strings.HasPrefix(text, "runner:"):
+			text = "name: x\ntiers:\n  - {name: web, role: web, replicas: 1}\n" + text
+		default:
+			continue // a fragment: the editor's line, a preset's queries
+		}
+		n++
+		assert.NoError(t, parse([]byte(text), "docs/deployment.md"), text)
+		assert.NoError(t, schemaValidate(t, s, []byte(text)), text)
+	}
+	assert.GreaterOrEqual(t, n, 4, "the tiers' examples and the runner sections' are checked")
 }
