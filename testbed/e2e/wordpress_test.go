@@ -65,6 +65,22 @@ func TestLiveWordPressStack(t *testing.T) {
 		assert.Positive(t, app.Pools[0].Size, "php-fpm's children through phpfpm_total_processes")
 	})
 
+	t.Run("the hook refuses a pool php-fpm cannot run, with one line, and keeps the pool", func(t *testing.T) {
+		pools := filepath.Join(testbedDir(), "run", "pools")
+		before, err := os.ReadFile(pools)
+		require.NoError(t, err)
+		msg := fails(t, exec.Command(tb, "apply", "100", "0"))
+		assert.Contains(t, msg, "apply 100 0: want positive integers")
+		msg = fails(t, exec.Command(tb, "apply", "100", "5000"))
+		assert.Contains(t, msg, "php-fpm children 5000: want 1..4096")
+		after, err := os.ReadFile(pools)
+		require.NoError(t, err)
+		assert.Equal(t, string(before), string(after))
+		pool, err := os.ReadFile(filepath.Join(testbedDir(), "php", "pool.d", "www.conf"))
+		require.NoError(t, err)
+		assert.NotContains(t, string(pool), "5000")
+	})
+
 	t.Run("every preset query of the wordpress deployment gives a number", func(t *testing.T) {
 		// A page every 200 ms, so that the rates and Little's law have
 		// requests to divide by.
