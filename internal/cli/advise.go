@@ -116,7 +116,7 @@ deployment's. - reads standard input.`,
 	fs.StringVar(&o.start, "start", "", "read Prometheus from this time (RFC 3339, e.g. 2026-11-23T08:00:00Z, or Unix seconds)")
 	fs.StringVar(&o.end, "end", "", "read Prometheus until this time (default: now)")
 	fs.DurationVar(&o.step, "step", 5*time.Minute, "length of each window read from Prometheus")
-	fs.StringVar(&o.current, "alloc", "", "the deployment's current allocation ("+allocationHelp+"): front pools keep at least it (default: the largest pool sizes the windows report, else the deployment's)")
+	fs.StringVar(&o.current, "alloc", "", "the deployment's current allocation: front pools keep at least it (default: the largest pool sizes the windows report, else the deployment's); "+allocationHelp)
 	fs.Var((*seconds)(&o.thinkTime), "think-time", "users' think time (7, 7s or 7000ms) for a closed model (default: from windows that count their users, else an open model)")
 	fs.Float64Var(&o.minUtil, "min-utilization", d.MinUtilization, "a window must load the critical resource at least this much, or advise will not extrapolate")
 	fs.IntVar(&o.minWindows, "min-windows", d.MinWindows, "usable windows needed")

@@ -274,6 +274,7 @@ func flagError(_ *cobra.Command, err error) error {
 		"float64": "a finite number", "duration": "a duration such as 30s or 2m", "bool": "true or false",
 		"seconds":   "seconds such as 2, 0.5 or 500ms",
 		"precision": fmt.Sprintf("a share in [0, %g] such as 2%% or 0.02 (0: fixed trials)", maxPrecision),
+		"size":      "a memory size above 0 and at most 1PiB, such as 48MiB, 43008KiB or 1.5GiB (a bare number is MiB)",
 	}[f.Value.Type()]
 	if want == "" {
 		want = "a value of type " + f.Value.Type()

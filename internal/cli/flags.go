@@ -517,3 +517,60 @@ func splitUnique(flag, noun, s string) ([]string, error) {
 	names := splitList(s)
 	return names, refuseRepeats(fmt.Sprintf("%s %q", flag, s), noun, names, func(i int) string { return names[i] })
 }
+
+// mebibytesValue is a memory size flag, kept in MiB: a number with a unit
+// (48MiB, 43008KiB, 1.5GiB, 512B; K, M, G and KB, MB, GB are the same
+// binary units, as php-fpm's and ps's figures are), or a bare number of MiB,
+// as validate's --memory-limit and --child-rss took first.
+type mebibytesValue float64
+
+func (v *mebibytesValue) String() string {
+	if *v == 0 {
+		return "0"
+	}
+	return strconv.FormatFloat(float64(*v), 'g', -1, 64) + "MiB"
+}
+
+func (v *mebibytesValue) Type() string { return "size" }
+
+func (v *mebibytesValue) Set(s string) error {
+	n, err := parseMebibytes(s)
+	if err != nil {
+		return err
+	}
+	*v = mebibytesValue(n)
+	return nil
+}
+
+// maxMebibytes bounds a memory size (1 PiB): past it a value is a typo.
+const maxMebibytes = 1 << 30
+
+// parseMebibytes reads a memory size for mebibytesValue, in MiB.
+func parseMebibytes(s string) (float64, error) {
+	t, scale := cutMemoryUnit(strings.TrimSpace(s))
+	n, err := strconv.ParseFloat(t, 64)
+	if err != nil || !(n > 0) || n*scale > maxMebibytes || strings.ContainsAny(t, "xXpP") {
+		return 0, fmt.Errorf("want a memory size above 0 and at most 1PiB, such as 48MiB, 43008KiB or 1.5GiB (a bare number is MiB), got %q", s)
+	}
+	return n * scale, nil
+}
+
+// cutMemoryUnit splits off a size's unit: the number and MiB per unit.
+func cutMemoryUnit(s string) (string, float64) {
+	for _, u := range []struct {
+		suffixes []string
+		mib      float64
+	}{
+		{[]string{"KiB", "KB", "K", "k"}, 1.0 / 1024},
+		{[]string{"MiB", "MB", "M"}, 1},
+		{[]string{"GiB", "GB", "G"}, 1024},
+		{[]string{"B"}, 1.0 / (1 << 20)},
+	} {
+		for _, suf := range u.suffixes {
+			if rest, ok := strings.CutSuffix(s, suf); ok {
+				return strings.TrimSpace(rest), u.mib
+			}
+		}
+	}
+	return s, 1 // a bare number is MiB
+}

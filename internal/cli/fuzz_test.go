@@ -74,11 +74,11 @@ func FuzzParseBaseline(f *testing.F) {
 
 // FuzzFlagValues feeds one text to every flag value parser that reads more
 // than a number: --users, --sla, --seeds, --max-regression, --critical,
-// --grouping, --heavy and the grid sizes.
+// --grouping, --heavy, the grid sizes and the memory sizes.
 func FuzzFlagValues(f *testing.F) {
 	for _, s := range []string{"5000:8000:200", "6000", "5000,6000", "0.5,1,2", "1,2", "5%", "app/cpu", "branch=main",
 		"0:40:5", "6,10,20", "1:1000000:1", "nan", "1e309", "-1", "a/b/c", "=", "", ",", "::", "10%%", " 5 % ",
-		"1,1", "2,2s", "5, 05", "0.5,500ms"} {
+		"1,1", "2,2s", "5, 05", "0.5,500ms", "48MiB", "43008KiB", "1.5G", "0x1p3M", "1e300GiB"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -104,6 +104,11 @@ func FuzzFlagValues(f *testing.F) {
 			fuzzcheck.RequireOneLine(t, err)
 		} else {
 			requireDistinct(t, seeds)
+		}
+		if mib, err := parseMebibytes(s); err != nil {
+			fuzzcheck.RequireOneLine(t, err)
+		} else {
+			require.True(t, mib > 0 && mib <= maxMebibytes, "%v MiB", mib)
 		}
 		if p, err := parsePercent(s); err != nil {
 			fuzzcheck.RequireOneLine(t, err)

@@ -114,7 +114,7 @@ func runRecommendRamp(ctx context.Context, o *recommendOptions, cp campaign, for
 	}
 	doc := report.NewRecommendJSON(d, rec, rec.Allocation.String())
 	doc.Version = version.String()
-	doc.Snippets = report.Snippets(d, rec.Tiers, formats)
+	doc.Snippets = o.snippets(d, rec.Tiers, formats)
 	set := o.metricSet(cp)
 	set.Recommendation(rec)
 	set.Experiments(rec.Experiments)

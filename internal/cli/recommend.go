@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -302,6 +303,23 @@ type recommendOptions struct {
 	withRange bool
 	report    reportFlag
 	ramp      bool
+	// childRSS is --child-rss, MiB (0: not given).
+	childRSS mebibytesValue
+}
+
+// snippets are the config snippets of the recommended tiers, the php-fpm
+// pool file with the memory its children need when --child-rss gives a
+// child's resident memory.
+func (o *recommendOptions) snippets(d algorithms.Deployment, tiers []algorithms.TierRecommendation, formats []string) []report.Snippet {
+	return report.SnippetsWith(d, tiers, formats, report.SnippetOptions{ChildRSS: float64(o.childRSS) * (1 << 20)})
+}
+
+// checkChildRSS refuses --child-rss for a deployment without children.
+func (o *recommendOptions) checkChildRSS(d algorithms.Deployment) error {
+	if o.childRSS == 0 || slices.ContainsFunc(d.Tiers, func(t algorithms.Tier) bool { return t.Children }) {
+		return nil
+	}
+	return usagef("--child-rss %s: deployment %q has no tier of children (pools: {children: N}) whose memory it sizes", o.childRSS.String(), d.Topology)
 }
 
 // newCmdRecommend is `softalloc recommend`.
@@ -348,6 +366,7 @@ least their reserved size; the table shows the formula's minimum beside them.`,
 	cmd.Flags().BoolVar(&o.withRange, "range", false, "also measure the range of the bounding pool's sizes within 1% of the best goodput at the SLA (up to 8 more experiments, 6/5 of the saturation workload)")
 	cmd.Flags().StringVar(&o.classes, "workload", "", "workload file of request classes with objectives: size per-class pools of one server instead (docs/classes.md)")
 	deprecatedAlias(cmd.Flags(), "classes", "workload", &o.classes)
+	cmd.Flags().Var(&o.childRSS, "child-rss", "a php-fpm child's mean resident memory (48MiB, 43008KiB; a bare number is MiB): the pool file then says the memory the recommended children need (ps -o rss= -C php-fpm8.2 prints KiB)")
 	o.report.register(cmd)
 	cmd.Flags().BoolVar(&o.ramp, "ramp", false, rampHelp)
 	return cmd
@@ -364,6 +383,14 @@ func runRecommend(o *recommendOptions) error {
 	}
 	if o.ramp && (o.report.path != "" || o.withRange) {
 		return usagef("--ramp with --report or --range: those draw and extend a staircase's trials; leave out one")
+	}
+	if o.childRSS != 0 {
+		// Refused before the journal opens (setup reports the deployment's own errors).
+		if d, _, err := o.deployment.resolve(); err == nil {
+			if err := o.checkChildRSS(d); err != nil {
+				return err
+			}
+		}
 	}
 	o.sizing = "recommend"
 	cp, err := o.setup()
@@ -387,7 +414,7 @@ func runRecommend(o *recommendOptions) error {
 	}
 	doc := report.NewRecommendJSON(d, rec, rec.Allocation.String())
 	doc.Version = version.String()
-	doc.Snippets = report.Snippets(d, rec.Tiers, formats)
+	doc.Snippets = o.snippets(d, rec.Tiers, formats)
 	set := o.metricSet(cp)
 	set.Recommendation(rec)
 	set.Experiments(rec.Experiments)
@@ -410,7 +437,7 @@ func runRecommend(o *recommendOptions) error {
 	// format that has a tier of its role here.
 	page := report.HTMLReport{Critical: rec.Critical, Recommendation: &rec, Snippets: doc.Snippets, Steps: ptr(o.stepsUsed(cp, rec.Critical.Steps))}
 	if len(formats) == 0 {
-		page.Snippets = report.Snippets(d, rec.Tiers, report.SnippetFormats)
+		page.Snippets = o.snippets(d, rec.Tiers, report.SnippetFormats)
 	}
 	if err := o.report.write(&o.campaignOptions, cp, page); err != nil {
 		return err

@@ -29,8 +29,8 @@ type validateOptions struct {
 	screening   int
 	// A children (php-fpm) stack's grid and memory rule.
 	children    string
-	memoryLimit float64
-	childRSS    float64
+	memoryLimit mebibytesValue // MiB
+	childRSS    mebibytesValue // MiB
 }
 
 // maxScreening bounds --screening: the first precision is capped at 25%
@@ -79,7 +79,7 @@ connections pool.`,
 		Example: `  softalloc validate --topology 1/2/1/2
   softalloc validate --topology 1/4/1/4 --seeds 1,2 --plot goodput.svg
   softalloc validate --topology 1/4/1/4 --recommended 400-8-8 --users 6000:8000:500 --output json
-  softalloc validate --runner live -f deployment-wordpress.yaml --memory-limit 1024 --child-rss 42`,
+  softalloc validate --runner live -f deployment-wordpress.yaml --memory-limit 1G --child-rss 42M`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -96,8 +96,8 @@ connections pool.`,
 	fs.StringVar(&o.threads, "grid-threads", "", "app thread pools of the grid (default: around the recommendation, plus 6,10,20,50,100,150,200)")
 	fs.StringVar(&o.connections, "grid-connections", "", "app connection pools of the grid (default: around the recommendation, plus 6,10,20,60,100,200)")
 	fs.StringVar(&o.children, "grid-children", "", "children pools of the grid, for a deployment whose tier has children (default: around the recommendation, plus 5,10,20,50,100,200)")
-	fs.Float64Var(&o.memoryLimit, "memory-limit", 0, "with --child-rss: the memory for a children tier's children per server, MiB: the memory rule compares limit / RSS children")
-	fs.Float64Var(&o.childRSS, "child-rss", 0, "with --memory-limit: a child's mean resident memory, MiB (e.g. ps -o rss= -C php-fpm8.2)")
+	fs.Var(&o.memoryLimit, "memory-limit", "with --child-rss: the memory for a children tier's children per server (1GiB, 1024MiB; a bare number is MiB): the memory rule compares limit / RSS children")
+	fs.Var(&o.childRSS, "child-rss", "with --memory-limit: a child's mean resident memory (42MiB, 43008KiB; a bare number is MiB; ps -o rss= -C php-fpm8.2 prints KiB)")
 	fs.IntVar(&o.screening, "screening", algorithms.DefaultScreening, "adaptive grid trials start at the precision x 2^N (at most 25%) and only contenders for the best are measured again (0: every trial at --precision)")
 	fs.StringVar(&o.plot, "plot", "", "draw goodput against workload for the compared allocations (.svg, .png or .pdf)")
 	registerParallel(fs, &o.parallel, "trials run at once")
@@ -132,7 +132,7 @@ func runValidate(o *validateOptions) error {
 	if err != nil {
 		return err
 	}
-	memoryRule, err := memoryRuleChildren(o.memoryLimit, o.childRSS)
+	memoryRule, err := memoryRuleChildren(float64(o.memoryLimit), float64(o.childRSS))
 	if err != nil {
 		return err
 	}
@@ -374,11 +374,11 @@ func memoryRuleChildren(limit, rss float64) (int, error) {
 		return 0, nil
 	}
 	if !(limit > 0) || !(rss > 0) || math.IsInf(limit, 0) || math.IsInf(rss, 0) {
-		return 0, usagef("--memory-limit %g, --child-rss %g: want both, each a number of MiB > 0", limit, rss)
+		return 0, usagef("--memory-limit %gMiB, --child-rss %gMiB: want both, each a memory size above 0", limit, rss)
 	}
 	n := math.Floor(limit / rss)
 	if n < 1 || n > topology.MaxPoolSize {
-		return 0, usagef("--memory-limit %g / --child-rss %g = %g children: want 1 to %d", limit, rss, n, topology.MaxPoolSize)
+		return 0, usagef("--memory-limit %gMiB / --child-rss %gMiB = %g children: want 1 to %d", limit, rss, n, topology.MaxPoolSize)
 	}
 	return int(n), nil
 }
