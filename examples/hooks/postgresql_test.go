@@ -80,8 +80,9 @@ func (s pgServer) query(q string) (string, error) {
 }
 
 // The PostgreSQL hook refuses a change that needs a restart unless told to
-// restart; with --restart it ALTERs SYSTEM and restarts, and a value
-// PostgreSQL refuses leaves the server as it was.
+// restart; with --restart it ALTERs SYSTEM and restarts, reading the value
+// back, and a value PostgreSQL refuses or does not take leaves the server as
+// it was. One cluster for all: initdb is the test's longest step.
 func TestPostgreSQLHook(t *testing.T) {
 	t.Parallel()
 	s := startPostgreSQL(t)
@@ -120,17 +121,11 @@ func TestPostgreSQLHook(t *testing.T) {
 	r = runHook(t, s.env(), "postgresql.sh", "20")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, "postgresql: max_connections 20 (unchanged)\n", r.stdout)
-}
 
-// A restart that takes the new value: a cluster started without
-// max_connections on its command line.
-func TestPostgreSQLHookRestarts(t *testing.T) {
-	t.Parallel()
-	s := startPostgreSQL(t)
-	// The test's server got max_connections on its command line, which
-	// postmaster.opts repeats at each restart: write it in
-	// postgresql.auto.conf instead and restart once, as a cluster set up
-	// by its configuration files would be.
+	// A restart that takes the new value. The server got max_connections
+	// on its command line, which postmaster.opts repeats at each restart:
+	// it goes to postgresql.auto.conf instead, with one restart, as a
+	// cluster set up by its configuration files would have it.
 	opts := filepath.Join(s.data, "postmaster.opts")
 	b, err := os.ReadFile(opts)
 	require.NoError(t, err)
@@ -142,7 +137,7 @@ func TestPostgreSQLHookRestarts(t *testing.T) {
 	require.NoError(t, err, v)
 	require.Equal(t, "25", v)
 
-	r := runHook(t, append(s.env(), "PGDATA="+s.data), "postgresql.sh", "--restart", "40")
+	r = runHook(t, append(s.env(), "PGDATA="+s.data), "postgresql.sh", "--restart", "40")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, "postgresql: max_connections 25 -> 40 (ALTER SYSTEM, restarted, read back)\n", r.stdout)
 	v, err = s.query("SHOW max_connections")
