@@ -249,13 +249,18 @@ func TestFindCriticalResourceDoublesAScarcePool(t *testing.T) {
 	assert.Equal(t, "app", efficient.Tier)
 	assert.Greater(t, efficient.Reserve["app"].Threads, 2, "the scarce pool was doubled")
 	assert.Equal(t, 0, efficient.Reserve["app"].Threads%2)
+	// Only the full pools (issue 39): the web tier's threads, never full, stay.
+	assert.Equal(t, start["web"], efficient.Reserve["web"], "a pool that is not full is not doubled")
 
+	// The paper doubles the whole allocation, restarting from the first step.
 	paper := shortOptions()
 	paper.Mode = algorithms.ModePaper
 	exact, err := algorithms.FindCriticalResource(context.Background(), rubbosFake(), d, start, paper)
 	require.NoError(t, err)
 	assert.Equal(t, exact.Tier, efficient.Tier)
-	assert.Equal(t, exact.Reserve, efficient.Reserve, "same answer")
+	k := exact.Reserve["app"].Threads / start["app"].Threads
+	assert.Greater(t, k, 1)
+	assert.Equal(t, start.Scaled(k), exact.Reserve, "the paper's doubling: every pool")
 	assert.Less(t, efficient.Experiments, exact.Experiments, "fewer experiments without restarting from the first step")
 }
 

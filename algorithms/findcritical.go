@@ -95,6 +95,9 @@ func FindCriticalResource(ctx context.Context, x Experimenter, d Deployment, s0 
 	lastUsers := 0
 	var lastSoft []Saturation
 	var lastSoftThroughput Interval
+	// boundAt and boundTp are the workload and throughput where a pool full
+	// at saturation was last doubled.
+	boundAt, boundTp := -1, Interval{}
 	hwTest := func(o Observation) Verdict { return hardwareVerdict(o, opts.HardwareThreshold) }
 	for tpCurr.Versus(tpMax) == Above {
 		tpMax = tpCurr
@@ -116,7 +119,27 @@ func FindCriticalResource(ctx context.Context, x Experimenter, d Deployment, s0 
 		// The pseudo-code assigns TP; the loop tests TPcurr: they are one value.
 		tpCurr = o.ThroughputInterval()
 		res.MaxThroughput = math.Max(res.MaxThroughput, o.Throughput)
+		bound := []Saturation(nil)
+		if len(hw) > 0 && hw[0].Resource == "cpu" && opts.Mode == ModeEfficient && doublings < opts.MaxDoublings {
+			bound = boundingPools(d, o, opts)
+			if len(bound) > 0 && boundAt == workload && o.ThroughputInterval().Versus(boundTp.Scaled(1.005)) != Above {
+				// The doubled pool fills again and throughput did not
+				// grow: past saturation every pool fills, whatever its
+				// size; the last doubling is kept, and no more is asked.
+				bound = nil
+			}
+		}
 		switch {
+		case len(bound) > 0:
+			// A pool full when the critical resource saturates bounds
+			// what minJobs can read: double it, only it, and measure
+			// again at this workload (issue 39: from 5 php-fpm children
+			// minJobs read 4.3, from 20 it read 8.6).
+			boundAt, boundTp = workload, o.ThroughputInterval()
+			doublings++
+			s = doubleFull(s, bound)
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s full when %s saturated at %d users: doubled that pool (%s)", joinSaturations(bound), hw[0], workload, s))
+			tpCurr, tpMax = Interval{}, Interval{Mean: -1}
 		case len(hw) > 0:
 			if workload == jumpedTo {
 				// The prediction may overshoot: walk back to the first
@@ -167,8 +190,16 @@ func FindCriticalResource(ctx context.Context, x Experimenter, d Deployment, s0 
 				return res, fmt.Errorf("find-critical: %s still saturated after doubling the allocation %d times", soft[0], doublings)
 			}
 			doublings++
-			s = s.Scaled(2)
-			res.Warnings = append(res.Warnings, fmt.Sprintf("%s saturated at %d users: doubled the allocation", soft[0], workload))
+			if opts.Mode == ModePaper {
+				s = s.Scaled(2)
+				res.Warnings = append(res.Warnings, fmt.Sprintf("%s saturated at %d users: doubled the allocation", soft[0], workload))
+			} else {
+				// Only the full pools: one that is not full bounds nothing
+				// (issue 39: the web tier's threads were doubled beside
+				// the full children).
+				s = doubleFull(s, soft)
+				res.Warnings = append(res.Warnings, fmt.Sprintf("%s saturated at %d users: doubled that pool (%s)", joinSaturations(soft), workload, s))
+			}
 			tpCurr, tpMax = Interval{}, Interval{Mean: -1}
 			if opts.Mode == ModePaper {
 				workload = opts.Step

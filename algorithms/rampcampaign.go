@@ -39,8 +39,9 @@ const rampFlatWindows = 3
 // busiest resource saturates, the warm start), the ramp jumps to a scan
 // span below the prediction and rises by Options.SmallStep, one window per
 // level, until a hardware resource saturates (the answer) or throughput
-// stops growing. A pool that is full in a window, before or with the
-// critical resource, bounds what the critical server can hold: that pool
+// stops growing. A pool that is full in a window before the critical
+// resource saturates, or full in a tenth of the window where it does
+// (boundingFullShare), bounds what the critical server can hold: that pool
 // alone is doubled, and a new ramp goes on from that workload (two small
 // steps below it when the critical resource had saturated too).
 func FindCriticalRamp(ctx context.Context, rp Ramper, d Deployment, s0 Allocation, opts Options) (Critical, RampCampaign, error) {
@@ -73,6 +74,14 @@ func FindCriticalRamp(ctx context.Context, rp Ramper, d Deployment, s0 Allocatio
 			camp.Seconds += w.Elapsed
 			o := w.Observation
 			hw, soft := Saturations(d, o, opts)
+			if len(hw) > 0 {
+				// Memory that larger pools exhaust is no reason to double
+				// them (overAllocation): only a CPU's queue is bounded.
+				soft = nil
+				if hw[0].Resource == "cpu" {
+					soft = boundingPools(d, o, opts)
+				}
+			}
 			t := Trial{Procedure: "ramp", Experiment: Experiment{Deployment: d, Allocation: s.Clone(), Workload: Workload{Users: w.Users}, Timing: timing}, Observation: o}
 			for _, x := range append(append([]Saturation{}, hw...), soft...) {
 				t.Saturated = append(t.Saturated, x.String())
@@ -206,6 +215,38 @@ func doubleFull(a Allocation, full []Saturation) Allocation {
 		b[f.Tier] = p
 	}
 	return b
+}
+
+// boundingFullShare is the share of a window in which a pool full when the
+// critical CPU saturates bounds the jobs that reach it: far below the soft
+// threshold (a pool full half the time), a pool full a twentieth of it
+// already clips the queue minJobs reads. On the simulator's 1/2/1/2 at the
+// threshold, 20 app threads were full in 0.39-0.41 of the window and
+// minJobs read 30 jobs, 40 threads in 0.06-0.08 and 38, 80 threads and
+// 150 in 0.00 and 41-42; 60 connections, full in GC pauses, 0.01-0.03.
+const boundingFullShare = 0.05
+
+// boundingPools are the pools of the allocation that were full in at least
+// boundingFullShare of o's window (a pool whose full share is not measured:
+// busy at the hardware threshold).
+func boundingPools(d Deployment, o Observation, opts Options) []Saturation {
+	var out []Saturation
+	for _, s := range o.Servers {
+		tier, ok := d.Tier(s.Tier)
+		for _, p := range s.Pools {
+			if !ok || !tier.HasPool(p.Name) || p.Size <= 0 {
+				continue
+			}
+			full := p.FullShare >= boundingFullShare
+			if p.FullShare < 0 {
+				full = p.Utilization() >= opts.HardwareThreshold
+			}
+			if full {
+				out = append(out, Saturation{s.Name, s.Tier, p.Name, p.Utilization(), false})
+			}
+		}
+	}
+	return out
 }
 
 func joinSaturations(s []Saturation) string {

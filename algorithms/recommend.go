@@ -43,6 +43,27 @@ func Recommend(ctx context.Context, x Experimenter, d Deployment, s0 Allocation,
 	if err != nil {
 		return rec, err
 	}
+	// A pool full where minJobs was read bounds what it could read (issue
+	// 39: from 5 php-fpm children minJobs read 4.3, from 20 it read 8.6):
+	// double that pool, only it, and read again, as find-critical doubles
+	// a pool full before the critical resource saturates.
+	for doublings := 0; opts.Mode != ModePaper && c.Resource == "cpu" && doublings < opts.MaxDoublings; doublings++ {
+		bound := boundingPools(d, readingObservation(m, c.Reserve), opts)
+		if len(bound) == 0 {
+			break
+		}
+		c.Reserve = doubleFull(c.Reserve, bound)
+		c.Warnings = append(c.Warnings, fmt.Sprintf("%s full where minJobs was read (%d users): doubled that pool (%s) and read again",
+			joinSaturations(bound), m.WLmin, c.Reserve))
+		trials := m.Trials
+		if m, err = InferMinConcurrentJobs(ctx, memo, d, c, opts); err != nil {
+			rec.Critical, rec.MinJobs, rec.Experiments = c, m, len(memo.seen)
+			return rec, err
+		}
+		m.Trials = append(trials, m.Trials...)
+		m.Experiments = len(m.Trials)
+	}
+	rec.Critical, rec.MinJobs, rec.Experiments = c, m, len(memo.seen)
 	sz, err := CalculateMinAllocation(d, c.Tier, m.MinJobs, m.Measurements)
 	if err != nil {
 		return rec, fmt.Errorf("calculate-min-allocation: %w", err)
@@ -74,4 +95,16 @@ func (m *memoExperimenter) RunExperiment(ctx context.Context, e Experiment) (Obs
 		m.seen[k] = o
 	}
 	return o, err
+}
+
+// readingObservation is the trial minJobs was read from: the last of the
+// reserve at WLmin.
+func readingObservation(m MinJobs, reserve Allocation) Observation {
+	var o Observation
+	for _, t := range m.Trials {
+		if t.Experiment.Workload.Users == m.WLmin && t.Experiment.Allocation.Key() == reserve.Key() {
+			o = t.Observation
+		}
+	}
+	return o
 }
