@@ -458,7 +458,7 @@ func (p *ReplicaPlan) explain(d Deployment, vi, ci, pi, dbi int, sc Scaling, mea
 		p.Notes = append(p.Notes, fmt.Sprintf("adding %s replicas adds no capacity: the critical tier %s is in front of them (minJobs %.1f%s); the replicas split the jobs that reach them",
 			vt.Name, p.Critical, p.MinJobs, tp))
 	default:
-		p.Notes = append(p.Notes, fmt.Sprintf("%s is the critical tier: each replica adds its capacity (minJobs %.1f at %d replicas%s, %.1f a replica), and the tiers behind it get more jobs as it grows (%d threads at %d replicas, %d at %d); the model extrapolates from %d replicas: measure again near %d, where the critical resource may move behind it",
+		p.Notes = append(p.Notes, fmt.Sprintf("%s is the critical tier: each replica adds its capacity (minJobs %.1f at %d replicas%s, %.1f a replica); its totals grow with the count (%d threads at %d replicas, %d at %d), and so do the jobs that reach the tiers behind it; the model extrapolates from %d replicas: measure again near %d, where the critical resource may move behind it",
 			vt.Name, p.MinJobs, p.Measured, tp, p.MinJobs/float64(p.Measured), first.TotalThreads, first.Replicas, last.TotalThreads, last.Replicas, p.Measured, sc.Max))
 	}
 	if pi >= 0 {

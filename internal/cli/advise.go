@@ -236,6 +236,7 @@ func runAdvise(o *adviseOptions) error {
 	doc := report.NewAdviseJSON(d, adv, adv.Allocation.String())
 	doc.Version = version.String()
 	doc.Snippets = report.Snippets(d, adv.Tiers, formats)
+	doc.Snippets = append(doc.Snippets, report.ReplicaSnippets(d, adv.Replicas, formats)...) // a replica range's: hikari per count, pgbouncer, postgresql
 	set := metrics.New(o.cmd.Name(), d.Topology, "advise")
 	set.Duration(time.Since(started))
 	set.Experiments(0)

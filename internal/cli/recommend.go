@@ -415,6 +415,7 @@ func runRecommend(o *recommendOptions) error {
 	doc := report.NewRecommendJSON(d, rec, rec.Allocation.String())
 	doc.Version = version.String()
 	doc.Snippets = o.snippets(d, rec.Tiers, formats)
+	doc.Snippets = append(doc.Snippets, report.ReplicaSnippets(d, rec.Replicas, formats)...) // a replica range's: hikari per count, pgbouncer, postgresql
 	set := o.metricSet(cp)
 	set.Recommendation(rec)
 	set.Experiments(rec.Experiments)

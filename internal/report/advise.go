@@ -100,6 +100,7 @@ func WriteAdviseTable(w io.Writer, a AdviseJSON) error {
 	}
 	fmt.Fprintf(w, "\nrecommended allocation: %s\n", a.Allocation)
 	writeRange(w, a.Range)
+	writeReplicaPlan(w, a.Replicas)
 	var warnings []string
 	for _, n := range a.Warnings {
 		warnings = append(warnings, esc(n))

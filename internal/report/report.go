@@ -95,8 +95,11 @@ type RecommendJSON struct {
 	Tiers      []algorithms.TierRecommendation `json:"tiers"`
 	Evidence   EvidenceJSON                    `json:"evidence"`
 	// Range is present with recommend --range, and from advise.
-	Range    *algorithms.PoolRange `json:"range,omitempty"`
-	Warnings []string              `json:"warnings"`
+	Range *algorithms.PoolRange `json:"range,omitempty"`
+	// Replicas is the answer at every count of a replica range, with the
+	// database's limit and a pooler, when the deployment gives them.
+	Replicas *algorithms.ReplicaPlan `json:"replicas,omitempty"`
+	Warnings []string                `json:"warnings"`
 	// Snippets are present with --format.
 	Snippets []Snippet `json:"snippets,omitempty"`
 	// Version is the softalloc that wrote the document.
@@ -133,7 +136,7 @@ func NewRecommendJSON(d algorithms.Deployment, r algorithms.Recommendation, allo
 	}
 	warnings := append(append([]string{}, r.Critical.Warnings...), r.MinJobs.Warnings...)
 	doc := RecommendJSON{Topology: d.Topology, Critical: NewCriticalJSON(r.Critical), MinJobs: r.MinJobs.MinJobs,
-		Experiments: r.Experiments, Allocation: alloc, Tiers: r.Tiers, Evidence: ev, Range: r.Range, Warnings: nonNil(warnings)}
+		Experiments: r.Experiments, Allocation: alloc, Tiers: r.Tiers, Evidence: ev, Range: r.Range, Replicas: r.Replicas, Warnings: nonNil(warnings)}
 	if r.Experiments > 0 {
 		f := TrialFailures(distinctTrials(r.Critical.Trials, r.MinJobs.Trials))
 		doc.Failures = &f
@@ -250,6 +253,7 @@ func WriteRecommendTable(w io.Writer, r RecommendJSON) error {
 	}
 	fmt.Fprintf(w, "\nrecommended allocation: %s\n", r.Allocation)
 	writeRange(w, r.Range)
+	writeReplicaPlan(w, r.Replicas)
 	writeWarnings(w, r.Warnings)
 	return WriteSnippets(w, r.Snippets)
 }

@@ -16,7 +16,7 @@ const FormatPHPFPM = "php-fpm"
 // --format all gives: each prints only for the tiers that run its software
 // (the php-fpm pool file for a php-fpm tier alone), so every stack can ask
 // for all of them.
-var SnippetFormats = []string{"apache", "tomcat", "hikari", "mysql", FormatPHPFPM}
+var SnippetFormats = []string{"apache", "tomcat", "hikari", "mysql", FormatPHPFPM, FormatPgBouncer, FormatPostgreSQL}
 
 // SnippetOptions hold what a snippet can say beyond the pool sizes.
 type SnippetOptions struct {

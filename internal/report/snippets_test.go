@@ -35,13 +35,13 @@ func TestParseFormats(t *testing.T) {
 	f, err := report.ParseFormats("all")
 	require.NoError(t, err)
 	// Every format: a format prints only for the tiers that run its software.
-	assert.Equal(t, []string{"apache", "tomcat", "hikari", "mysql", "php-fpm"}, f)
+	assert.Equal(t, []string{"apache", "tomcat", "hikari", "mysql", "php-fpm", "pgbouncer", "postgresql"}, f)
 	assert.Equal(t, report.SnippetFormats, f, "all is the same list wherever it is used")
 	f, err = report.ParseFormats("tomcat, apache,tomcat")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"tomcat", "apache"}, f)
 	_, err = report.ParseFormats("nginx")
-	assert.EqualError(t, err, `--format "nginx": "nginx" is not one of apache, tomcat, hikari, mysql, php-fpm or all`)
+	assert.EqualError(t, err, `--format "nginx": "nginx" is not one of apache, tomcat, hikari, mysql, php-fpm, pgbouncer, postgresql or all`)
 }
 
 func snippet(t *testing.T, snippets []report.Snippet, format string) report.Snippet {
