@@ -353,12 +353,17 @@ func (o *checkOptions) capacityFromJournal() (report.Capacity, campaign, error) 
 	if len(o.campaign.deployment.allocs) > 1 {
 		return c, cp, usagef("--alloc given %d times: check takes one allocation", len(o.campaign.deployment.allocs))
 	}
+	keyedAlloc := "" // tier.pool=N,...: read against each record's deployment
 	if len(o.campaign.deployment.allocs) == 1 {
-		a, err := topology.ParseAllocation(o.campaign.deployment.allocs[0])
-		if err != nil {
-			return c, cp, usagef("--alloc: %w", err)
+		if raw := o.campaign.deployment.allocs[0]; strings.Contains(raw, "=") {
+			keyedAlloc = raw
+		} else {
+			a, err := topology.ParseAllocation(raw)
+			if err != nil {
+				return c, cp, usagef("--alloc: %w", err)
+			}
+			wantAlloc = a.String() // as the journal's records write it
 		}
-		wantAlloc = a.String() // as the journal's records write it
 	}
 	entries, warnings, err := journal.ReadFile(o.fromJournal)
 	for _, w := range warnings {
@@ -382,12 +387,30 @@ func (o *checkOptions) capacityFromJournal() (report.Capacity, campaign, error) 
 	}
 	want := o.campaign.deployment.topology
 	var keys []string
+	var keyedErr error
 	for k := range groups {
 		t, rest, _ := strings.Cut(k, " ")
 		a, _, _ := strings.Cut(rest, " ")
 		if (want == "" || t == want) && (wantAlloc == "" || a == wantAlloc) {
+			if keyedAlloc != "" {
+				e := groups[k][0].Experiment
+				ka, err := topology.ParseAllocationIn(e.Deployment, keyedAlloc)
+				if err != nil {
+					keyedErr = err
+					continue
+				}
+				if ka.Key() != e.Allocation.Key() {
+					continue
+				}
+			}
 			keys = append(keys, k)
 		}
+	}
+	if len(keys) == 0 && keyedErr != nil {
+		return c, cp, usagef("--alloc: %w", keyedErr)
+	}
+	if keyedAlloc != "" {
+		wantAlloc = keyedAlloc // an allocation was chosen
 	}
 	sort.Strings(keys)
 	// A journal that recommend --range or validate also wrote holds other

@@ -51,3 +51,22 @@ func TestKeyedAllocationOnTheCommandLine(t *testing.T) {
 			`deployment "php"'s pools are not the notation's web threads, app threads and app connections: want web.threads=N,php.children=N,db.connections=N`},
 	})
 }
+
+// check --from-journal --alloc takes the keyed form too, read against the
+// deployment of the journal's records.
+func TestCheckFromJournalTakesAKeyedAllocation(t *testing.T) {
+	j := filepath.Join(t.TempDir(), "journal.jsonl")
+	_, stderr, code := run(t, "", "simulate", "--topology", "1/2/1/2", "--alloc", "400-150-60", "--alloc", "400-15-15",
+		"--users", "500", "--ramp-up", "1s", "--runtime", "2s", "--journal", j)
+	require.Equal(t, 0, code, stderr)
+	fromJournal := []string{"check", "--from-journal", j, "--topology", "1/2/1/2", "--output", "json"}
+	out, stderr, code := run(t, "", append(fromJournal, "--alloc", "web.threads=400,app.threads=15,app.connections=15")...)
+	require.Equal(t, 0, code, stderr)
+	var doc struct{ Capacity struct{ Allocation string } }
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	assert.Equal(t, "400-15-15", doc.Capacity.Allocation)
+
+	_, stderr, code = run(t, "", append(fromJournal, "--alloc", "web.threads=400,app.threads=15")...)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, `--alloc: allocation "web.threads=400,app.threads=15": app.connections missing: want web.threads=N,app.threads=N,app.connections=N`)
+}
