@@ -127,6 +127,14 @@ func Read(r io.Reader, name string) (*Runner, error) {
 		if err := json.Unmarshal(line, &rec); err != nil {
 			return nil, fmt.Errorf("replay campaign %q: line %d: %w", name, i+1, err)
 		}
+		var ramp struct {
+			Window json.RawMessage `json:"window"`
+		}
+		if json.Unmarshal(line, &ramp) == nil && len(ramp.Window) > 0 && string(ramp.Window) != "null" {
+			// A ramp's window (a journal's WindowRef) is no trial at its
+			// users: its level settled from the one below.
+			continue
+		}
 		e, o, err := rec.Algorithms()
 		if err != nil {
 			return nil, fmt.Errorf("replay campaign %q: line %d: %w", name, i+1, err)

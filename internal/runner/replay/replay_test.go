@@ -113,3 +113,33 @@ func TestReplayWarnsOfSeveralRuns(t *testing.T) {
 	require.Len(t, run.Warnings, 1)
 	assert.Contains(t, run.Warnings[0], "from 2 runs (sim seed=1; sim seed=2)")
 }
+
+// A journal holds a ramp's windows beside its experiments (journal.WindowRef
+// under "window"): a window is no trial at its users (its level settled from
+// the one below, not from a start), so the replay answers none with it.
+func TestReplayLeavesOutARampsWindows(t *testing.T) {
+	var trial, window map[string]any
+	require.NoError(t, json.Unmarshal(fuzzRecord(500), &trial))
+	require.NoError(t, json.Unmarshal(fuzzRecord(600), &window))
+	window["window"] = map[string]any{"ramp": "ramp-x", "from": 500, "index": 1}
+	var buf bytes.Buffer
+	for _, r := range []map[string]any{trial, window} {
+		b, err := json.Marshal(r)
+		require.NoError(t, err)
+		buf.Write(append(b, '\n'))
+	}
+	run, err := Read(&buf, "journal")
+	require.NoError(t, err)
+	var rec wire.Record
+	require.NoError(t, json.Unmarshal(fuzzRecord(600), &rec))
+	at600, _, err := rec.Algorithms()
+	require.NoError(t, err)
+	_, err = run.RunExperiment(context.Background(), at600)
+	require.ErrorIs(t, err, ErrNotRecorded)
+	require.NoError(t, json.Unmarshal(fuzzRecord(500), &rec))
+	at500, _, err := rec.Algorithms()
+	require.NoError(t, err)
+	o, err := run.RunExperiment(context.Background(), at500)
+	require.NoError(t, err)
+	assert.Equal(t, 72.7, o.Throughput)
+}
