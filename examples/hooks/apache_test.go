@@ -41,6 +41,7 @@ LoadModule authz_core_module %[3]s/mod_authz_core.so
 LoadModule status_module %[3]s/mod_status.so
 LoadModule proxy_module %[3]s/mod_proxy.so
 LoadModule proxy_http_module %[3]s/mod_proxy_http.so
+LoadModule proxy_fcgi_module %[3]s/mod_proxy_fcgi.so
 <Location /server-status>
   SetHandler server-status
 </Location>
@@ -57,6 +58,10 @@ MaxSpareThreads %[2]d
 MaxConnectionsPerChild 0
 ProxyPass /server-status !
 ProxyPass /app/ http://127.0.0.1:%[3]d/ max=%[1]d timeout=60 keepalive=On
+# php-fpm behind SetHandler, as the WordPress stack has it
+<Proxy "fcgi://127.0.0.1:%[3]d">
+  ProxySet max=%[1]d timeout=60
+</Proxy>
 `, threads, threads+1, backend, perChild))
 	startDaemon(t, apache, "-f", s.config, "-DFOREGROUND")
 	s.status = fmt.Sprintf("http://127.0.0.1:%d/server-status", port)
@@ -118,6 +123,7 @@ func TestApacheHook(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(body), "ThreadsPerChild 20\nMaxRequestWorkers 20\nMinSpareThreads 1\nMaxSpareThreads 21\n")
 	assert.Contains(t, string(body), "/ max=15 timeout=60 keepalive=On\n")
+	assert.Contains(t, string(body), "  ProxySet max=15 timeout=60\n")
 
 	r = runHook(t, s.env(), "apache.sh", "20", "15")
 	require.Equal(t, 0, r.code, r.stderr)
