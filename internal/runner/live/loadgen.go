@@ -165,7 +165,8 @@ func (l *Load) Run(ctx context.Context) (LoadResult, error) {
 		go func() {
 			defer wg.Done()
 			u := user{l: l, client: client, think: think, t0: t0, t1: t1, sh: &shards[i%recorderShards],
-				r: rand.New(rand.NewPCG(l.Seed, uint64(i)))}
+				r: rand.New(rand.NewPCG(l.Seed, uint64(i))),
+				agent: fmt.Sprintf("softalloc-loadgen (trial %x; user %d)", start.UnixNano(), i)}
 			u.count = func() bool {
 				if n := sent.Add(1); l.MaxRequests > 0 && n > l.MaxRequests {
 					bound.Store(true)
@@ -237,6 +238,11 @@ type user struct {
 	r      *rand.Rand
 	count  func() bool
 	b      strings.Builder
+	// agent names the user and its trial in every request's User-Agent:
+	// all the users of a trial come from one address, and an access log
+	// tells their sessions apart by the address and the user agent
+	// (softalloc workload --from-log).
+	agent string
 }
 
 func (u *user) run(ctx context.Context) {
@@ -320,6 +326,7 @@ func (u *user) get(ctx context.Context, path string) outcome {
 	if err != nil {
 		return other
 	}
+	req.Header.Set("User-Agent", u.agent)
 	resp, err := u.client.Do(req)
 	if err == nil {
 		// The body is part of the answer: a page is done when it has arrived.

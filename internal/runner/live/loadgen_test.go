@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"sync"
 	"testing"
 	"time"
 
@@ -131,4 +132,28 @@ func TestLoadRefusesOtherHosts(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, res.Pages)
 	assert.Positive(t, res.Errors.Other, "the dial is refused before any packet leaves")
+}
+
+// Every user of a trial comes from one address: its User-Agent names it, so
+// that an access log tells the users' sessions apart (softalloc workload
+// --from-log), and two trials' users are not taken for one another.
+func TestLoadNamesEachUserInItsUserAgent(t *testing.T) {
+	var mu sync.Mutex
+	agents := map[string]bool{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		agents[r.UserAgent()] = true
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	for trial := 0; trial < 2; trial++ {
+		_, err := newLoad(t, srv.URL, testWorkload(t, "10ms", "/a"), 5, short).Run(context.Background())
+		require.NoError(t, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Len(t, agents, 10, "five users in each of two trials: %v", agents)
+	for a := range agents {
+		assert.Contains(t, a, "softalloc-loadgen")
+	}
 }
