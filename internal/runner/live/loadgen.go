@@ -165,7 +165,7 @@ func (l *Load) Run(ctx context.Context) (LoadResult, error) {
 		go func() {
 			defer wg.Done()
 			u := user{l: l, client: client, think: think, t0: t0, t1: t1, sh: &shards[i%recorderShards],
-				r: rand.New(rand.NewPCG(l.Seed, uint64(i))),
+				r:     rand.New(rand.NewPCG(l.Seed, uint64(i))),
 				agent: fmt.Sprintf("softalloc-loadgen (trial %x; user %d)", start.UnixNano(), i)}
 			u.count = func() bool {
 				if n := sent.Add(1); l.MaxRequests > 0 && n > l.MaxRequests {
