@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -72,6 +73,21 @@ func TestReplicaRangeJSON(t *testing.T) {
 		"databaseConnections": 40.0, "maxConnections": 43.0, "fits": true,
 		"allocation": map[string]any{"app": map[string]any{"threads": 200.0, "connections": 20.0}, "pgbouncer": map[string]any{"connections": 40.0}}}, counts[0])
 	assert.JSONEq(t, `240`, string(doc.Replicas["safeMaxReplicas"]))
+
+	// docs/commands.md's output section names every key.
+	md, err := os.ReadFile("../../docs/commands.md")
+	require.NoError(t, err)
+	var pooler, fixed map[string]any
+	require.NoError(t, json.Unmarshal(doc.Replicas["pooler"], &pooler))
+	require.NoError(t, json.Unmarshal(doc.Replicas["fixedPool"], &fixed))
+	for _, m := range []map[string]any{counts[0], pooler, fixed} {
+		for k := range m {
+			assert.Contains(t, string(md), "`"+k+"`", "docs/commands.md lists replicas' %s", k)
+		}
+	}
+	for k := range doc.Replicas {
+		assert.Contains(t, string(md), "`"+k+"`", "docs/commands.md lists replicas.%s", k)
+	}
 
 	// A fixed deployment's document has no replicas key.
 	d2, err := topology.ParseTopology("1/2/1")
