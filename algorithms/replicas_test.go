@@ -1,6 +1,7 @@
 package algorithms_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -184,4 +185,34 @@ func TestPlanReplicasWhenTheReplicatedTierIsCritical(t *testing.T) {
 	assert.Contains(t, p.Notes[0], "app is the critical tier: each replica adds its capacity")
 	// 10 a replica: 9 x 10 + 8 = 98 fits, 10 x 10 + 8 does not.
 	assert.Equal(t, 9, *p.SafeMaxReplicas)
+}
+
+// recommend and advise carry the plan: on the analytic fake's 1/4/1/4,
+// C-JDBC is critical behind the app tier, so app replicas 4..8 split its
+// budget and add no capacity.
+func TestRecommendAndAdviseAnswerForTheRange(t *testing.T) {
+	d := deployment(t, "1/4/1/4")
+	d.Tiers[1].Scaling = &algorithms.Scaling{Min: 4, Max: 8, Surge: algorithms.Surge{Count: 1}}
+	d.Tiers[3].ConnectionLimit = &algorithms.ConnectionLimit{Max: 151, Reserved: []algorithms.Reservation{{Name: "admin", Connections: 1}}}
+	x := rubbosFake()
+	rec, err := algorithms.Recommend(context.Background(), x, d, allocation(t, "400-150-60"), shortOptions())
+	require.NoError(t, err)
+	require.Equal(t, "cluster", rec.Critical.Tier)
+	sat := rec.Critical.SaturationWorkload
+	adv, err := algorithms.Advise(d, fakeWindows(t, x, d, "400-150-60", true, sat/10, sat/5, 3*sat/10, 2*sat/5, sat/2, 3*sat/5), algorithms.AdviseOptions{})
+	require.NoError(t, err)
+	for name, r := range map[string]algorithms.Recommendation{"recommend": rec, "advise": adv.Recommendation} {
+		p := r.Replicas
+		require.NotNil(t, p, name)
+		assert.False(t, p.CapacityScales, name)
+		require.Len(t, p.Counts, 5, name)
+		total := r.Sizing.Tiers[1].TotalConnections // Formula 3's, as sized at 4 replicas
+		for _, rc := range p.Counts {
+			// The same total split over the count, rounded up per replica.
+			assert.Equal(t, (total+rc.Replicas-1)/rc.Replicas, *rc.ConnectionsPerReplica, "%s at %d", name, rc.Replicas)
+			assert.Equal(t, (rc.Replicas+1)**rc.ConnectionsPerReplica, rc.DatabaseConnections, "%s at %d", name, rc.Replicas)
+		}
+		assert.Contains(t, p.Notes[0], "adding app replicas adds no capacity: the critical tier cluster sits behind them", name)
+	}
+	assert.Equal(t, rec.Tiers[1].ConnectionsPerServer, rec.Replicas.Counts[0].ConnectionsPerReplica)
 }
