@@ -291,7 +291,9 @@ func RecommendRamp(ctx context.Context, rp Ramper, x Experimenter, d Deployment,
 		}
 	}
 	camp.RampMinJobs = LittlesLaw(points[i].CriticalThroughput, points[i].CriticalResponseTime)
-	m := MinJobs{WLmin: points[i].Workload, MinJobs: camp.RampMinJobs, Reading: "ramp window at saturation", Points: points}
+	// Read where the staircase reads it (ReadAtSaturation): the smallest
+	// workload, here the first window, with the critical resource saturated.
+	m := MinJobs{WLmin: points[i].Workload, MinJobs: camp.RampMinJobs, Reading: string(ReadAtSaturation), Points: points}
 	if err := m.measure(d, sat, c); err != nil {
 		rec.MinJobs = m
 		return rec, camp, err
