@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/procattr"
 )
 
 // hostBinary finds a Debian binary a test needs: a skip outside CI, a
@@ -61,9 +63,14 @@ func startDaemon(t *testing.T, name string, args ...string) *exec.Cmd {
 	cmd := exec.Command(name, args...)
 	var out lockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	// A group of its own, killed whole: a daemon's children (php-fpm's,
+	// Apache's) hold the output pipe open after their master dies, and
+	// Wait, which waits for the pipe, hung the package for ten minutes.
+	cmd.SysProcAttr = procattr.Child()
+	cmd.WaitDelay = 5 * time.Second
 	require.NoError(t, cmd.Start(), name)
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
 		if t.Failed() {
 			t.Logf("%s's output:\n%s", filepath.Base(name), out.String())
