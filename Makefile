@@ -32,7 +32,8 @@ bench:
 	$(GO) test -run '^$$' -bench RecommendCampaign -benchtime 2x -cpu 1 ./internal/evaluate/
 
 demo: build
-	$(BIN) recommend --topology 1/2/1/2
+	$(BIN) recommend --topology 1/2/1/2 --report bin/demo-report.html
+	@echo "the campaign's page: bin/demo-report.html"
 	$(BIN) recommend --topology 1/4/1/4
 
 # Regenerates docs/evaluation.md, its JSON twin and plots: one run on this machine,
@@ -77,6 +78,7 @@ fuzz:
 	$(GO) test ./internal/cli -run '^$$' -fuzz FuzzFlagValues -fuzztime 40000x -fuzzminimizetime 3s
 	$(GO) test ./internal/runner/live -run '^$$' -fuzz FuzzParseConfig -fuzztime 30000x -fuzzminimizetime 3s
 	$(GO) test ./internal/evaluate -run '^$$' -fuzz FuzzReadGrids -fuzztime 20000x -fuzzminimizetime 3s
+	$(GO) test ./internal/accesslog -run '^$$' -fuzz FuzzParse -fuzztime 30000x -fuzzminimizetime 3s
 
 # Man pages, one per command, from the commands' own help.
 man:

@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 packages=(apache2 apache2-utils mariadb-server mariadb-client-core prometheus prometheus-pushgateway
   prometheus-apache-exporter prometheus-mysqld-exporter prometheus-node-exporter prometheus-process-exporter
   openjdk-17-jdk-headless maven python3-venv
-  wordpress php8.2-fpm php8.2-mysql php8.2-cli chromium
+  wordpress wordpress-theme-twentytwentythree php8.2-fpm php8.2-mysql php8.2-cli chromium curl procps
   nginx postgresql pgbouncer prometheus-postgres-exporter prometheus-pgbouncer-exporter)
 missing=()
 if command -v dpkg-query >/dev/null; then
