@@ -283,15 +283,15 @@ func CheckGrouping(g map[string]string) error {
 	for _, k := range sortedLabels(g) {
 		switch {
 		case k == "job":
-			return fmt.Errorf("--grouping %s: job is the Pushgateway's own grouping label; set it with --job", k)
+			return fmt.Errorf("--grouping %q: job is the Pushgateway's own grouping label; set it with --job", k)
 		case slices.Contains(commonLabels, k):
-			return fmt.Errorf("--grouping %s: softalloc groups every push by %s itself", k, strings.Join(commonLabels, ", "))
+			return fmt.Errorf("--grouping %q: softalloc groups every push by %s itself", k, strings.Join(commonLabels, ", "))
 		case seriesLabels()[k]:
-			return fmt.Errorf("--grouping %s: softalloc's series carry a %s label, which a grouping label may not repeat (the push would be refused)", k, k)
+			return fmt.Errorf("--grouping %q: softalloc's series carry a %s label, which a grouping label may not repeat (the push would be refused)", k, k)
 		case strings.HasPrefix(k, "__"):
-			return fmt.Errorf("--grouping %s: label names starting with __ are reserved by Prometheus", k)
+			return fmt.Errorf("--grouping %q: label names starting with __ are reserved by Prometheus", k)
 		case !model.LegacyValidation.IsValidLabelName(k):
-			return fmt.Errorf("--grouping %s: want a label name of letters, digits and _, not starting with a digit", k)
+			return fmt.Errorf("--grouping %q: want a label name of letters, digits and _, not starting with a digit", k)
 		}
 	}
 	return nil

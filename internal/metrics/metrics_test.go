@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/fuzzcheck"
 	"github.com/softalloc/softalloc/internal/metrics"
 )
 
@@ -150,4 +151,14 @@ func TestParseGroupingRefusesARepeatedLabel(t *testing.T) {
 	g, err := metrics.ParseGrouping([]string{"branch=main", "pr=1"})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"branch": "main", "pr": "1"}, g)
+}
+
+// A grouping label with a control character is named in one line, quoted
+// (FuzzFlagValues found "\r=0" breaking the message in two).
+func TestGroupingErrorsAreOneLine(t *testing.T) {
+	for _, bad := range []string{"\r=0", "a\nb=1", "__x\r=1"} {
+		_, err := metrics.ParseGrouping([]string{bad})
+		require.Error(t, err, "%q", bad)
+		fuzzcheck.RequireOneLine(t, err)
+	}
 }
