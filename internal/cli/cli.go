@@ -247,6 +247,7 @@ Environment (a flag on the command line wins):
 		})
 	}
 	root.AddCommand(newCmdPresets(f, nil)) // after the loop: it takes a preset's name
+	root.AddCommand(newCmdWatch(f, nil))   // after the loop: the hook's argv follows --
 	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { noteDeprecated(cmd.Flags(), s.Err) }
 	// Help fits 100 columns: flag descriptions wrap under themselves.
 	cobra.AddTemplateFunc("flagsIn100", func(fs *pflag.FlagSet) string { return fs.FlagUsagesWrapped(helpWidth) })
