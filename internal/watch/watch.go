@@ -19,13 +19,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/safefile"
 )
 
 // Plan is what watch applies: the allocation at each count of the tier's
@@ -269,30 +269,17 @@ func readState(path string) (state, error) {
 	return st, nil
 }
 
-// writeState replaces the file whole (a temporary file, synced, then
-// renamed): a kill leaves the old state or the new, never half of one.
+// writeState replaces the file whole (safefile: a temporary file, synced,
+// then renamed): a kill leaves the old state or the new, never half of one.
 func writeState(path string, st state) error {
 	b, err := json.Marshal(st)
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".watch-state-*")
-	if err != nil {
-		return fmt.Errorf("watch state %q: %w", path, err)
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return fmt.Errorf("watch state %q: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("watch state %q: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("watch state %q: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
+	if err := safefile.Write(path, 0o644, func(w io.Writer) error {
+		_, err := w.Write(append(b, '\n'))
+		return err
+	}); err != nil {
 		return fmt.Errorf("watch state %q: %w", path, err)
 	}
 	return nil
