@@ -328,6 +328,9 @@ func PlanReplicas(d Deployment, sz Sizing, reserve Allocation, measured []TierMe
 		if pi >= 0 && d.Tiers[pi].MaxClientConn > 0 {
 			bound = max(bound, d.Tiers[pi].MaxClientConn*d.Tiers[pi].Replicas)
 		}
+		if vi != fi && !plan.CapacityScales {
+			bound = sc.Max // the count changes no connection the limits count
+		}
 		// Counts at the range's bottom that do not fit (a surge of one
 		// on a few replicas doubles them) are warned of; the answer is
 		// where the fitting counts end.

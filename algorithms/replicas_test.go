@@ -216,3 +216,22 @@ func TestRecommendAndAdviseAnswerForTheRange(t *testing.T) {
 	}
 	assert.Equal(t, rec.Tiers[1].ConnectionsPerServer, rec.Replicas.Counts[0].ConnectionsPerReplica)
 }
+
+// A range on a tier whose connections the limit does not count (the web
+// tier's threads) leaves the safe maxReplicas unbounded.
+func TestPlanReplicasOfATierThatOpensNoDatabaseConnection(t *testing.T) {
+	d := sharedDB(1, 1, algorithms.Surge{})
+	d.Tiers[1].Scaling = nil
+	d.Tiers[0].Scaling = &algorithms.Scaling{Min: 1, Max: 4}
+	p := planOf(t, d, sharedMeasurements, sharedReserve)
+	assert.Equal(t, "web", p.Tier)
+	assert.Equal(t, "app", p.Feeder)
+	require.Len(t, p.Counts, 4)
+	for _, rc := range p.Counts {
+		assert.Equal(t, 60, rc.DatabaseConnections, "the app's 60 connections whatever the web tier's count")
+		assert.True(t, *rc.Fits)
+	}
+	assert.Nil(t, p.SafeMaxReplicas)
+	assert.Nil(t, p.FixedPool)
+	assert.Contains(t, p.Notes[0], "adding web replicas adds no capacity: the critical tier db sits behind them")
+}
