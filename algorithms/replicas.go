@@ -352,7 +352,7 @@ func PlanReplicas(d Deployment, sz Sizing, reserve Allocation, measured []TierMe
 		}
 	}
 	plan.fixedPool(d, vi, fi, pi, limit, first, last, sc)
-	plan.explain(d, vi, ci, pi, dbi, sc, measured, first, last)
+	plan.explain(d, sz, vi, ci, pi, sc, measured, first, last)
 	return plan
 }
 
@@ -444,7 +444,7 @@ func reserved0(l *ConnectionLimit) int {
 
 // explain writes the plan's notes and warnings: what adding replicas does
 // to capacity, and the counts that do not fit, with their numbers.
-func (p *ReplicaPlan) explain(d Deployment, vi, ci, pi, dbi int, sc Scaling, measured []TierMeasurement, first, last ReplicaCount) {
+func (p *ReplicaPlan) explain(d Deployment, sz Sizing, vi, ci, pi int, sc Scaling, measured []TierMeasurement, first, last ReplicaCount) {
 	vt := d.Tiers[vi]
 	tp := ""
 	for _, m := range measured {
@@ -455,8 +455,8 @@ func (p *ReplicaPlan) explain(d Deployment, vi, ci, pi, dbi int, sc Scaling, mea
 	switch {
 	case sc.Min == sc.Max:
 	case ci > vi:
-		p.Notes = append(p.Notes, fmt.Sprintf("adding %s replicas adds no capacity: the critical tier %s sits behind them and saturates at minJobs %.1f concurrent jobs%s whatever the count; the replicas split the pools' totals (%s per replica at %d replicas, %s at %d), the total stays %s",
-			vt.Name, p.Critical, p.MinJobs, tp, perReplica(first), first.Replicas, perReplica(last), last.Replicas, totalText(first)))
+		p.Notes = append(p.Notes, fmt.Sprintf("adding %s replicas adds no capacity: the critical tier %s sits behind them and saturates at minJobs %.1f concurrent jobs%s whatever the count; the replicas split the pools' totals (%s per replica at %d replicas, %s at %d): Formula 3's total stays %s, which the per-replica pools, rounded up, make %s",
+			vt.Name, p.Critical, p.MinJobs, tp, perReplica(first), first.Replicas, perReplica(last), last.Replicas, formulaTotal(sz.Tiers[vi]), p.configuredTotals()))
 	case ci < vi:
 		p.Notes = append(p.Notes, fmt.Sprintf("adding %s replicas adds no capacity: the critical tier %s is in front of them (minJobs %.1f%s); the replicas split the jobs that reach them",
 			vt.Name, p.Critical, p.MinJobs, tp))
@@ -546,11 +546,27 @@ func perReplica(rc ReplicaCount) string {
 	return fmt.Sprintf("%d threads", rc.ThreadsPerReplica)
 }
 
-func totalText(rc ReplicaCount) string {
-	if rc.TotalConnections != nil {
-		return fmt.Sprintf("%d connections", *rc.TotalConnections)
+func formulaTotal(ts TierSize) string {
+	if ts.HasConnections {
+		return fmt.Sprintf("%d connections", ts.TotalConnections)
 	}
-	return fmt.Sprintf("%d threads", rc.TotalThreads)
+	return fmt.Sprintf("%d threads", ts.TotalThreads)
+}
+
+// configuredTotals is the range of the varying tier's totals over the counts.
+func (p *ReplicaPlan) configuredTotals() string {
+	lo, hi := math.MaxInt, 0
+	for _, rc := range p.Counts {
+		v := rc.TotalThreads
+		if rc.TotalConnections != nil {
+			v = *rc.TotalConnections
+		}
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	if lo == hi {
+		return strconv.Itoa(lo)
+	}
+	return fmt.Sprintf("%d to %d", lo, hi)
 }
 
 func peakText(rc ReplicaCount) string {

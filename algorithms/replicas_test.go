@@ -76,6 +76,7 @@ func TestPlanReplicasSplitsASharedDatabasesBudget(t *testing.T) {
 	assert.Contains(t, p.Notes[0], "adding app replicas adds no capacity")
 	assert.Contains(t, p.Notes[0], "minJobs 40.0")
 	assert.Contains(t, p.Notes[0], "60 connections per replica at 1 replicas, 12 connections at 5")
+	assert.Contains(t, p.Notes[0], "Formula 3's total stays 60 connections, which the per-replica pools, rounded up, make 60")
 }
 
 func TestPlanReplicasWithSurgeWarnsOfTheCountsThatDoNotFit(t *testing.T) {
