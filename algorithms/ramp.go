@@ -44,7 +44,10 @@ type RampWindow struct {
 	End     float64 `json:"endSeconds"`
 	Elapsed float64 `json:"elapsedSeconds"`
 	// Reused: the window was read from a journal, not measured now.
-	Reused      bool        `json:"reused,omitempty"`
+	Reused bool `json:"reused,omitempty"`
+	// Record is the key of the window's record in the journal, when one
+	// keeps it: the output's answer points at the journal's lines.
+	Record      string      `json:"record,omitempty"`
 	Observation Observation `json:"-"`
 }
 

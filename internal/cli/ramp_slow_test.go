@@ -4,6 +4,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -26,6 +27,7 @@ type rampDoc struct {
 			Users      int      `json:"users"`
 			Allocation string   `json:"allocation"`
 			Reused     bool     `json:"reused"`
+			Record     string   `json:"record"`
 			Throughput float64  `json:"throughput"`
 			Saturated  []string `json:"saturated"`
 		} `json:"windows"`
@@ -62,8 +64,16 @@ func TestSlowFindCriticalRampNamesItsWindows(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(again), &doc2))
 	assert.Equal(t, doc.Critical, doc2.Critical)
 	require.Len(t, doc2.Ramp.Windows, len(doc.Ramp.Windows))
-	for _, w := range doc2.Ramp.Windows {
+	for i, w := range doc2.Ramp.Windows {
 		assert.True(t, w.Reused, "window %d is the journal's", w.Index)
+		assert.Equal(t, doc.Ramp.Windows[i].Record, w.Record)
+	}
+	// The windows the answer rests on are records of the journal.
+	lines, err := os.ReadFile(j)
+	require.NoError(t, err)
+	for _, i := range doc.Ramp.Answer {
+		require.NotEmpty(t, doc.Ramp.Windows[i].Record)
+		assert.Contains(t, string(lines), `"key":"`+doc.Ramp.Windows[i].Record+`"`)
 	}
 
 	// The table says it too.

@@ -50,7 +50,7 @@ func (j *Journal) loadWindow(r Record, e algorithms.Experiment, o algorithms.Obs
 		return nil
 	}
 	j.windows[ramp] = append(ws, algorithms.RampWindow{Index: w.Index, Users: e.Workload.Users, Allocation: e.Allocation.String(),
-		Start: w.Start, End: w.End, Elapsed: w.Elapsed, Observation: o})
+		Start: w.Start, End: w.End, Elapsed: w.Elapsed, Observation: o, Record: r.Key})
 	return nil
 }
 
@@ -116,6 +116,7 @@ func (w *journaledRamp) RunRamp(ctx context.Context, r algorithms.Ramp, next fun
 	offset := len(recorded)
 	return w.rp.RunRamp(ctx, rest, func(win algorithms.RampWindow) (algorithms.RampStep, error) {
 		win.Index += offset
+		win.Record = windowKey(RampKey(w.j.id, r), win.Index)
 		if err := w.j.appendWindow(r, win); err != nil {
 			return algorithms.RampStep{}, err
 		}
