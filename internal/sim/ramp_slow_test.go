@@ -185,3 +185,19 @@ func TestSlowTheAnswerDoesNotDependOnTheStart(t *testing.T) {
 
 // tierResource is "app/cpu" of "app-2/cpu": the replicas share the load.
 func tierResource(s string) string { return regexp.MustCompile(`-\d+/`).ReplaceAllString(s, "/") }
+
+// Each window of a ramp agrees with a separate trial at its users, of
+// another seed, within their intervals: a level settled from the one below
+// measures what a trial from a cold start measures.
+func TestSlowRampWindowsAgreeWithTrials(t *testing.T) {
+	d, a := topology(t, "1/2/1/2"), allocation(t, "400-150-60")
+	for _, w := range rampOf(t, Runner{Seed: 1}, d, a, []int{500, 3000, 5000}) {
+		o, err := Runner{Seed: 2}.RunExperiment(context.Background(), algorithms.Experiment{Deployment: d, Allocation: a,
+			Workload: algorithms.Workload{Users: w.Users}, Timing: algorithms.Timing{RampUp: 10 * time.Second, Runtime: 2 * time.Minute, Precision: 0.02}})
+		require.NoError(t, err)
+		tp, wt := o.ThroughputInterval(), w.Observation.ThroughputInterval()
+		assert.InDelta(t, tp.Mean, wt.Mean, 2*(tp.HalfWidth+wt.HalfWidth), "%d users", w.Users)
+		cpu, wcpu := o.Servers[1].CPUInterval(), w.Observation.Servers[1].CPUInterval()
+		assert.InDelta(t, cpu.Mean, wcpu.Mean, 2*(cpu.HalfWidth+wcpu.HalfWidth)+0.01, "%d users: %s cpu", w.Users, o.Servers[1].Name)
+	}
+}

@@ -44,14 +44,6 @@ func TestRampGrowsTheUsersInOneSimulation(t *testing.T) {
 			assert.Equal(t, algorithms.Above, w.Observation.ThroughputInterval().Versus(ws[i-1].Observation.ThroughputInterval()), "window %d", i)
 		}
 	}
-	// Each window agrees with a separate trial at its users within their intervals.
-	for _, w := range ws {
-		o, err := Runner{Seed: 2}.RunExperiment(context.Background(), algorithms.Experiment{Deployment: d, Allocation: a,
-			Workload: algorithms.Workload{Users: w.Users}, Timing: algorithms.Timing{RampUp: 10 * time.Second, Runtime: 2 * time.Minute, Precision: 0.02}})
-		require.NoError(t, err)
-		tp, wt := o.ThroughputInterval(), w.Observation.ThroughputInterval()
-		assert.InDelta(t, tp.Mean, wt.Mean, 2*(tp.HalfWidth+wt.HalfWidth), "%d users", w.Users)
-	}
 	// Deterministic with the seed.
 	again := rampOf(t, Runner{Seed: 1}, d, a, levels)
 	for i := range ws {
