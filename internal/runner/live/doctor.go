@@ -147,27 +147,8 @@ func (r *Runner) Doctor(ctx context.Context, d algorithms.Deployment, a algorith
 		rep.Problems = append(rep.Problems, err.Error())
 	}
 
-	// Before any load: each throughput over a campaign's window, so that
-	// what a tier counts with no pages is seen.
 	start := time.UnixMilli(time.Now().UnixMilli())
-	if err := r.prom.waitScraped(ctx, start, r.cfg.ScrapeTimeout.Duration()); err != nil {
-		return rep, err
-	}
 	runtime := r.cfg.Runtime.Duration()
-	idleWindow := fmt.Sprintf("%dms", runtime.Milliseconds())
-	idle := map[string]idleReading{} // by server
-	for _, t := range d.Tiers {
-		tc, q, _ := r.tier(t) // checked by CheckExperiment
-		for i := 0; i < t.Replicas; i++ {
-			if q.Throughput == "" {
-				continue
-			}
-			pq, _ := expand(q.Throughput, serverVars(t, i, tc, idleWindow))
-			if v, err := r.prom.value(ctx, pq, start); err == nil && !math.IsNaN(v) && !math.IsInf(v, 0) {
-				idle[t.ServerName(i)] = idleReading{pq, v}
-			}
-		}
-	}
 
 	// What a trial's window can hold: a window of fewer than two scrapes
 	// has no rate(), and every query of every trial reads nothing.
@@ -193,6 +174,41 @@ func (r *Runner) Doctor(ctx context.Context, d algorithms.Deployment, a algorith
 	if scrape > 0 && r.cfg.Interval.Duration() < scrape {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("runner section: interval: %v is shorter than Prometheus's scrape interval (%v): an adaptive trial's intervals read the same samples twice; set interval to %v",
 			r.cfg.Interval.Duration(), scrape, scrape))
+	}
+
+	// Before any load: each throughput over a quiet span of doctor's own,
+	// a few scrapes long, so that what a tier counts with no pages is seen;
+	// a window reaching back before doctor started would count a campaign
+	// that ended a moment ago as other clients.
+	idleSpan := max(4*interval, 5*time.Second)
+	if !sleepUntil(ctx, start.Add(idleSpan)) {
+		return rep, ctx.Err()
+	}
+	idleAt := time.UnixMilli(time.Now().UnixMilli())
+	if err := r.prom.waitScraped(ctx, idleAt, r.cfg.ScrapeTimeout.Duration()); err != nil {
+		return rep, err
+	}
+	idleWindow := fmt.Sprintf("%dms", idleAt.Sub(start).Milliseconds())
+	idle := map[string]idleReading{} // by server
+	for _, t := range d.Tiers {
+		tc, q, _ := r.tier(t) // checked by CheckExperiment
+		for i := 0; i < t.Replicas; i++ {
+			if q.Throughput == "" {
+				continue
+			}
+			pq, _ := expand(q.Throughput, serverVars(t, i, tc, idleWindow))
+			if v, err := r.prom.value(ctx, pq, idleAt); err == nil && !math.IsNaN(v) && !math.IsInf(v, 0) {
+				idle[t.ServerName(i)] = idleReading{pq, v}
+			}
+		}
+	}
+
+	var pagesIdle float64
+	if q := r.cfg.Pages.Throughput; q != "" {
+		pq, _ := expand(q, map[string]string{"window": idleWindow, "windowSeconds": windowSeconds(idleWindow)})
+		if v, err := r.prom.value(ctx, pq, idleAt); err == nil && !math.IsNaN(v) && !math.IsInf(v, 0) {
+			pagesIdle = v
+		}
 	}
 
 	at, window := start, runtime
@@ -226,7 +242,7 @@ func (r *Runner) Doctor(ctx context.Context, d algorithms.Deployment, a algorith
 	}
 	rep.At, rep.Window = at.UTC(), fmt.Sprintf("%dms", window.Milliseconds())
 
-	dr := &doctorRun{r: r, rep: &rep, at: at, window: rep.Window, idle: idle, idleSeconds: runtime.Seconds()}
+	dr := &doctorRun{r: r, rep: &rep, at: at, window: rep.Window, idle: idle, idleSeconds: idleAt.Sub(start).Seconds(), pagesIdle: pagesIdle}
 	for ti, t := range d.Tiers {
 		tc, q, _ := r.tier(t)
 		for i := 0; i < t.Replicas; i++ {
@@ -387,6 +403,10 @@ type doctorRun struct {
 	idleSeconds float64
 	// front are the first tier's throughput readings, for the probe's check.
 	front []*DoctorReading
+	// pagesIdle is the page throughput before any load: another client's
+	// pages then count beside the probe's, and its count over the probe says
+	// nothing of its units.
+	pagesIdle float64
 }
 
 func (dr *doctorRun) problem(who string, rd *DoctorReading, msg string) {
@@ -645,7 +665,7 @@ func (dr *doctorRun) pages(ctx context.Context, front algorithms.Tier) error {
 		return nil
 	}
 	rd := &dr.rep.Pages[0]
-	if rd.Value == nil {
+	if rd.Value == nil || dr.pagesIdle*dr.idleSeconds > idleRequests {
 		return nil
 	}
 	perPage := *rd.Value * mustDuration(dr.window).Seconds() / float64(p.Pages)
