@@ -65,6 +65,8 @@ fuzz:
 	$(GO) test ./internal/topology -run '^$$' -fuzz FuzzParseTopology -fuzztime 140000x
 	$(GO) test ./internal/topology -run '^$$' -fuzz FuzzParseAllocation -fuzztime 120000x
 	$(GO) test ./internal/topology -run '^$$' -fuzz FuzzParseAllocationIn -fuzztime 60000x -fuzzminimizetime 3s
+	$(GO) test ./internal/topology -run '^$$' -fuzz FuzzParseReplicas -fuzztime 60000x -fuzzminimizetime 3s
+	$(GO) test ./internal/topology -run '^$$' -fuzz FuzzParseSurge -fuzztime 60000x -fuzzminimizetime 3s
 	$(GO) test ./internal/topology -run '^$$' -fuzz FuzzParseDeployment -fuzztime 100000x -fuzzminimizetime 3s
 # Inputs of these are kilobytes: minimizing each new one for the default 60 s
 # would take all the time, so minimization is cut short.
