@@ -253,7 +253,14 @@ scrape_configs:
 		assert.GreaterOrEqual(t, php.ResponseTime, 0.9*ms/1000.0, "window %d", k)
 		if k == 0 {
 			assert.LessOrEqual(t, php.ResponseTime, 1.25*means[k].Seconds(), "window %d", k)
-			assert.InDelta(t, 3, pool.Busy, 0.6, "3 users keep 3 children busy")
+			// Each user spends at least the child's 200 ms of its cycle (the
+			// client's mean time) in a child: 3 users keep 3 x 200 ms / mean
+			// to 3 children busy. On a loaded machine the time outside the
+			// children (Apache, the client's scheduling) grows: a run at a
+			// load of 20 read 2.09, which a fixed 3 +- 0.6 refused.
+			lower := 3 * float64(ms) / float64(means[k].Milliseconds())
+			assert.GreaterOrEqual(t, pool.Busy, lower-0.3, "3 users keep at least 3 x %d ms / %v children busy", ms, means[k])
+			assert.LessOrEqual(t, pool.Busy, 3.3, "3 users keep at most 3 children busy")
 			assert.Less(t, pool.FullShare, 0.3, "3 users on 4 children: seldom full")
 		} else {
 			assert.Less(t, php.ResponseTime, means[k].Seconds(), "10 users on 4 children wait in the queue, which Little's law over the children leaves out")
