@@ -1,23 +1,21 @@
 package discover
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/softalloc/softalloc/internal/promtest"
 	"github.com/softalloc/softalloc/internal/topology"
 )
 
@@ -32,72 +30,14 @@ func exporter(t *testing.T, text string) string {
 	return strings.TrimPrefix(srv.URL, "http://")
 }
 
-// prometheusScraping starts Debian's prometheus on loopback scraping the
-// jobs' targets every second, and returns its URL once every target has
-// been scraped.
-func prometheusScraping(t *testing.T, jobs map[string][]string) string {
+// prometheusScraping starts Debian's prometheus scraping the targets (host:port) every second.
+func prometheusScraping(t *testing.T, targets ...string) string {
 	t.Helper()
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("prometheus is not installed in CI: .ci/run installs Debian's prometheus package (scripts/test-deps.sh)")
-		}
-		t.Skip("SKIPPED: prometheus is not installed (apt-get install prometheus); the test of init against a real Prometheus did not run")
+	urls := make([]string, len(targets))
+	for i, tg := range targets {
+		urls[i] = "http://" + tg
 	}
-	dir := t.TempDir()
-	var cfg strings.Builder
-	cfg.WriteString("global: {scrape_interval: 1s, scrape_timeout: 1s}\nscrape_configs:\n")
-	n := 0
-	for job, targets := range jobs {
-		fmt.Fprintf(&cfg, "  - job_name: %s\n    static_configs: [{targets: ['%s']}]\n", job, strings.Join(targets, "', '"))
-		n += len(targets)
-	}
-	config := filepath.Join(dir, "prometheus.yml")
-	require.NoError(t, os.WriteFile(config, []byte(cfg.String()), 0o644))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--config.file="+config, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
-		"--web.listen-address="+addr)
-	var mu sync.Mutex
-	var log strings.Builder
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			mu.Lock()
-			log.WriteString(sc.Text() + "\n")
-			mu.Unlock()
-		}
-	}()
-	url := "http://" + addr
-	// Every target scraped once: up has a sample for each.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(url + "/api/v1/query?query=count(up)")
-		if err == nil {
-			var body strings.Builder
-			sc := bufio.NewScanner(resp.Body)
-			for sc.Scan() {
-				body.WriteString(sc.Text())
-			}
-			resp.Body.Close()
-			if strings.Contains(body.String(), fmt.Sprintf(`"%d"]`, n)) {
-				return url
-			}
-		}
-		if time.Now().After(deadline) {
-			mu.Lock()
-			defer mu.Unlock()
-			t.Fatalf("Prometheus did not scrape its %d targets in 60 s:\n%s", n, log.String())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	return promtest.Scraping(t, "the test of init against a real Prometheus", time.Second, 2*time.Second, urls...)
 }
 
 const (
@@ -128,7 +68,7 @@ softalloc_testbed_cpu_usage_seconds_total{tier="db"} 3
 func TestInitProposesTheJavaTestbedsTiers(t *testing.T) {
 	t.Parallel()
 	web, app, db, cg := exporter(t, apacheText), exporter(t, javaText), exporter(t, mysqlText), exporter(t, cgroupText)
-	prom := prometheusScraping(t, map[string][]string{"apache": {web}, "app": {app}, "mysqld": {db}, "cgroup": {cg}})
+	prom := prometheusScraping(t, web, app, db, cg)
 
 	p, err := Discover(context.Background(), prom, nil)
 	require.NoError(t, err)
@@ -167,7 +107,7 @@ func TestInitSaysWhatTheUserMustDecide(t *testing.T) {
 	require.NoError(t, err)
 	down := ln.Addr().String()
 	require.NoError(t, ln.Close())
-	prom := prometheusScraping(t, map[string][]string{"apache": {web}, "mysqld": {db}, "tomcat": {down}})
+	prom := prometheusScraping(t, web, db, down)
 
 	p, err := Discover(context.Background(), prom, nil)
 	require.NoError(t, err)
@@ -184,7 +124,7 @@ func TestInitSaysWhatTheUserMustDecide(t *testing.T) {
 // A Prometheus that scrapes nothing softalloc reads is an error that says so.
 func TestInitRefusesAPrometheusWithNoServers(t *testing.T) {
 	t.Parallel()
-	prom := prometheusScraping(t, map[string][]string{"other": {exporter(t, "some_metric 1\n")}})
+	prom := prometheusScraping(t, exporter(t, "some_metric 1\n"))
 	_, err := Discover(context.Background(), prom, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "none of the 1 targets runs a server softalloc knows")
@@ -208,7 +148,7 @@ mysql_info_schema_user_statistics_select_commands_total{user="exporter"} 7
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			prom := prometheusScraping(t, map[string][]string{"apache": {exporter(t, apacheText)}, "mysqld": {exporter(t, tc.text)}})
+			prom := prometheusScraping(t, exporter(t, apacheText), exporter(t, tc.text))
 			p, err := Discover(context.Background(), prom, nil)
 			require.NoError(t, err)
 			require.Len(t, p.Tiers, 2)
@@ -227,7 +167,7 @@ func TestInitProposesAPHPStack(t *testing.T) {
 	phpfpm := "phpfpm_up 1\nphpfpm_total_processes 20\nphpfpm_active_processes 1\nphpfpm_accepted_connections 9\n"
 	mariadb := mysqlText + `mysql_version_info{innodb_version="10.11.14",version="10.11.14-MariaDB-0+deb12u2",version_comment="Debian 12"} 1
 `
-	prom := prometheusScraping(t, map[string][]string{"apache": {exporter(t, apacheText)}, "phpfpm": {exporter(t, phpfpm)}, "mysqld": {exporter(t, mariadb)}})
+	prom := prometheusScraping(t, exporter(t, apacheText), exporter(t, phpfpm), exporter(t, mariadb))
 	p, err := Discover(context.Background(), prom, nil)
 	require.NoError(t, err)
 	require.Len(t, p.Tiers, 3)
