@@ -7,6 +7,7 @@ import (
 
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/report"
+	"github.com/softalloc/softalloc/internal/topology"
 	"github.com/softalloc/softalloc/internal/version"
 )
 
@@ -87,12 +88,12 @@ func runFindCriticalRamp(ctx context.Context, o *findCriticalOptions, cp campaig
 			report.FindCriticalJSON
 			Ramp rampJSON `json:"ramp"`
 		}{FindCriticalJSON: report.FindCriticalJSON{Topology: d.Topology, Critical: report.NewCriticalJSON(c),
-			Reserve: c.Reserve.String(), Experiments: c.Experiments, Failures: report.TrialFailures(c.Trials),
+			Reserve: topology.FormatAllocationIn(d, c.Reserve), Experiments: c.Experiments, Failures: report.TrialFailures(c.Trials),
 			Warnings: nonNilStrings(c.Warnings), Version: version.String()}, Ramp: newRampJSON(camp, c.Trials)})
 	case "csv":
-		err = report.WriteCriticalCSV(s.Out, d.Topology, c, c.Reserve.String())
+		err = report.WriteCriticalCSV(s.Out, d.Topology, c, topology.FormatAllocationIn(d, c.Reserve))
 	default:
-		if err = report.WriteCriticalTable(s.Out, d.Topology, c, c.Reserve.String()); err == nil {
+		if err = report.WriteCriticalTable(s.Out, d.Topology, c, topology.FormatAllocationIn(d, c.Reserve)); err == nil {
 			writeRampTable(s.Out, camp)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/softalloc/softalloc/internal/metrics"
 	"github.com/softalloc/softalloc/internal/report"
 	"github.com/softalloc/softalloc/internal/runner"
+	"github.com/softalloc/softalloc/internal/topology"
 	"github.com/softalloc/softalloc/internal/version"
 )
 
@@ -279,12 +280,12 @@ func runFindCritical(o *findCriticalOptions) error {
 			report.FindCriticalJSON
 			Steps algorithms.Steps `json:"steps"`
 		}{Steps: o.stepsUsed(cp, c.Steps), FindCriticalJSON: report.FindCriticalJSON{Topology: d.Topology, Critical: report.NewCriticalJSON(c),
-			Reserve: c.Reserve.String(), Experiments: c.Experiments, Failures: report.TrialFailures(c.Trials),
+			Reserve: topology.FormatAllocationIn(d, c.Reserve), Experiments: c.Experiments, Failures: report.TrialFailures(c.Trials),
 			Warnings: nonNilStrings(c.Warnings), Version: version.String()}})
 	case "csv":
-		err = report.WriteCriticalCSV(s.Out, d.Topology, c, c.Reserve.String())
+		err = report.WriteCriticalCSV(s.Out, d.Topology, c, topology.FormatAllocationIn(d, c.Reserve))
 	default:
-		err = report.WriteCriticalTable(s.Out, d.Topology, c, c.Reserve.String())
+		err = report.WriteCriticalTable(s.Out, d.Topology, c, topology.FormatAllocationIn(d, c.Reserve))
 	}
 	if err != nil {
 		return err
