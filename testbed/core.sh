@@ -327,6 +327,10 @@ PidFile "$RUN/web.pid"
 DefaultRuntimeDir "$RUN/apache"
 ErrorLog "$LOGS/apache-error.log"
 LogLevel warn
+# What softalloc workload --from-log reads: combined, the arrival to the
+# millisecond and the duration (accesslog.ApacheLogFormat).
+LogFormat "%h %l %u [%{%d/%b/%Y:%H:%M:%S}t.%{msec_frac}t %{%z}t] \"%r\" %>s %b \"%{Referer}i\" \"%{User-Agent}i\" %D" softalloc
+CustomLog "$LOGS/apache-access.log" softalloc
 User www-data
 Group www-data
 LoadModule mpm_event_module $mods/mod_mpm_event.so
