@@ -1,12 +1,16 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +47,7 @@ func TestLiveWordPressStack(t *testing.T) {
 	deployment := filepath.Join("testbed", "deployment-wordpress.yaml")
 	journal := filepath.Join(dir, "wordpress.jsonl")
 
+	var handWritten critical
 	t.Run("find-critical names a saturated tier", func(t *testing.T) {
 		var doc struct {
 			Critical critical `json:"critical"`
@@ -51,6 +56,7 @@ func TestLiveWordPressStack(t *testing.T) {
 			"--journal", journal)
 		require.NoError(t, json.Unmarshal(out, &doc), "%s", out)
 		c := doc.Critical
+		handWritten = c
 		t.Logf("wordpress stack: %+v", c)
 		assert.Contains(t, []string{"web", "app", "db"}, c.Tier)
 		assert.NotEmpty(t, c.Resource)
@@ -63,6 +69,51 @@ func TestLiveWordPressStack(t *testing.T) {
 		require.Len(t, app.Pools, 1)
 		assert.Equal(t, "threads", app.Pools[0].Name)
 		assert.Positive(t, app.Pools[0].Size, "php-fpm's children through phpfpm_total_processes")
+	})
+
+	// docs/your-stack.md's walk, on this stack as a user's: init writes the
+	// deployment file from the Prometheus, workload infers the workload from
+	// the access log the campaign above wrote, doctor passes it, and the
+	// campaigns on it name the hand-written file's critical resource.
+	t.Run("docs/your-stack.md runs as written", func(t *testing.T) {
+		require.NotEmpty(t, handWritten.Tier, "the hand-written file's campaign ran first")
+		walk := t.TempDir()
+		blocks := shellBlocks(t, filepath.Join(repo, "docs", "your-stack.md"))
+		require.GreaterOrEqual(t, len(blocks), 6, "the variables, init, workload, doctor, the campaigns, advise")
+		// The variables as the doc sets them, but the hook's path, which is
+		// this clone's, and the log's, in this run's testbed directory.
+		overrides := fmt.Sprintf("HOOK=%s,apply,{web.threads},{app.children}\nACCESS_LOG=%s\n",
+			filepath.Join(repo, "testbed", "testbed.sh"), filepath.Join(testbedDir(), "logs", "apache-access.log"))
+		for _, block := range blocks[1:] {
+			start := time.Now()
+			cmd := exec.Command(filepath.Join(repo, "testbed", "testbed.sh"), "exec-client", "sh", "-ec", blocks[0]+"\n"+overrides+block)
+			cmd.Dir = walk
+			cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(binary)+":"+os.Getenv("PATH"))
+			out, err := cmd.CombinedOutput()
+			t.Logf("%s (%.0f s)\n%s", block, time.Since(start).Seconds(), out)
+			require.NoError(t, err, "%s\n%s", block, out)
+		}
+		d, err := os.ReadFile(filepath.Join(walk, "deployment.yaml"))
+		require.NoError(t, err)
+		assert.Contains(t, string(d), "presets: [cgroup, phpfpm]", "init found php-fpm's status page and the testbed's cgroups")
+		assert.Contains(t, string(d), "mysql-userstat", "init read the database's latency from MariaDB's user statistics")
+		for _, page := range []string{"find-critical.html", "report.html", "advice.html"} {
+			assert.FileExists(t, filepath.Join(walk, page))
+		}
+		// The walk's campaign journal: its find-critical named the critical
+		// resource of the hand-written file's.
+		var doc struct {
+			Critical critical `json:"critical"`
+		}
+		// The doc's TRIAL, so that every experiment comes from the journal.
+		trial := regexp.MustCompile(`(?m)^TRIAL="([^"]*)"`).FindStringSubmatch(blocks[0])
+		require.Len(t, trial, 2, "the doc sets TRIAL")
+		args := append([]string{"find-critical", "--output", "json", "--quiet", "--runner", "live", "-f", filepath.Join(walk, "deployment.yaml"),
+			"--journal", filepath.Join(walk, ".softalloc", "journal.jsonl")}, strings.Fields(trial[1])...)
+		out := softalloc(t, args...)
+		require.NoError(t, json.Unmarshal(out, &doc), "%s", out)
+		assert.Equal(t, handWritten.Tier, doc.Critical.Tier, "the same critical tier as the hand-written file's")
+		assert.Equal(t, handWritten.Resource, doc.Critical.Resource, "the same critical resource as the hand-written file's")
 	})
 
 	t.Run("the hook refuses a pool php-fpm cannot run, with one line, and keeps the pool", func(t *testing.T) {
@@ -97,4 +148,31 @@ func TestLiveWordPressStack(t *testing.T) {
 		}()
 		checkPresets(t, filepath.Join(repo, deployment))
 	})
+}
+
+// shellBlocks are the ```sh blocks of a document, a block's lines as a shell
+// reads them.
+func shellBlocks(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var blocks []string
+	var b strings.Builder
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		switch l := sc.Text(); {
+		case l == "```sh":
+			in = true
+			b.Reset()
+		case in && l == "```":
+			in = false
+			blocks = append(blocks, b.String())
+		case in:
+			b.WriteString(l + "\n")
+		}
+	}
+	require.NoError(t, sc.Err())
+	return blocks
 }
