@@ -18,7 +18,7 @@ PACKAGES = $$($(GO) list ./... | grep -v /testbed/e2e)
 test: test-deps lint
 	$(GO) test -race -count=1 -timeout 20m $(PACKAGES)
 	$(GO) test -count=1 -run '^Test(Paper|MVAAgreement|Behaviour|Slow)' $(PACKAGES)
-	$(GO) test -count=1 -timeout 20m ./testbed/e2e/
+	$(GO) test -count=1 -timeout 35m ./testbed/e2e/
 
 # What a fresh Debian machine lacks for the tests: the real servers (as root,
 # or with passwordless sudo; else it says what is missing), the Go modules,
