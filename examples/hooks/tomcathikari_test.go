@@ -61,6 +61,14 @@ func (p *poolsAdmin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = fmt.Fprintf(w, "{\"threads\":%d,\"acceptCount\":100,\"connections\":%d,\"totalConnections\":%d,\"idleConnections\":%d}\n", p.threads, p.conns, total, total)
 }
 
+// history is the posts so far and the threads each set, read under the
+// lock the handler writes them under.
+func (p *poolsAdmin) history() (int, []int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.posts, append([]int(nil), p.threadsAtEachPost...)
+}
+
 func (p *poolsAdmin) sizes() (int, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -88,7 +96,8 @@ func TestTomcatHikariHook(t *testing.T) {
 	r = runHook(t, env, "tomcat-hikari.sh", "40", "20")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "maxThreads 40 (unchanged)")
-	assert.Equal(t, 1, app.posts, "nothing posted when nothing changes")
+	posts, _ := app.history()
+	assert.Equal(t, 1, posts, "nothing posted when nothing changes")
 
 	// The database admits 50: the app sets 60 and times out filling the
 	// pool; the hook puts 40 and 20 back.
@@ -99,7 +108,8 @@ func TestTomcatHikariHook(t *testing.T) {
 	assert.Empty(t, r.stdout)
 	threads, conns = app.sizes()
 	assert.Equal(t, []int{40, 20}, []int{threads, conns})
-	assert.Equal(t, []int{40, 80, 40}, app.threadsAtEachPost)
+	_, threadsAtEachPost := app.history()
+	assert.Equal(t, []int{40, 80, 40}, threadsAtEachPost)
 
 	r = runHook(t, env, "tomcat-hikari.sh", "40", "x")
 	assert.Equal(t, 2, r.code)

@@ -3,8 +3,10 @@ package accesslog
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -86,13 +88,11 @@ CustomLog %[1]s/access-seconds.log combinedD
 	})
 	target, err := url.Parse("http://" + addr)
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	}, 30*time.Second, 50*time.Millisecond, "Apache did not listen")
+	// Listening is not enough: the port, free when the test chose it, may
+	// have been taken by another program since, and the load would go to
+	// it. The server answers as Apache.
+	require.Eventually(t, func() bool { return servesAs(target, "Apache") }, 30*time.Second, 50*time.Millisecond,
+		"Apache did not answer on %s (a port another program took?)", addr)
 
 	w, err := live.ParseWorkload([]byte(`
 thinkTime: {mean: 20ms}
@@ -164,4 +164,17 @@ func sum(xs []int64) int64 {
 		n += x
 	}
 	return n
+}
+
+// servesAs reports whether the server at target is server (nginx, Apache):
+// its Server header, on a path that is no page (404), so that the check
+// adds no session to the log.
+func servesAs(target *url.URL, server string) bool {
+	resp, err := http.Get(target.String() + "/softalloc-ready")
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode == http.StatusNotFound && strings.HasPrefix(resp.Header.Get("Server"), server)
 }

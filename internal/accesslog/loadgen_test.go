@@ -37,6 +37,13 @@ type apacheLog struct {
 	buf bytes.Buffer
 }
 
+// log is a copy of the lines written so far.
+func (a *apacheLog) log() []byte {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return bytes.Clone(a.buf.Bytes())
+}
+
 func (a *apacheLog) handler(w http.ResponseWriter, r *http.Request) {
 	at := time.Now()
 	if sent, err := strconv.ParseInt(r.Header.Get("X-Sent"), 10, 64); err == nil {
@@ -331,8 +338,10 @@ func TestInferTheTestbedWorkloadFromTheLoadGeneratorsLog(t *testing.T) {
 	ld := runUsers(t, truth, target, users, think, runtime)
 	require.Zero(t, ld.errs.Total(), "%+v", ld.errs)
 
+	// A handler may still be writing a request the load's end cut short:
+	// the log is read under its lock.
 	in := NewInferrer(Options{})
-	r := NewReader(bytes.NewReader(alog.buf.Bytes()), UnitAuto)
+	r := NewReader(bytes.NewReader(alog.log()), UnitAuto)
 	for {
 		e, ok := r.Next()
 		if !ok {

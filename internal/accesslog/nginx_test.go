@@ -91,13 +91,11 @@ http {
 	})
 	target, err := url.Parse("http://" + addr)
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	}, 30*time.Second, 50*time.Millisecond, "nginx did not listen")
+	// Listening is not enough: the port, free when the test chose it, may
+	// have been taken by another program since, and the load would go to
+	// it. The server answers as nginx.
+	require.Eventually(t, func() bool { return servesAs(target, "nginx") }, 30*time.Second, 50*time.Millisecond,
+		"nginx did not answer on %s (a port another program took?)", addr)
 
 	w, err := live.ParseWorkload([]byte(`
 thinkTime: {mean: 20ms}
