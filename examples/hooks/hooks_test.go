@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/softalloc/softalloc/internal/freeport"
 )
 
 // hostBinary finds a Debian binary a test needs: a skip outside CI, a
@@ -37,11 +38,7 @@ func hostBinary(t *testing.T, name, pkg string) string {
 // freePort is a loopback port no one listens on now.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
-	return port
+	return freeport.Port(t)
 }
 
 // shortTempDir is a directory of the test's with a short path (a Unix

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/softalloc/softalloc/internal/freeport"
 	"github.com/softalloc/softalloc/internal/runner/live"
 )
 
@@ -42,10 +42,7 @@ func TestTheRealApachesLog(t *testing.T) {
 	for name, body := range map[string]string{"index.html": "<html>home</html>", "story.html": "<html>story</html>", "logo.gif": "GIF89a"} {
 		require.NoError(t, os.WriteFile(filepath.Join(docs, name), []byte(body), 0o644))
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	addr := freeport.Addr(t)
 	user := ""
 	if os.Geteuid() == 0 {
 		user = "User www-data\nGroup www-data\n"

@@ -3,7 +3,6 @@ package accesslog
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/softalloc/softalloc/internal/freeport"
 	"github.com/softalloc/softalloc/internal/runner/live"
 )
 
@@ -40,10 +40,7 @@ func TestTheRealNginxsLog(t *testing.T) {
 	for name, body := range map[string]string{"index.html": "<html>home</html>", "story.html": "<html>story</html>", "logo.gif": "GIF89a"} {
 		require.NoError(t, os.WriteFile(filepath.Join(docs, name), []byte(body), 0o644))
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	addr := freeport.Addr(t)
 	conf := filepath.Join(dir, "nginx.conf")
 	require.NoError(t, os.WriteFile(conf, []byte(fmt.Sprintf(`worker_processes 1;
 pid %[1]s/nginx.pid;

@@ -29,6 +29,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/freeport"
 	"github.com/softalloc/softalloc/internal/procattr"
 )
 
@@ -49,11 +50,7 @@ func hostBinary(t *testing.T, name, pkg string) string {
 // freeAddr is a loopback address no one listens on now.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
+	return freeport.Addr(t)
 }
 
 // startDaemon runs a server for the test's life, its output kept for the
