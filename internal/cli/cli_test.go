@@ -172,6 +172,9 @@ func TestCompletionAndManPages(t *testing.T) {
 	stdout, _, code := run(t, "", "__complete", "recommend", "--output", "")
 	require.Equal(t, 0, code)
 	assert.Equal(t, "table\njson\ncsv\n:4\n", stdout)
+	// Every snippet format, the PHP stack's and the pooler's included.
+	stdout, _, _ = run(t, "", "__complete", "recommend", "--format", "")
+	assert.Contains(t, stdout, "apache\ntomcat\nhikari\nmysql\nphp-fpm\npgbouncer\npostgresql\nall\n")
 	stdout, _, _ = run(t, "", "__complete", "simulate", "--runner", "")
 	assert.Contains(t, stdout, "live\nreplay\nsim\n")
 	stdout, _, _ = run(t, "", "__complete", "recommend", "--deployment", "")

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
 
+	"github.com/softalloc/softalloc/internal/report"
 	"github.com/softalloc/softalloc/internal/runner"
 )
 
@@ -25,7 +27,7 @@ func completeFlagValues(root *cobra.Command) {
 		"progress":   {"auto", "plain", "none"},
 		"policy":     {"ps", "rr", "priority", "weighted"},
 		"pools":      {"shared", "per-class"},
-		"format":     {"apache", "tomcat", "hikari", "mysql", "all"},
+		"format":     append(slices.Clone(report.SnippetFormats), "all"),
 	}
 	files := map[string][]string{
 		"deployment":   {"yaml", "yml", "json"},
