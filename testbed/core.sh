@@ -357,6 +357,10 @@ EOF
 # web_start HEALTH-PATH: Apache in the web group, until HEALTH-PATH answers.
 web_start() {
   apache2 -t -f "$TB/apache/httpd.conf" >>"$LOGS/web.log" 2>&1 || die "Apache's configuration does not parse; see $LOGS/web.log"
+  # A stack's access log holds its own pages only: softalloc workload
+  # --from-log infers the workload from it, and another stack's pages (the
+  # last up's) are not this one's. The last one is kept as .1.
+  if [ -f "$LOGS/apache-access.log" ]; then mv -f "$LOGS/apache-access.log" "$LOGS/apache-access.log.1"; fi
   (in_group web apache2 -f "$TB/apache/httpd.conf" -k start) >>"$LOGS/web.log" 2>&1 || die "Apache did not start; see $LOGS/web.log"
   wait_for Apache 30 http_ok "$1" $WEB_PORT
 }
