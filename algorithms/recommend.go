@@ -83,15 +83,3 @@ func (m *memoExperimenter) RunExperiment(ctx context.Context, e Experiment) (Obs
 	}
 	return o, err
 }
-
-// readingObservation is the trial minJobs was read from: the last of the
-// reserve at WLmin.
-func readingObservation(m MinJobs, reserve Allocation) Observation {
-	var o Observation
-	for _, t := range m.Trials {
-		if t.Experiment.Workload.Users == m.WLmin && t.Experiment.Allocation.Key() == reserve.Key() {
-			o = t.Observation
-		}
-	}
-	return o
-}
