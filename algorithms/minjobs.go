@@ -284,8 +284,8 @@ func intervention(points []ScanPoint, opts Options) (InterventionResult, error) 
 	return InterventionAnalysis(w, s, opts.Intervention)
 }
 
-// maxStepsUp bounds how far past find-critical's saturation workload a
-// doubled reserve is followed before its saturation is given up on.
+// maxStepsUp bounds how far past find-critical's saturation workload the
+// critical resource is followed before its saturation is given up on.
 const maxStepsUp = 5
 
 // bisectSaturation is the efficient mode's saturation reading: find-critical
@@ -353,10 +353,10 @@ func bisectSaturation(ctx context.Context, r *procedure, d Deployment, c Critica
 		if err != nil {
 			return finish(err)
 		}
-		// A reserve find-critical did not measure (a pool doubled where
-		// minJobs was read) may saturate further up: on WordPress 40
-		// php-fpm children served 14.0 pages/s at 36 users where 20 had
-		// saturated the CPU at 12.8. Step up while throughput grows.
+		// A resource read saturated by find-critical may read below the
+		// threshold when measured again (on WordPress 40 php-fpm children
+		// served 14.0 pages/s at 36 users, below 0.95, where 20 had
+		// saturated the CPU at 12.8): step up while throughput grows.
 		for steps := 0; !saturated(p); steps++ {
 			below := p
 			w := p.w + opts.Step
