@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/softalloc/softalloc/internal/freeport"
+	"github.com/softalloc/softalloc/internal/testserver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -22,11 +24,11 @@ type apacheStack struct {
 
 func startApache(t *testing.T, threads, perChild int) apacheStack {
 	t.Helper()
-	apache := hostBinary(t, "apache2", "apache2")
-	hostBinary(t, "curl", "curl")
+	apache := testserver.Binary(t, "apache2", "apache2")
+	testserver.Binary(t, "curl", "curl")
 	dir := shortTempDir(t)
 	s := apacheStack{config: filepath.Join(dir, "httpd.conf"), pools: filepath.Join(dir, "pools.conf")}
-	port, backend := freePort(t), freePort(t)
+	port, backend := freeport.Port(t), freeport.Port(t)
 	mods := "/usr/lib/apache2/modules"
 	writeFile(t, s.config, fmt.Sprintf(`ServerRoot %[1]q
 ServerName 127.0.0.1
@@ -63,7 +65,7 @@ ProxyPass /app/ http://127.0.0.1:%[3]d/ max=%[1]d timeout=60 keepalive=On
   ProxySet max=%[1]d timeout=60
 </Proxy>
 `, threads, threads+1, backend, perChild))
-	startDaemon(t, apache, "-f", s.config, "-DFOREGROUND")
+	testserver.Start(t, apache, "-f", s.config, "-DFOREGROUND")
 	s.status = fmt.Sprintf("http://127.0.0.1:%d/server-status", port)
 	waitFor(t, "Apache's status page", 30*time.Second, func() error { _, err := httpGet(s.status + "?auto"); return err })
 	return s

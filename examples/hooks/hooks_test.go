@@ -8,38 +8,13 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/softalloc/softalloc/internal/freeport"
 )
-
-// hostBinary finds a Debian binary a test needs: a skip outside CI, a
-// failure in it.
-func hostBinary(t *testing.T, name, pkg string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not installed in CI: scripts/test-deps.sh installs Debian's %s", name, pkg)
-		}
-		t.Skipf("SKIPPED: %s is not installed (apt-get install %s, or scripts/test-deps.sh); the hook's test against the real server did not run", name, pkg)
-	}
-	return p
-}
-
-// freePort is a loopback port no one listens on now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	return freeport.Port(t)
-}
 
 // shortTempDir is a directory of the test's with a short path (a Unix
 // socket's is limited to 107 bytes), readable by the servers' own users.
@@ -50,45 +25,6 @@ func shortTempDir(t *testing.T) string {
 	require.NoError(t, os.Chmod(dir, 0o755))
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	return dir
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// startDaemon runs a server in the foreground for the test's life, its
-// output kept for the failure message.
-func startDaemon(t *testing.T, name string, args ...string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(name, args...)
-	var out lockedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	// A group of its own: a master's children (php-fpm's, Apache's) end
-	// with it, and none keeps the output pipe open.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.WaitDelay = 2 * time.Second
-	require.NoError(t, cmd.Start(), name)
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("%s's output:\n%s", filepath.Base(name), out.String())
-		}
-	})
-	return cmd
 }
 
 // writeFile writes a test's configuration file.

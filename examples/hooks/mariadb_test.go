@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/softalloc/softalloc/internal/freeport"
+	"github.com/softalloc/softalloc/internal/testserver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -17,16 +19,16 @@ import (
 // loopback port; it returns the socket.
 func startMariaDB(t *testing.T) string {
 	t.Helper()
-	install := hostBinary(t, "mariadb-install-db", "mariadb-server")
-	mariadbd := hostBinary(t, "mariadbd", "mariadb-server")
-	hostBinary(t, "mariadb", "mariadb-client-core")
+	install := testserver.Binary(t, "mariadb-install-db", "mariadb-server")
+	mariadbd := testserver.Binary(t, "mariadbd", "mariadb-server")
+	testserver.Binary(t, "mariadb", "mariadb-client-core")
 	dir := shortTempDir(t)
 	data, sock := filepath.Join(dir, "data"), filepath.Join(dir, "sock")
 	out, err := exec.Command(install, "--no-defaults", "--datadir="+data, "--user=root",
 		"--auth-root-authentication-method=normal", "--skip-test-db").CombinedOutput()
 	require.NoError(t, err, "mariadb-install-db: %s", out)
-	startDaemon(t, mariadbd, "--no-defaults", "--datadir="+data, "--user=root", "--bind-address=127.0.0.1",
-		"--port="+strconv.Itoa(freePort(t)), "--socket="+sock, "--pid-file="+filepath.Join(dir, "pid"),
+	testserver.Start(t, mariadbd, "--no-defaults", "--datadir="+data, "--user=root", "--bind-address=127.0.0.1",
+		"--port="+strconv.Itoa(freeport.Port(t)), "--socket="+sock, "--pid-file="+filepath.Join(dir, "pid"),
 		"--log-error="+filepath.Join(dir, "err.log"), "--skip-name-resolve", "--skip-log-bin",
 		"--innodb-buffer-pool-size=16M", "--max-connections=151")
 	waitFor(t, "MariaDB", 60*time.Second, func() error { _, err := mariadbQuery(sock, "SELECT 1"); return err })

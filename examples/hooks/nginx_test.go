@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/softalloc/softalloc/internal/freeport"
+	"github.com/softalloc/softalloc/internal/testserver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -19,10 +21,10 @@ import (
 // refuses is put back as it was.
 func TestNginxHook(t *testing.T) {
 	t.Parallel()
-	nginx := hostBinary(t, "nginx", "nginx")
+	nginx := testserver.Binary(t, "nginx", "nginx")
 	dir := shortTempDir(t)
 	conf := filepath.Join(dir, "nginx.conf")
-	port, backend := freePort(t), freePort(t)
+	port, backend := freeport.Port(t), freeport.Port(t)
 	writeFile(t, conf, fmt.Sprintf(`# the test's nginx
 worker_processes 1;
 pid %[1]s/nginx.pid;
@@ -52,7 +54,7 @@ http {
   }
 }
 `, dir, port, backend))
-	startDaemon(t, nginx, "-c", conf, "-p", dir, "-g", "daemon off;")
+	testserver.Start(t, nginx, "-c", conf, "-p", dir, "-g", "daemon off;")
 	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
 	waitFor(t, "nginx", 30*time.Second, func() error { _, err := httpGet(url); return err })
 	env := []string{"NGINX_CONF=" + conf, "NGINX_PREFIX=" + dir, "NGINX_UPSTREAM=app"}

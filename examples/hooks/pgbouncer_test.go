@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/softalloc/softalloc/internal/freeport"
+	"github.com/softalloc/softalloc/internal/testserver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -20,9 +22,9 @@ import (
 // keeps them, and a value PgBouncer refuses leaves the old ones.
 func TestPgBouncerHook(t *testing.T) {
 	t.Parallel()
-	bouncer := hostBinary(t, "pgbouncer", "pgbouncer")
+	bouncer := testserver.Binary(t, "pgbouncer", "pgbouncer")
 	pg := startPostgreSQL(t)
-	port := freePort(t)
+	port := freeport.Port(t)
 	ini := filepath.Join(pg.dir, "pgbouncer.ini")
 	writeFile(t, ini, fmt.Sprintf(`[databases]
 app = host=127.0.0.1 port=%d dbname=postgres user=postgres
@@ -43,7 +45,7 @@ logfile = %s/pgbouncer.log
 		// PgBouncer refuses root.
 		args = []string{"-u", "postgres", ini}
 	}
-	startDaemon(t, bouncer, args...)
+	testserver.Start(t, bouncer, args...)
 	console := func(q string) (string, error) {
 		out, err := exec.Command("psql", "-X", "-A", "-t", "-F", " ", "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "postgres", "-d", "pgbouncer", "-c", q).CombinedOutput()
 		return strings.TrimSpace(string(out)), err

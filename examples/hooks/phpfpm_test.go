@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/softalloc/softalloc/internal/freeport"
+	"github.com/softalloc/softalloc/internal/testserver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -21,12 +23,12 @@ type fpmStack struct {
 
 func startPHPFPM(t *testing.T, pm string) fpmStack {
 	t.Helper()
-	fpm := hostBinary(t, "php-fpm8.2", "php8.2-fpm")
-	apache := hostBinary(t, "apache2", "apache2")
+	fpm := testserver.Binary(t, "php-fpm8.2", "php8.2-fpm")
+	apache := testserver.Binary(t, "apache2", "apache2")
 	dir := shortTempDir(t)
 	s := fpmStack{dir: dir, pool: filepath.Join(dir, "pool.d", "www.conf"), conf: filepath.Join(dir, "php-fpm.conf"), pid: filepath.Join(dir, "fpm.pid")}
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "pool.d"), 0o755))
-	listen, statusPort, httpPort := freePort(t), freePort(t), freePort(t)
+	listen, statusPort, httpPort := freeport.Port(t), freeport.Port(t), freeport.Port(t)
 	writeFile(t, s.conf, fmt.Sprintf(`[global]
 pid = %s
 error_log = %s/fpm.log
@@ -42,7 +44,7 @@ listen = 127.0.0.1:%d
 pm.status_path = /status
 pm.status_listen = 127.0.0.1:%d
 `, listen, pm, statusPort))
-	cmd := startDaemon(t, fpm, "--nodaemonize", "-n", "-y", s.conf)
+	cmd := testserver.Start(t, fpm, "--nodaemonize", "-n", "-y", s.conf)
 	_ = cmd
 	mods := "/usr/lib/apache2/modules"
 	writeFile(t, filepath.Join(dir, "httpd.conf"), fmt.Sprintf(`ServerRoot %[1]q
@@ -63,7 +65,7 @@ ThreadsPerChild 4
 MaxRequestWorkers 4
 ProxyPass /status fcgi://127.0.0.1:%[4]d/status timeout=5
 `, dir, httpPort, mods, statusPort))
-	startDaemon(t, apache, "-X", "-f", filepath.Join(dir, "httpd.conf"))
+	testserver.Start(t, apache, "-X", "-f", filepath.Join(dir, "httpd.conf"))
 	s.status = fmt.Sprintf("http://127.0.0.1:%d/status", httpPort)
 	waitFor(t, "php-fpm's status page", 30*time.Second, func() error { _, err := httpGet(s.status); return err })
 	return s

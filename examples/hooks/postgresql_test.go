@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/softalloc/softalloc/internal/freeport"
+	"github.com/softalloc/softalloc/internal/testserver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -33,8 +35,8 @@ func startPostgreSQL(t *testing.T) pgServer {
 		}
 		t.Skipf("SKIPPED: PostgreSQL 15 is not installed (%s/initdb: apt-get install postgresql, or scripts/test-deps.sh)", pgBin)
 	}
-	hostBinary(t, "psql", "postgresql-client")
-	s := pgServer{dir: shortTempDir(t), port: freePort(t)}
+	testserver.Binary(t, "psql", "postgresql-client")
+	s := pgServer{dir: shortTempDir(t), port: freeport.Port(t)}
 	s.data = filepath.Join(s.dir, "data")
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
@@ -42,7 +44,7 @@ func startPostgreSQL(t *testing.T) pgServer {
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
 		require.NoError(t, os.Chown(s.dir, uid, gid))
-		s.asUser = []string{hostBinary(t, "runuser", "util-linux"), "-u", "postgres", "--"}
+		s.asUser = []string{testserver.Binary(t, "runuser", "util-linux"), "-u", "postgres", "--"}
 	}
 	s.run(t, filepath.Join(pgBin, "initdb"), "-D", s.data, "--auth=trust", "-U", "postgres", "--no-sync")
 	s.run(t, filepath.Join(pgBin, "pg_ctl"), "-D", s.data, "-l", filepath.Join(s.dir, "pg.log"), "-w", "-t", "60",

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/softalloc/softalloc/internal/testserver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -80,7 +81,7 @@ func (p *poolsAdmin) sizes() (int, int) {
 // pool. Tested against a Go server implementing the Java app's contract.
 func TestTomcatHikariHook(t *testing.T) {
 	t.Parallel()
-	hostBinary(t, "curl", "curl")
+	testserver.Binary(t, "curl", "curl")
 	app := &poolsAdmin{threads: 200, conns: 10, dbLimit: 50}
 	srv := httptest.NewServer(app)
 	t.Cleanup(srv.Close)

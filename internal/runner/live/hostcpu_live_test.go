@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -30,68 +29,8 @@ import (
 
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/freeport"
-	"github.com/softalloc/softalloc/internal/procattr"
+	"github.com/softalloc/softalloc/internal/testserver"
 )
-
-// hostBinary finds a Debian binary a test needs: a skip outside CI, a
-// failure in it.
-func hostBinary(t *testing.T, name, pkg string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not installed in CI: scripts/test-deps.sh installs Debian's %s", name, pkg)
-		}
-		t.Skipf("SKIPPED: %s is not installed (apt-get install %s, or scripts/test-deps.sh); the test against the real exporter did not run", name, pkg)
-	}
-	return p
-}
-
-// freeAddr is a loopback address no one listens on now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	return freeport.Addr(t)
-}
-
-// startDaemon runs a server for the test's life, its output kept for the
-// failure message.
-func startDaemon(t *testing.T, name string, args ...string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(name, args...)
-	var out lockedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	// A group of its own, killed whole: a daemon's children (php-fpm's,
-	// Apache's) hold the output pipe open after their master dies, and
-	// Wait, which waits for the pipe, hung the package for ten minutes.
-	cmd.SysProcAttr = procattr.Child()
-	cmd.WaitDelay = 5 * time.Second
-	require.NoError(t, cmd.Start(), name)
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("%s's output:\n%s", filepath.Base(name), out.String())
-		}
-	})
-	return cmd
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // scrapingPrometheus starts a Prometheus scraping each job's target every
 // interval and returns its URL and API once every target is up.
@@ -106,8 +45,8 @@ func scrapingPrometheus(t *testing.T, interval time.Duration, jobs map[string]st
 	}
 	config := filepath.Join(dir, "prometheus.yml")
 	require.NoError(t, os.WriteFile(config, []byte(cfg.String()), 0o644))
-	addr := freeAddr(t)
-	startDaemon(t, bin, "--config.file="+config, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+addr)
+	addr := freeport.Addr(t)
+	testserver.Start(t, bin, "--config.file="+config, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+addr)
 	client, err := api.NewClient(api.Config{Address: "http://" + addr})
 	require.NoError(t, err)
 	papi := v1.NewAPI(client)
@@ -299,8 +238,8 @@ pages:
 // busy time in /proc/stat, and a burner's utime + stime in /proc/PID/stat,
 // over the span of samples each window's rate() reads.
 func TestHostCPUPresetsAgainstTheRealExporters(t *testing.T) {
-	nodeExporter := hostBinary(t, "prometheus-node-exporter", "prometheus-node-exporter")
-	processExporter := hostBinary(t, "prometheus-process-exporter", "prometheus-process-exporter")
+	nodeExporter := testserver.Binary(t, "prometheus-node-exporter", "prometheus-node-exporter")
+	processExporter := testserver.Binary(t, "prometheus-process-exporter", "prometheus-process-exporter")
 	promBinaries(t)
 
 	// The burner, named on its command line by a token process-exporter matches.
@@ -322,10 +261,10 @@ func TestHostCPUPresetsAgainstTheRealExporters(t *testing.T) {
 	dir := t.TempDir()
 	peConfig := filepath.Join(dir, "process-exporter.yml")
 	require.NoError(t, os.WriteFile(peConfig, []byte("process_names:\n  - name: burn\n    cmdline: ['"+token+"']\n"), 0o644))
-	nodeAddr, peAddr := freeAddr(t), freeAddr(t)
+	nodeAddr, peAddr := freeport.Addr(t), freeport.Addr(t)
 	// Only the cpu collector: the others cost CPU this test measures.
-	startDaemon(t, nodeExporter, "--web.listen-address="+nodeAddr, "--collector.disable-defaults", "--collector.cpu")
-	startDaemon(t, processExporter, "-web.listen-address="+peAddr, "-config.path="+peConfig, "-threads=false", "-gather-smaps=false")
+	testserver.Start(t, nodeExporter, "--web.listen-address="+nodeAddr, "--collector.disable-defaults", "--collector.cpu")
+	testserver.Start(t, processExporter, "-web.listen-address="+peAddr, "-config.path="+peConfig, "-threads=false", "-gather-smaps=false")
 
 	const interval = 250 * time.Millisecond
 	promURL, papi := scrapingPrometheus(t, interval, map[string]string{"node": nodeAddr, "processes": peAddr, "burner": burnerAddr})

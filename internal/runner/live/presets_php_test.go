@@ -6,11 +6,9 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/freeport"
+	"github.com/softalloc/softalloc/internal/testserver"
 )
 
 // phpStack is a php-fpm pool behind Apache's mod_proxy_fcgi, with the pool's
@@ -35,13 +35,13 @@ type phpStack struct {
 // loopback ports in a directory of the test's.
 func startPHPStack(t *testing.T, children int) phpStack {
 	t.Helper()
-	fpm := hostBinary(t, "php-fpm8.2", "php8.2-fpm")
-	apache := hostBinary(t, "apache2", "apache2")
+	fpm := testserver.Binary(t, "php-fpm8.2", "php8.2-fpm")
+	apache := testserver.Binary(t, "apache2", "apache2")
 	dir := t.TempDir()
 	require.NoError(t, os.Chmod(dir, 0o755)) // Apache's children (www-data) read nothing there, but may stat it
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "sleep.php"),
 		[]byte("<?php usleep((int)($_GET['ms'] ?? 100) * 1000); echo \"ok\\n\";\n"), 0o644))
-	pool, status, web := freeAddr(t), freeAddr(t), freeAddr(t)
+	pool, status, web := freeport.Addr(t), freeport.Addr(t), freeport.Addr(t)
 	conf := filepath.Join(dir, "php-fpm.conf")
 	require.NoError(t, os.WriteFile(conf, []byte(fmt.Sprintf(`[global]
 pid = %[1]s/php-fpm.pid
@@ -58,7 +58,7 @@ pm.status_listen = %[3]s
 	if os.Geteuid() == 0 {
 		args = append(args, "--allow-to-run-as-root")
 	}
-	startGroup(t, fpm, args...)
+	testserver.Start(t, fpm, args...)
 
 	mods := "/usr/lib/apache2/modules"
 	user := ""
@@ -84,7 +84,7 @@ ProxyPass /status fcgi://%[4]s/status
 ProxyPass /app/ fcgi://%[3]s%[1]s/
 `, dir, web, pool, status, mods, user)), 0o644))
 	// -X: one process in the foreground, which the cleanup kills.
-	startGroup(t, apache, "-X", "-f", httpd)
+	testserver.Start(t, apache, "-X", "-f", httpd)
 	s := phpStack{web: "http://" + web, status: web}
 	require.Eventually(t, func() bool {
 		return get(s.web+"/status?openmetrics") == nil && get(s.web+"/app/sleep.php?ms=0") == nil
@@ -93,26 +93,6 @@ ProxyPass /app/ fcgi://%[3]s%[1]s/
 }
 
 var phpClient = http.Client{Timeout: 10 * time.Second}
-
-// startGroup runs a server that starts processes of its own (php-fpm's
-// children) in a process group, all of which the cleanup kills: killing the
-// master alone leaves its children holding the output pipe.
-func startGroup(t *testing.T, name string, args ...string) {
-	t.Helper()
-	cmd := exec.Command(name, args...)
-	var out lockedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.WaitDelay = 5 * time.Second
-	require.NoError(t, cmd.Start(), name)
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("%s's output:\n%s", filepath.Base(name), out.String())
-		}
-	})
-}
 
 func get(url string) error {
 	resp, err := phpClient.Get(url)
@@ -174,8 +154,8 @@ scrape_configs:
     params: {openmetrics: ['']}
     static_configs: [{targets: [%[2]q]}]
 `, interval, s.status)), 0o644))
-	addr := freeAddr(t)
-	startDaemon(t, promBin, "--config.file="+config, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+addr)
+	addr := freeport.Addr(t)
+	testserver.Start(t, promBin, "--config.file="+config, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+addr)
 	client, err := api.NewClient(api.Config{Address: "http://" + addr})
 	require.NoError(t, err)
 	papi := v1.NewAPI(client)
