@@ -19,6 +19,7 @@ import (
 
 	"github.com/softalloc/softalloc/internal/freeport"
 	"github.com/softalloc/softalloc/internal/runner/live"
+	"github.com/softalloc/softalloc/internal/testserver"
 )
 
 // TestTheRealApachesLog runs Debian's Apache with ApacheLogConfig (what
@@ -26,13 +27,7 @@ import (
 // Apache's own combined format with %D, drives it with the load generator,
 // and reads both logs: every line parses, and the workload comes back.
 func TestTheRealApachesLog(t *testing.T) {
-	bin, err := exec.LookPath("apache2")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("apache2 is not installed in CI: scripts/test-deps.sh installs Debian's apache2")
-		}
-		t.Skip("SKIPPED: apache2 is not installed (apt-get install apache2); the test against the real Apache did not run")
-	}
+	bin := testserver.Binary(t, "apache2", "apache2")
 	dir := t.TempDir()
 	// Apache's children (www-data) read the pages: the test's directories must let them.
 	require.NoError(t, os.Chmod(dir, 0o755))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/softalloc/softalloc/internal/freeport"
 	"github.com/softalloc/softalloc/internal/runner/live"
+	"github.com/softalloc/softalloc/internal/testserver"
 )
 
 // TestTheRealNginxsLog runs Debian's nginx with NginxLogConfig (what
@@ -24,13 +25,7 @@ import (
 // the load generator, and reads both logs: every line parses, the times are
 // the requests' ends, and the workload comes back.
 func TestTheRealNginxsLog(t *testing.T) {
-	bin, err := exec.LookPath("nginx")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("nginx is not installed in CI: scripts/test-deps.sh installs Debian's nginx")
-		}
-		t.Skip("SKIPPED: nginx is not installed (apt-get install nginx); the test against the real nginx did not run")
-	}
+	bin := testserver.Binary(t, "nginx", "nginx")
 	dir := t.TempDir()
 	// nginx's workers (nobody when root starts it) read the pages.
 	require.NoError(t, os.Chmod(dir, 0o755))
