@@ -1,17 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -24,58 +21,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/promtest"
 	"github.com/softalloc/softalloc/internal/runner/live"
 )
 
 // scrapingPrometheus starts Debian's Prometheus on loopback scraping target
-// every 200 ms, and returns its URL once it is ready. A skip where it is not
-// installed, a failure under CI=true.
+// (host:port) every 200 ms, and returns its URL once it has scraped it.
 func scrapingPrometheus(t *testing.T, target string) string {
 	t.Helper()
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("prometheus is not installed in CI: scripts/test-deps.sh installs Debian's prometheus package")
-		}
-		t.Skip("SKIPPED: prometheus is not installed (apt-get install prometheus); the OOM kill through the live runner was not tested")
-	}
-	dir := t.TempDir()
-	config := filepath.Join(dir, "prometheus.yml")
-	require.NoError(t, os.WriteFile(config, []byte(fmt.Sprintf(
-		"global: {scrape_interval: 200ms, scrape_timeout: 150ms}\nscrape_configs:\n  - job_name: cgexporter\n    static_configs: [{targets: [%q]}]\n", target)), 0o644))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--config.file="+config, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+addr)
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
-	var mu sync.Mutex
-	var log strings.Builder
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		var once sync.Once
-		for sc.Scan() {
-			mu.Lock()
-			log.WriteString(sc.Text() + "\n")
-			mu.Unlock()
-			if strings.Contains(sc.Text(), "Server is ready to receive web requests.") {
-				once.Do(func() { close(ready) })
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(30 * time.Second):
-		mu.Lock()
-		defer mu.Unlock()
-		t.Fatalf("Prometheus did not become ready in 30 s:\n%s", log.String())
-	}
-	return "http://" + addr
+	return promtest.Scraping(t, "the OOM kill through the live runner", 200*time.Millisecond, 400*time.Millisecond, "http://"+target)
 }
 
 // A worker of the tier killed by the OOM killer during a trial fails the
