@@ -134,12 +134,13 @@ func discover(ctx context.Context, q querier, now time.Time) (Proposal, error) {
 		return Proposal{}, fmt.Errorf("the Prometheus scrapes nothing (the query up returned no series): add the exporters' targets to its scrape configuration")
 	}
 	var p Proposal
-	byInstance := map[string]*Target{}
 	for _, s := range up {
-		inst := string(s.Metric["instance"])
-		t := &Target{Job: string(s.Metric["job"]), Instance: inst, Up: s.Value == 1}
-		byInstance[inst] = t
-		p.Targets = append(p.Targets, *t)
+		p.Targets = append(p.Targets, Target{Job: string(s.Metric["job"]), Instance: string(s.Metric["instance"]), Up: s.Value == 1})
+	}
+	sort.Slice(p.Targets, func(i, j int) bool { return p.Targets[i].Instance < p.Targets[j].Instance })
+	byInstance := map[string]int{} // index in p.Targets
+	for i, t := range p.Targets {
+		byInstance[t.Instance] = i
 	}
 	var sources []source
 	for _, sig := range signatures {
@@ -157,15 +158,11 @@ func discover(ctx context.Context, q querier, now time.Time) (Proposal, error) {
 				continue
 			}
 			seen[inst] = true
-			if t := byInstance[inst]; t != nil {
-				t.Kinds = append(t.Kinds, sig.kind)
+			if i, ok := byInstance[inst]; ok {
+				p.Targets[i].Kinds = append(p.Targets[i].Kinds, sig.kind)
 			}
 		}
 	}
-	for i := range p.Targets {
-		p.Targets[i].Kinds = byInstance[p.Targets[i].Instance].Kinds
-	}
-	sort.Slice(p.Targets, func(i, j int) bool { return p.Targets[i].Instance < p.Targets[j].Instance })
 
 	// Servers by software: the first kind with a role names what a target is.
 	bySoftware := map[string][]Target{}
@@ -348,7 +345,7 @@ func hasCPU(t Tier) bool {
 		return true
 	}
 	for _, p := range t.Presets {
-		if p == "cgroup" || p == "node" || p == "jvm" {
+		if live.Presets[p].CPU != "" {
 			return true
 		}
 	}
