@@ -13,7 +13,10 @@
 #   stack_stop               stop what the core's down does not know (optional)
 #   stack_status             its status lines
 #   stack_apply ARGS...      the live runner's hook
-# and may set STACK_MEM_GROUPS (groups that also join a memory cgroup) and
+#   stack_scale app=N        start or stop app replicas (optional; testbed.sh scale)
+# and may set STACK_MEM_GROUPS (groups that also join a memory cgroup),
+# STACK_REPLICA_GROUPS (the cgroups of app replicas beyond the first, capped
+# as the app tier, added to ALL_GROUPS by the stack) and
 # STACK_MYSQLD_EXPORTER_FLAGS.
 
 TB=${SOFTALLOC_TESTBED_DIR:-${TMPDIR:-/tmp}/softalloc-testbed}
@@ -41,6 +44,7 @@ CAPPED_TIERS="web app db"
 # the exporters, so that their CPU is not charged to a tier.
 ALL_GROUPS="web app db client monitor"
 STACK_MEM_GROUPS=""
+STACK_REPLICA_GROUPS=""
 # More mysqld_exporter flags a stack's presets need.
 STACK_MYSQLD_EXPORTER_FLAGS=""
 
@@ -226,11 +230,13 @@ set_mem_limit() {
 }
 
 apply_caps() {
-  local kv g c
+  local kv g c r
   for kv in "$@"; do
     g=${kv%%=*} c=${kv#*=}
     case " $CAPPED_TIERS " in *" $g "*) ;; *) die "caps: unknown tier '$g' in '$kv'; want web=, app= or db=" ;; esac
     set_cap "$g" "$c"
+    # Each app replica runs under a cap of its own, the app tier's.
+    if [ "$g" = app ]; then for r in $STACK_REPLICA_GROUPS; do set_cap "$r" "$c"; done; fi
     echo "$c" >"$RUN/cap-$g"
   done
 }
@@ -408,8 +414,10 @@ monitor_start() {
   if [ "$CG" = v1 ] && [ -n "$STACK_MEM_GROUPS" ] && "$TB/bin/cgexporter" -h 2>&1 | grep -q -- '-memory'; then
     mem=(-memory "$CG_MEM")
   fi
+  local tiers=web,app,db r
+  if [ "$CG" != none ]; then for r in $STACK_REPLICA_GROUPS; do tiers=$tiers,$r; done; fi
   start cgexporter monitor "$TB/bin/cgexporter" -listen 127.0.0.1:$CG_PORT -mode $mode \
-    -cpu "$cpu" -cpuacct "$acct" "${mem[@]}" -pids "$RUN" -tiers web,app,db
+    -cpu "$cpu" -cpuacct "$acct" "${mem[@]}" -pids "$RUN" -tiers $tiers
   start apache-exporter monitor prometheus-apache-exporter --telemetry.address=127.0.0.1:$APACHE_EXP_PORT \
     --scrape_uri="http://127.0.0.1:$WEB_PORT/server-status?auto"
   # The exporter's scrapes cost the DB a few queries a second; the costly
@@ -418,6 +426,19 @@ monitor_start() {
     --web.listen-address=127.0.0.1:$MYSQLD_EXP_PORT --no-collect.slave_status \
     --no-collect.info_schema.innodb_cmp --no-collect.info_schema.innodb_cmpmem \
     --no-collect.info_schema.query_response_time $STACK_MYSQLD_EXPORTER_FLAGS
+  prom_config
+  # A fresh TSDB at each up: series of a target the last up had (the other
+  # stack's app) would linger for Prometheus's 5 min lookback, and the live
+  # runner waits for every target's scrape.
+  rm -rf "$TB/prometheus-data"
+  start prometheus monitor prometheus --config.file="$TB/prometheus.yml" --storage.tsdb.path="$TB/prometheus-data" \
+    --storage.tsdb.retention.time=6h --web.listen-address=127.0.0.1:$PROM_PORT --log.level=warn
+  wait_for Prometheus 60 http_ok /-/ready $PROM_PORT
+  wait_for "Prometheus's first scrape of every target" 30 prom_all_up
+}
+
+# prom_config: Prometheus's configuration, the core's targets and the stack's.
+prom_config() {
   cat >"$TB/prometheus.yml" <<EOF
 # Written by testbed.sh up. A 1 s scrape interval lets trials of a few
 # seconds be measured; a production Prometheus would scrape every 15-60 s.
@@ -433,20 +454,20 @@ $(stack_scrape_jobs)
   - job_name: mysqld
     static_configs: [{targets: ['127.0.0.1:$MYSQLD_EXP_PORT'], labels: {tier: db}}]
 EOF
-  # A fresh TSDB at each up: series of a target the last up had (the other
-  # stack's app) would linger for Prometheus's 5 min lookback, and the live
-  # runner waits for every target's scrape.
-  rm -rf "$TB/prometheus-data"
-  start prometheus monitor prometheus --config.file="$TB/prometheus.yml" --storage.tsdb.path="$TB/prometheus-data" \
-    --storage.tsdb.retention.time=6h --web.listen-address=127.0.0.1:$PROM_PORT --log.level=warn
-  wait_for Prometheus 60 http_ok /-/ready $PROM_PORT
-  wait_for "Prometheus's first scrape of every target" 30 prom_all_up
+}
+
+# prom_reload: Prometheus reads its configuration again (the stack's targets
+# changed: app replicas came or went).
+prom_reload() {
+  prom_config
+  pid_alive prometheus || die "Prometheus is not running"
+  kill -HUP "$(cat "$RUN/prometheus.pid")"
 }
 
 # prom_all_up: every target answered its last scrape.
 prom_all_up() {
   local n
-  n=$(grep -c "targets: \[" "$TB/prometheus.yml")
+  n=$(grep -o "targets: \[" "$TB/prometheus.yml" | wc -l)
   http_get '/api/v1/query?query=count(up%3D%3D1)' $PROM_PORT | grep -q '"value":\[[0-9.]*,"'"$n"'"\]'
 }
 
@@ -528,8 +549,8 @@ cmd_down() {
   # Apache's children, should its parent have died first.
   cg_detect
   if [ "$CG" != none ]; then
-    local d p
-    for d in $(cg_dirs web) $(cg_dirs app) $(cg_dirs db) $(cg_dirs monitor); do
+    local d p g
+    for d in $(cg_dirs web) $(cg_dirs app) $(cg_dirs db) $(cg_dirs monitor) $(for g in $STACK_REPLICA_GROUPS; do cg_dirs "$g"; done); do
       [ -f "$d/cgroup.procs" ] || continue
       while read -r p; do kill -KILL "$p" 2>/dev/null || true; done <"$d/cgroup.procs"
     done
@@ -577,4 +598,9 @@ cmd_exec_in() {
     in_group "$g" "$@"
   fi
   exec "$@"
+}
+
+cmd_scale() {
+  declare -F stack_scale >/dev/null || die "scale: the $STACK stack has one app server (the go stack has replicas)"
+  stack_scale "$@"
 }

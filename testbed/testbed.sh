@@ -21,6 +21,9 @@
 #                                                   (ACCEPT_COUNT: Tomcat's, java only, default 100;
 #                                                   wordpress: apply WEB_THREADS CHILDREN DB_CONNECTIONS)
 #   testbed.sh caps web=CORES app=CORES db=CORES    move the CPU caps (0 or max: uncapped)
+#   testbed.sh scale app=N                          go: run N app replicas (1..3) behind Apache's
+#                                                   balancer, also under load (graceful restart);
+#                                                   SOFTALLOC_TESTBED_APP_REPLICAS=N at up
 #   testbed.sh exec-client CMD ARGS...              run CMD (a load generator) in the
 #                                                   uncapped client cgroup
 #   testbed.sh exec-in GROUP CMD ARGS...            run CMD in GROUP (web, app, db, client,
@@ -57,6 +60,7 @@ case ${1:-} in
   status) cmd_status ;;
   apply) shift; stack_apply "$@" ;;
   caps) shift; cmd_caps "$@" ;;
+  scale) shift; cmd_scale "$@" ;;
   exec-client) shift; cmd_exec_in client "$@" ;;
   exec-in) shift; cmd_exec_in "$@" ;;
   clean) cmd_down quiet; rm -rf "$TB"; log "removed $TB" ;;

@@ -41,6 +41,32 @@ stack_start() {
   bboard_web_start
 }
 
+# app_backend_ports: the app's ports Apache proxies to, one per replica (the
+# Go stack runs several; see stacks/go/stack.sh).
+app_backend_ports() { echo "$APP_PORT"; }
+
+# web_proxy THREADS: Apache's proxy to the app. One replica: a ProxyPass to
+# it. Several: mod_proxy_balancer's members, each with max=THREADS (every
+# web thread may wait on one replica), retry=0 so that a member just started
+# is tried at once after a refused connection, and maxattempts so that a
+# request a stopping replica refuses goes to another.
+web_proxy() {
+  local threads=$1 ports p n=0
+  ports=$(app_backend_ports)
+  for p in $ports; do n=$((n + 1)); done
+  if [ "$n" -le 1 ]; then
+    echo "ProxyPass /rubbos/ http://127.0.0.1:$APP_PORT/rubbos/ max=$threads timeout=60 keepalive=On"
+    return
+  fi
+  echo "<Proxy balancer://app>"
+  for p in $ports; do
+    echo "  BalancerMember http://127.0.0.1:$p max=$threads timeout=60 keepalive=On retry=0"
+  done
+  echo "  ProxySet lbmethod=byrequests maxattempts=$((n - 1))"
+  echo "</Proxy>"
+  echo "ProxyPass /rubbos/ balancer://app/rubbos/"
+}
+
 # web_config THREADS: Apache's pools. One child process holds every thread
 # (ThreadsPerChild = MaxRequestWorkers), so that mod_proxy's per-process
 # connection pool (max=) is the whole web tier's; ServerLimit leaves room
@@ -60,7 +86,7 @@ MinSpareThreads 1
 MaxSpareThreads $((threads + 1))
 MaxConnectionsPerChild 0
 ProxyPass /rubbos/static/ !
-ProxyPass /rubbos/ http://127.0.0.1:$APP_PORT/rubbos/ max=$threads timeout=60 keepalive=On
+$(web_proxy "$threads")
 CONF
 }
 
@@ -68,7 +94,7 @@ bboard_web_start() {
   mkdir -p "$TB/www/rubbos/static"
   cp "$REPO/testbed/static/"* "$TB/www/rubbos/static/"
   chmod -R a+rX "$TB/www"
-  web_conf proxy_http "DocumentRoot \"$TB/www\"
+  web_conf "proxy_http proxy_balancer lbmethod_byrequests slotmem_shm" "DocumentRoot \"$TB/www\"
 <Directory />
   Require all granted
 </Directory>"
