@@ -334,6 +334,12 @@ func TestLiveTestbed(t *testing.T) {
 
 	var measured critical
 	var recommended string
+	// Issue 40's target: init on the running stack writes the hand-written
+	// file's shape, so the find-critical below is init's answer too.
+	t.Run("init writes the hand-written deployment and doctor passes it", func(t *testing.T) {
+		initAgreesWithHandWritten(t, deployment)
+	})
+
 	t.Run("find-critical names the capped tier", func(t *testing.T) {
 		setCaps(t, appCritical)
 		measured = findCritical(t, "--runner", "live", "-f", deployment, "--journal", journalA)

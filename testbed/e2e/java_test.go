@@ -47,6 +47,10 @@ func TestLiveJavaStack(t *testing.T) {
 	deployment := filepath.Join("testbed", "deployment-java.yaml")
 	journal := filepath.Join(dir, "java.jsonl")
 
+	t.Run("init writes the hand-written deployment and doctor passes it", func(t *testing.T) {
+		initAgreesWithHandWritten(t, deployment)
+	})
+
 	t.Run("find-critical names the capped JVM", func(t *testing.T) {
 		var doc struct {
 			Critical critical `json:"critical"`
