@@ -488,7 +488,8 @@ cmd_up() {
   local caps="$STACK_CAPS"
   [ $# -gt 0 ] && caps="$*"
   mkdir -p "$RUN" "$LOGS"
-  if status_ok && [ "$(running_stack)" = "$STACK" ]; then
+  # A stack may say its running servers are not what up asks for (stack_up_to_date).
+  if status_ok && [ "$(running_stack)" = "$STACK" ] && { ! declare -F stack_up_to_date >/dev/null || stack_up_to_date; }; then
     cg_detect
     apply_caps $caps
     log "already up ($STACK stack); caps $caps"

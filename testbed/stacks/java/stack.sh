@@ -8,6 +8,19 @@
 #   SOFTALLOC_TESTBED_APPLY       how apply resizes Tomcat's and HikariCP's pools:
 #                                 runtime (default: the admin endpoint calls their
 #                                 setters, the JVM stays warm) or restart (a new JVM)
+#   SOFTALLOC_TESTBED_JAVA_THREADS  platform (default: Tomcat's thread pool on the
+#                                 java of PATH, OpenJDK 17) or virtual (Tomcat's
+#                                 connector on virtual threads, on Temurin 25, with
+#                                 the app's concurrency limit in place of the pool:
+#                                 apply's second number is then the limit's permits,
+#                                 0 for none). Given to apply too (deployment-java-
+#                                 vthreads.yaml's hook does), it must be the variant up ran.
+#   SOFTALLOC_TESTBED_JAVA_HOME   the JDK of the virtual variant (default
+#                                 /usr/lib/jvm/temurin-25-jdk-amd64)
+#   SOFTALLOC_TESTBED_JAVA_LIMIT_WAIT    how long a page waits for a permit before
+#                                 a 503 (default 2s)
+#   SOFTALLOC_TESTBED_JAVA_CONN_TIMEOUT  HikariCP's connectionTimeout (default 30s,
+#                                 HikariCP's own)
 
 # shellcheck source=../bboard.sh
 . "$REPO/testbed/stacks/bboard.sh"
@@ -28,6 +41,7 @@ DEFAULT_ACCEPT=100
 # first build on a machine fetches the dependencies (java-deps) and says so.
 stack_build() {
   echo "-Xmx${SOFTALLOC_TESTBED_JAVA_HEAP:-256m} ${SOFTALLOC_TESTBED_JAVA_OPTS:-}" >"$RUN/java-opts"
+  java_variant_setup
   local pom=$REPO/testbed/java
   if ! mvn -B -q -o -f "$pom/pom.xml" package >>"$LOGS/mvn.log" 2>&1; then
     log "the offline Maven build failed (dependencies not cached yet?); fetching them from Maven Central once"
@@ -48,32 +62,77 @@ java_deps() {
 
 app_metrics_port() { echo $ADMIN_PORT; }
 
+# java_variant_setup: run/java-threads (platform or virtual), run/java-bin (the
+# java that runs the app) and run/java-flags (the app's flags of the variant),
+# kept for applies and restarts. The virtual variant's JDK is found at
+# SOFTALLOC_TESTBED_JAVA_HOME, by default where this kind of machine has
+# Temurin 25; without it up fails with one line.
+java_variant_setup() {
+  local v=${SOFTALLOC_TESTBED_JAVA_THREADS:-platform} home bin
+  case $v in
+    platform) bin=java ;;
+    virtual)
+      home=${SOFTALLOC_TESTBED_JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
+      bin=$home/bin/java
+      [ -x "$bin" ] || die "SOFTALLOC_TESTBED_JAVA_THREADS=virtual: no JDK at $home (want Temurin 25 there, or SOFTALLOC_TESTBED_JAVA_HOME=a JDK 21 or later)"
+      ;;
+    *) die "SOFTALLOC_TESTBED_JAVA_THREADS=$v: want platform or virtual" ;;
+  esac
+  echo "$v" >"$RUN/java-threads"
+  echo "$bin" >"$RUN/java-bin"
+  echo "-virtual-threads $([ "$v" = virtual ] && echo true || echo false) -limit-wait ${SOFTALLOC_TESTBED_JAVA_LIMIT_WAIT:-2s} -connection-timeout ${SOFTALLOC_TESTBED_JAVA_CONN_TIMEOUT:-30s}" >"$RUN/java-flags"
+}
+
+java_threads() { cat "$RUN/java-threads" 2>/dev/null || echo platform; }
+
+# stack_up_to_date: up leaves a running Java stack alone only when it runs
+# the variant asked for.
+stack_up_to_date() { [ "$(java_threads)" = "${SOFTALLOC_TESTBED_JAVA_THREADS:-platform}" ]; }
+
 # app_start THREADS CONNECTIONS [ACCEPT_COUNT]: embedded Tomcat in a JVM with
 # a small heap (the heap and any extra flags are those of `up`, kept in
 # run/java-opts). A JVM under a 0.2-core cap takes seconds to load its
 # classes: it gets 120 s.
+# With virtual threads THREADS is the concurrency limit's permits (0: none).
 app_start() {
-  local threads=$1 conns=$2 accept=${3:-$DEFAULT_ACCEPT} opts
+  local threads=$1 conns=$2 accept=${3:-$DEFAULT_ACCEPT} opts flags bin pool
   opts=$(cat "$RUN/java-opts")
+  flags=$(cat "$RUN/java-flags" 2>/dev/null || echo "-virtual-threads false")
+  bin=$(cat "$RUN/java-bin" 2>/dev/null || echo java)
+  if [ "$(java_threads)" = virtual ]; then
+    pool="-limit $threads"
+  else
+    pool="-threads $threads"
+  fi
   # shellcheck disable=SC2086 # the options are words
-  start app app java $opts -jar "$TB/bin/bboard.jar" -listen 127.0.0.1:$APP_PORT -admin 127.0.0.1:$ADMIN_PORT \
+  start app app "$bin" $opts -jar "$TB/bin/bboard.jar" -listen 127.0.0.1:$APP_PORT -admin 127.0.0.1:$ADMIN_PORT \
     -jdbc-url "jdbc:mariadb://127.0.0.1:$DB_PORT/rubbos" -user rubbos -password rubbos \
-    -threads "$threads" -connections "$conns" -accept-count "$accept" -query-delay "$QUERY_DELAY"
+    $pool -connections "$conns" -accept-count "$accept" -query-delay "$QUERY_DELAY" $flags
   echo "$accept" >"$RUN/accept"
   wait_for "the app (a JVM)" 120 app_up
 }
 
 stack_status() {
   echo "  pools (web threads, app threads, app connections): $(cat "$RUN/pools" 2>/dev/null || echo '?')"
-  echo "  java stack: JVM $(cat "$RUN/java-opts" 2>/dev/null), Tomcat acceptCount $(cat "$RUN/accept" 2>/dev/null || echo '?'), metrics and admin http://127.0.0.1:$ADMIN_PORT"
+  echo "  java stack: $(java_threads) threads on $(cat "$RUN/java-bin" 2>/dev/null || echo java), JVM $(cat "$RUN/java-opts" 2>/dev/null), Tomcat acceptCount $(cat "$RUN/accept" 2>/dev/null || echo '?'), metrics and admin http://127.0.0.1:$ADMIN_PORT"
 }
 
 # stack_apply WEB_THREADS APP_THREADS APP_CONNECTIONS [ACCEPT_COUNT]
+# (virtual threads: WEB_THREADS APP_PERMITS APP_CONNECTIONS [ACCEPT_COUNT])
 stack_apply() {
   [ $# -eq 3 ] || [ $# -eq 4 ] || die "apply: want WEB_THREADS APP_THREADS APP_CONNECTIONS [ACCEPT_COUNT]"
   local w=$1 t=$2 c=$3 a=${4:-$DEFAULT_ACCEPT} mode=${SOFTALLOC_TESTBED_APPLY:-runtime} old
-  bboard_apply_check "$w" "$t" "$c" "$a"
   status_ok || die "apply: the testbed is not up (run testbed.sh up)"
+  if [ -n "${SOFTALLOC_TESTBED_JAVA_THREADS:-}" ] && [ "$SOFTALLOC_TESTBED_JAVA_THREADS" != "$(java_threads)" ]; then
+    die "apply: the hook is for $SOFTALLOC_TESTBED_JAVA_THREADS threads, and the Java stack up runs $(java_threads) threads (SOFTALLOC_TESTBED_JAVA_THREADS=$SOFTALLOC_TESTBED_JAVA_THREADS STACK=java testbed.sh up)"
+  fi
+  if [ "$(java_threads)" = virtual ]; then
+    # Permits: 0 is no limit, and the web tier's threads bound them anyway.
+    [[ $t =~ ^[0-9]+$ ]] && ((t <= 100000)) || die "apply: app permits $t: want 0 (no limit)..100000"
+    bboard_apply_check "$w" 1 "$c" "$a"
+  else
+    bboard_apply_check "$w" "$t" "$c" "$a"
+  fi
   cg_detect
   old=$(cat "$RUN/pools")
   if [ "$old" = "$w $t $c" ] && [ "$(cat "$RUN/accept")" = "$a" ]; then
@@ -99,15 +158,17 @@ stack_apply() {
 }
 
 # java_resize THREADS CONNECTIONS: POST to the app's admin endpoint, which sets
-# Tomcat's maxThreads and HikariCP's maximumPoolSize and answers once HikariCP
-# holds exactly that many connections.
+# Tomcat's maxThreads (with virtual threads: the concurrency limit's permits)
+# and HikariCP's maximumPoolSize and answers once HikariCP holds exactly that
+# many connections.
 java_resize() {
-  local out
+  local out key=threads
+  [ "$(java_threads)" = virtual ] && key=limit
   out=$(timeout 60 bash -c '
     exec 3<>/dev/tcp/127.0.0.1/'"$ADMIN_PORT"' || exit 1
-    printf "POST /admin/pools?threads=%s&connections=%s HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n" "'"$1"'" "'"$2"'" >&3
+    printf "POST /admin/pools?%s=%s&connections=%s HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n" "'"$key"'" "'"$1"'" "'"$2"'" >&3
     cat <&3' 2>&1) || die "apply: the Java app's admin endpoint (127.0.0.1:$ADMIN_PORT) did not answer within 60 s"
   if ! printf '%s\n' "$out" | head -1 | grep -q ' 200 '; then
-    die "apply: resizing the Java app's pools to $1 threads, $2 connections failed: $(printf '%s\n' "$out" | tail -1)"
+    die "apply: resizing the Java app's pools to $1 $key, $2 connections failed: $(printf '%s\n' "$out" | tail -1)"
   fi
 }

@@ -13,6 +13,13 @@ final class Args {
   int connections = 10;
   int acceptCount = 100;
   long queryDelayNanos;
+  // Tomcat's connector on virtual threads (Java 21 and later): maxThreads then bounds nothing.
+  boolean virtualThreads;
+  // The concurrency limit's permits (0: none) and how long a page waits for one before a 503.
+  int limit;
+  long limitWaitNanos = 2_000_000_000L;
+  // HikariCP's connectionTimeout: its default, 30 s, unless set.
+  long connectionTimeoutNanos = 30_000_000_000L;
 
   /** Bad is a flag with a bad value: one line naming it and what was expected. */
   static final class Bad extends Exception {
@@ -23,7 +30,8 @@ final class Args {
 
   static final String USAGE =
       "usage: bboard [-listen HOST:PORT] [-admin HOST:PORT] [-jdbc-url URL] [-user U] [-password P]"
-          + " [-threads N] [-connections N] [-accept-count N] [-query-delay DURATION]";
+          + " [-threads N] [-connections N] [-accept-count N] [-query-delay DURATION]"
+          + " [-virtual-threads true|false] [-limit N] [-limit-wait DURATION] [-connection-timeout DURATION]";
 
   static Args parse(String[] argv) throws Bad {
     Args a = new Args();
@@ -56,10 +64,27 @@ final class Args {
         case "-connections" -> a.connections = count(flag, val, 1);
         case "-accept-count" -> a.acceptCount = count(flag, val, 0);
         case "-query-delay" -> a.queryDelayNanos = duration(flag, val);
+        case "-virtual-threads" -> a.virtualThreads = bool(flag, val);
+        case "-limit" -> a.limit = count(flag, val, 0);
+        case "-limit-wait" -> a.limitWaitNanos = duration(flag, val);
+        case "-connection-timeout" -> {
+          a.connectionTimeoutNanos = duration(flag, val);
+          if (a.connectionTimeoutNanos < 250_000_000L) {
+            throw new Bad(flag + " " + val + ": want at least 250ms (HikariCP's minimum)");
+          }
+        }
         default -> throw new Bad("unknown flag " + argv[i] + "; " + USAGE);
       }
     }
     return a;
+  }
+
+  static boolean bool(String flag, String v) throws Bad {
+    return switch (v) {
+      case "true" -> true;
+      case "false" -> false;
+      default -> throw new Bad(flag + " " + v + ": want true or false");
+    };
   }
 
   static String host(String flag, String v) throws Bad {

@@ -65,6 +65,14 @@ public final class Main {
     new JvmGcMetrics().bindTo(registry);
     new JvmThreadMetrics().bindTo(registry);
     new ProcessorMetrics().bindTo(registry);
+    if (a.virtualThreads) {
+      if (Runtime.version().feature() < 21) {
+        throw new Args.Bad(
+            "-virtual-threads true: this JVM is Java " + Runtime.version().feature()
+                + "; virtual threads need Java 21 or later (the testbed runs them on Temurin 25)");
+      }
+      bindVirtualThreadMetrics(registry);
+    }
 
     HikariConfig hc = new HikariConfig();
     hc.setPoolName("bboard");
@@ -75,6 +83,7 @@ public final class Main {
     hc.setMinimumIdle(a.connections); // HikariCP's default: a fixed-size pool
     hc.setRegisterMbeans(true); // HikariConfigMXBean, for those who resize it over JMX
     hc.setMetricsTrackerFactory(new MicrometerMetricsTrackerFactory(registry));
+    hc.setConnectionTimeout(a.connectionTimeoutNanos / 1_000_000);
     // Fail at start, with the driver's message, when the database is not there.
     hc.setInitializationFailTimeout(10_000);
     HikariDataSource ds;
@@ -92,6 +101,12 @@ public final class Main {
     connector.setProperty("maxThreads", Integer.toString(a.threads));
     connector.setProperty("minSpareThreads", Integer.toString(Math.min(MIN_SPARE, a.threads)));
     connector.setProperty("acceptCount", Integer.toString(a.acceptCount));
+    if (a.virtualThreads) {
+      // The connector's own property rather than a StandardVirtualThreadExecutor: one setting, the
+      // connector's internal executor (Tomcat's VirtualThreadExecutor, a virtual thread a request),
+      // and nothing to share between connectors here. maxThreads and minSpareThreads are ignored.
+      connector.setProperty("useVirtualThreads", "true");
+    }
     tomcat.setConnector(connector);
     Context ctx = tomcat.addContext("/rubbos", null);
     Metrics metrics = new Metrics(registry);
@@ -100,6 +115,18 @@ public final class Main {
     for (String name : Pages.NAMES) {
       ctx.addServletMappingDecoded("/" + name, "pages");
     }
+    // The concurrency limit guards the pages, not /health: a probe must not take a permit.
+    Limit limit = new Limit(a.limit, a.limitWaitNanos, registry);
+    org.apache.tomcat.util.descriptor.web.FilterDef fd = new org.apache.tomcat.util.descriptor.web.FilterDef();
+    fd.setFilterName("limit");
+    fd.setFilter(limit);
+    ctx.addFilterDef(fd);
+    org.apache.tomcat.util.descriptor.web.FilterMap fm = new org.apache.tomcat.util.descriptor.web.FilterMap();
+    fm.setFilterName("limit");
+    for (String name : Pages.NAMES) {
+      fm.addURLPatternDecoded("/" + name);
+    }
+    ctx.addFilterMap(fm);
     ctx.addServletMappingDecoded("/health", "pages");
     tomcat.start();
     if (connector.getState() != LifecycleState.STARTED) {
@@ -110,7 +137,7 @@ public final class Main {
     // Tomcat's MBeans exist once it runs: busy and max threads of its pool.
     new TomcatMetrics(null, List.of()).bindTo(registry);
 
-    Pools pools = new Pools(connector, ds);
+    Pools pools = new Pools(connector, ds, limit, a.virtualThreads);
     HttpServer admin;
     try {
       admin = HttpServer.create(new InetSocketAddress(a.adminHost, a.adminPort), 50);
@@ -124,8 +151,9 @@ public final class Main {
     admin.start();
 
     System.err.printf(
-        "bboard: serving on %s:%d (%d threads, %d connections, acceptCount %d, query delay %.1f ms); metrics and admin on %s:%d%n",
-        a.host, a.port, a.threads, a.connections, a.acceptCount, a.queryDelayNanos / 1e6, a.adminHost, a.adminPort);
+        "bboard: serving on %s:%d (%s, %d connections, acceptCount %d, limit %d, query delay %.1f ms) on Java %d; metrics and admin on %s:%d%n",
+        a.host, a.port, a.virtualThreads ? "virtual threads" : a.threads + " threads", a.connections, a.acceptCount,
+        a.limit, a.queryDelayNanos / 1e6, Runtime.version().feature(), a.adminHost, a.adminPort);
     Runtime.getRuntime()
         .addShutdownHook(
             new Thread(
@@ -139,6 +167,19 @@ public final class Main {
                   ds.close();
                 }));
     tomcat.getServer().await();
+  }
+
+  /**
+   * bindVirtualThreadMetrics binds micrometer-java21's VirtualThreadMetrics (jvm.threads.virtual.*:
+   * pinned, submit.failed from JFR, and live, pool size, parallelism from the JDK 24+ scheduler
+   * MXBean) by reflection: its classes are Java 21's, and the jar is compiled for 17.
+   */
+  static void bindVirtualThreadMetrics(PrometheusMeterRegistry registry) throws Exception {
+    Object binder =
+        Class.forName("io.micrometer.java21.instrument.binder.jdk.VirtualThreadMetrics")
+            .getConstructor()
+            .newInstance();
+    ((io.micrometer.core.instrument.binder.MeterBinder) binder).bindTo(registry);
   }
 
   static String rootMessage(Throwable e) {
@@ -167,18 +208,27 @@ public final class Main {
   static final class Pools {
     final Connector connector;
     final HikariDataSource ds;
+    final Limit limit;
+    final boolean virtualThreads;
 
-    Pools(Connector connector, HikariDataSource ds) {
+    Pools(Connector connector, HikariDataSource ds, Limit limit, boolean virtualThreads) {
       this.connector = connector;
       this.ds = ds;
+      this.limit = limit;
+      this.virtualThreads = virtualThreads;
     }
 
     void handle(HttpExchange ex) throws IOException {
       try {
         if (ex.getRequestMethod().equals("POST")) {
           Map<String, String> q = query(ex.getRequestURI());
-          int threads = positive(q, "threads");
+          // threads= (Tomcat's maxThreads) and limit= (the permits, 0: none) each when given.
+          int threads = q.containsKey("threads") ? positive(q, "threads") : 0;
+          int lim = q.containsKey("limit") ? atLeastZero(q, "limit") : -1;
           int conns = positive(q, "connections");
+          if (lim >= 0) {
+            limit.resize(lim);
+          }
           String err = resize(threads, conns, Duration.ofSeconds(20));
           if (err != null) {
             reply(ex, 504, "text/plain; charset=utf-8", err + "\n");
@@ -200,7 +250,9 @@ public final class Main {
       AbstractProtocol<?> p = (AbstractProtocol<?>) connector.getProtocolHandler();
       HikariPoolMXBean pool = ds.getHikariPoolMXBean();
       return String.format(
-          "{\"threads\":%d,\"acceptCount\":%d,\"connections\":%d,\"totalConnections\":%d,\"idleConnections\":%d}%n",
+          "{\"virtualThreads\":%b,\"limit\":%d,\"threads\":%d,\"acceptCount\":%d,\"connections\":%d,\"totalConnections\":%d,\"idleConnections\":%d}%n",
+          virtualThreads,
+          limit.limit(),
           p.getMaxThreads(),
           p.getAcceptCount(),
           ds.getHikariConfigMXBean().getMaximumPoolSize(),
@@ -213,7 +265,9 @@ public final class Main {
       AbstractProtocol<?> p = (AbstractProtocol<?>) connector.getProtocolHandler();
       int spare = Math.min(MIN_SPARE, threads);
       // A ThreadPoolExecutor refuses a maximum below its core size: shrink the core first.
-      if (threads < p.getMaxThreads()) {
+      if (threads == 0) {
+        // not given: the thread pool stays (with virtual threads there is none)
+      } else if (threads < p.getMaxThreads()) {
         p.setMinSpareThreads(spare);
         p.setMaxThreads(threads);
       } else {
@@ -250,7 +304,8 @@ public final class Main {
           return "interrupted";
         }
       }
-      System.err.printf("bboard: pools resized: %d threads, %d connections%n", threads, conns);
+      System.err.printf(
+          "bboard: pools resized: %d threads, limit %d, %d connections%n", threads, limit.limit(), conns);
       return null;
     }
 
@@ -287,6 +342,19 @@ public final class Main {
         }
       }
       return m;
+    }
+
+    static int atLeastZero(Map<String, String> q, String key) {
+      String v = q.get(key);
+      try {
+        int n = Integer.parseInt(v);
+        if (n >= 0) {
+          return n;
+        }
+      } catch (NumberFormatException e) {
+        // reported below
+      }
+      throw new IllegalArgumentException(key + "=" + v + ": want an integer >= 0 (0: no limit)");
     }
 
     static int positive(Map<String, String> q, String key) {
