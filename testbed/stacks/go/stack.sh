@@ -113,19 +113,28 @@ stack_status() {
 
 # stack_apply WEB_THREADS APP_THREADS APP_CONNECTIONS: each replica in turn
 # a new process with the app's pools (the app first, so that Apache's
-# restart opens fresh connections to it), then Apache's.
+# restart opens fresh connections to it), then Apache's. With the web
+# threads unchanged Apache's restart is graceful, so that a hook applying
+# the app's pools under load (softalloc watch) drops no request at the web
+# tier; the balancer sends a restarting replica's requests to the others.
 stack_apply() {
   [ $# -eq 3 ] || [ $# -eq 4 ] || die "apply: want WEB_THREADS APP_THREADS APP_CONNECTIONS [ACCEPT_COUNT]"
-  local w=$1 t=$2 c=$3 i
+  local w=$1 t=$2 c=$3 i old
   bboard_apply_check "$w" "$t" "$c" "${4:-0}"
   status_ok || die "apply: the testbed is not up (run testbed.sh up)"
   cg_detect
-  [ "$(cat "$RUN/pools")" = "$w $t $c" ] && return 0
+  old=$(cat "$RUN/pools")
+  [ "$old" = "$w $t $c" ] && return 0
   for ((i = 1; i <= $(app_replicas); i++)); do
     stop_pid "$(replica_name "$i")"
     replica_start "$i" "$t" "$c"
   done
-  bboard_web_apply "$w"
+  if [ "${old%% *}" = "$w" ]; then
+    web_config "$w"
+    web_restart graceful
+  else
+    bboard_web_apply "$w"
+  fi
   echo "$w $t $c" >"$RUN/pools"
   log "applied $w-$t-$c"
 }
