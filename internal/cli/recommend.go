@@ -304,6 +304,7 @@ type recommendOptions struct {
 	withRange bool
 	report    reportFlag
 	ramp      bool
+	perCount  bool
 	// childRSS is --child-rss, MiB (0: not given).
 	childRSS mebibytesValue
 }
@@ -347,7 +348,8 @@ least their reserved size; the table shows the formula's minimum beside them.`,
   softalloc recommend --topology 1/2/1/2 --range
   softalloc recommend -f deployment.yaml --runner replay --campaign recorded.jsonl
   softalloc recommend --topology 1/2/1/2 --range --report report.html
-  softalloc recommend --topology 1/2/1/2 --ramp`,
+  softalloc recommend --topology 1/2/1/2 --ramp
+  softalloc recommend -f autoscaled.yaml --per-count --seed 1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -370,6 +372,7 @@ least their reserved size; the table shows the formula's minimum beside them.`,
 	cmd.Flags().Var(&o.childRSS, "child-rss", "a php-fpm child's mean resident memory (48MiB, 43008KiB; a bare number is MiB): the pool file then says the memory the recommended children need (ps -o rss= -C php-fpm8.2 prints KiB)")
 	o.report.register(cmd)
 	cmd.Flags().BoolVar(&o.ramp, "ramp", false, rampHelp)
+	cmd.Flags().BoolVar(&o.perCount, "per-count", false, perCountHelp)
 	return cmd
 }
 
@@ -385,6 +388,9 @@ func runRecommend(o *recommendOptions) error {
 	if o.ramp && (o.report.path != "" || o.withRange) {
 		return usagef("--ramp with --report or --range: those draw and extend a staircase's trials; leave out one")
 	}
+	if err := o.checkPerCount(formats); err != nil {
+		return err
+	}
 	if o.childRSS != 0 {
 		// Refused before the journal opens (setup reports the deployment's own errors).
 		if d, _, err := o.deployment.resolve(); err == nil {
@@ -394,12 +400,18 @@ func runRecommend(o *recommendOptions) error {
 		}
 	}
 	o.sizing = "recommend"
+	if o.perCount {
+		o.preflight = perCountPreflight
+	}
 	cp, err := o.setup()
 	if err != nil {
 		return err
 	}
 	if o.ramp {
 		return runRecommendRamp(ctx, o, cp, formats)
+	}
+	if o.perCount {
+		return runRecommendPerCount(ctx, o, cp)
 	}
 	d := cp.deployment
 	rec, err := algorithms.Recommend(ctx, cp.x, d, cp.start, cp.opts)
