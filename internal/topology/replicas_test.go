@@ -1,19 +1,16 @@
 package topology
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/schematest"
 )
 
 func TestReplicaRangesInTheDeploymentFile(t *testing.T) {
@@ -113,7 +110,7 @@ func TestReplicaRangeErrors(t *testing.T) {
 		{"pgbouncer names elsewhere", "{name: app, role: app, replicas: 1, pools: {default_pool_size: 5}}, " + db,
 			`tiers[0] ("app"): pools: unknown pool "default_pool_size"; want threads, connections or children`, true},
 	}
-	s := compileSchema(t)
+	s := schematest.Deployment(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			doc := "name: x\ntiers: [" + tt.tiers + "]\n"
@@ -124,7 +121,7 @@ func TestReplicaRangeErrors(t *testing.T) {
 			var te *Error
 			require.True(t, errors.As(err, &te))
 			if tt.schemaToo {
-				assert.Error(t, schemaValidate(t, s, []byte(doc)), "the schema takes it")
+				assert.Error(t, schematest.Validate(t, s, []byte(doc)), "the schema takes it")
 			}
 		})
 	}
@@ -132,36 +129,12 @@ func TestReplicaRangeErrors(t *testing.T) {
 
 // The samples are valid for the schema as for the parser.
 func TestReplicaSamplesMatchTheSchema(t *testing.T) {
-	s := compileSchema(t)
+	s := schematest.Deployment(t)
 	for _, f := range []string{"autoscaled.yaml", "pooled.yaml"} {
 		b, err := os.ReadFile(filepath.Join(samples, f))
 		require.NoError(t, err)
-		assert.NoError(t, schemaValidate(t, s, b), f)
+		assert.NoError(t, schematest.Validate(t, s, b), f)
 	}
-}
-
-func compileSchema(t *testing.T) *jsonschema.Schema {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "deployment.schema.json"))
-	require.NoError(t, err)
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-	require.NoError(t, err)
-	c := jsonschema.NewCompiler()
-	require.NoError(t, c.AddResource("deployment.schema.json", doc))
-	s, err := c.Compile("deployment.schema.json")
-	require.NoError(t, err)
-	return s
-}
-
-func schemaValidate(t *testing.T, s *jsonschema.Schema, data []byte) error {
-	t.Helper()
-	var v any
-	require.NoError(t, yaml.Unmarshal(data, &v))
-	j, err := json.Marshal(v)
-	require.NoError(t, err)
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(j))
-	require.NoError(t, err)
-	return s.Validate(inst)
 }
 
 // FuzzParseReplicas: a count or a range reads back as itself, and what is

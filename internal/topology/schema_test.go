@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/schematest"
 )
 
 // The deployment file's schema (docs/deployment.schema.json) has the keys
@@ -24,7 +25,7 @@ import (
 // names and limits are the parser's. It fails when a key is added to one
 // side only (the live runner's section is checked in internal/runner/live).
 func TestSchemaHasTheDeploymentKeys(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "deployment.schema.json"))
+	b, err := os.ReadFile(schematest.Path(t))
 	require.NoError(t, err)
 	var s struct {
 		Properties           map[string]any

@@ -1,7 +1,6 @@
 package live
 
 import (
-	"bytes"
 	"encoding/json"
 	"go/ast"
 	goparser "go/parser"
@@ -17,54 +16,25 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/softalloc/softalloc/internal/schematest"
 	"github.com/softalloc/softalloc/internal/topology"
 )
 
 // The deployment file's schema (docs/deployment.schema.json) is what
 // editors check a file against: it must say what the parsers say.
-var (
-	repoRoot   = filepath.Join("..", "..", "..")
-	schemaPath = filepath.Join(repoRoot, "docs", "deployment.schema.json")
-)
+var repoRoot = filepath.Join("..", "..", "..")
 
 func loadSchemaJSON(t *testing.T) map[string]any {
 	t.Helper()
-	b, err := os.ReadFile(schemaPath)
+	b, err := os.ReadFile(schematest.Path(t))
 	require.NoError(t, err)
 	var s map[string]any
 	require.NoError(t, json.Unmarshal(b, &s))
 	return s
-}
-
-func compileSchema(t *testing.T) *jsonschema.Schema {
-	t.Helper()
-	b, err := os.ReadFile(schemaPath)
-	require.NoError(t, err)
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-	require.NoError(t, err)
-	c := jsonschema.NewCompiler()
-	require.NoError(t, c.AddResource("deployment.schema.json", doc))
-	s, err := c.Compile("deployment.schema.json")
-	require.NoError(t, err)
-	return s
-}
-
-// schemaValidate checks a YAML (or JSON) document as an editor would: the
-// YAML's values as JSON.
-func schemaValidate(t *testing.T, s *jsonschema.Schema, data []byte) error {
-	t.Helper()
-	var v any
-	require.NoError(t, yaml.Unmarshal(data, &v))
-	j, err := json.Marshal(v)
-	require.NoError(t, err)
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(j))
-	require.NoError(t, err)
-	return s.Validate(inst)
 }
 
 // parse is what softalloc says of a deployment file: the topology's parser,
@@ -131,14 +101,14 @@ func deploymentFiles(t *testing.T) []string {
 // Every deployment file in the repository gets the schema's verdict that
 // softalloc gives it: the testbed's, the examples', the test data's.
 func TestRepositoryDeploymentFilesMatchTheSchema(t *testing.T) {
-	s := compileSchema(t)
+	s := schematest.Deployment(t)
 	files := deploymentFiles(t)
 	require.GreaterOrEqual(t, len(files), 4, "the testbed's and testdata's deployment files: %v", files)
 	t.Logf("%d deployment files: %v", len(files), files)
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		require.NoError(t, err)
-		perr, serr := parse(b, f), schemaValidate(t, s, b)
+		perr, serr := parse(b, f), schematest.Validate(t, s, b)
 		assert.Equal(t, perr == nil, serr == nil, "%s: softalloc says %v; the schema says %v", f, perr, serr)
 		if !slices.Contains(strings.Split(filepath.ToSlash(f), "/"), "testdata") {
 			// The testbed's and the examples' files are meant to be valid.
@@ -149,18 +119,18 @@ func TestRepositoryDeploymentFilesMatchTheSchema(t *testing.T) {
 
 // A few mistakes users make: the schema refuses each, as softalloc does.
 func TestSchemaRefusesWhatSoftallocRefuses(t *testing.T) {
-	s := compileSchema(t)
+	s := schematest.Deployment(t)
 	const tiers = "name: x\ntiers:\n  - {name: web, role: web, replicas: 1, pools: {threads: 100}}\n  - {name: db, role: db, replicas: 1}\n"
 	const live = tiers + "runner:\n  name: live\n  prometheus: http://127.0.0.1:9090\n"
 	valid := live + "  rampUp: 3s\n  runtime: 0.5\n  tiers:\n    web:\n      presets: [apache]\n      servers: [{instance: \"h:9117\"}]\n      queries:\n        pools: {threads: {fullShare: x}}\n        resources: {disk: y}\n"
 	require.NoError(t, parse([]byte(valid), "valid.yaml"))
-	require.NoError(t, schemaValidate(t, s, []byte(valid)), "the valid file")
+	require.NoError(t, schematest.Validate(t, s, []byte(valid)), "the valid file")
 	for _, extra := range []string{
 		"  warmUp: 30s\n", "  warmUp: settle\n", "  warmUp: {settle: true, max: 3m, interval: 5s, within: 0.05, users: 10}\n",
 		"  warmUp: {duration: 30s}\n", "  fingerprint: [git, rev-parse, HEAD]\n", "  fingerprint: {files: [app/], command: [git, describe]}\n",
 	} {
 		assert.NoError(t, parse([]byte(live+extra), "valid.yaml"), extra)
-		assert.NoError(t, schemaValidate(t, s, []byte(live+extra)), extra)
+		assert.NoError(t, schematest.Validate(t, s, []byte(live+extra)), extra)
 	}
 	for name, doc := range map[string]string{
 		"unknown top key":    tiers + "tier: []\n",
@@ -190,7 +160,7 @@ func TestSchemaRefusesWhatSoftallocRefuses(t *testing.T) {
 		"php-fpm sized as threads": "name: x\ntiers:\n  - {name: php, role: app, replicas: 1, software: php-fpm, pools: {threads: 4}}\n" +
 			"  - {name: db, role: db, replicas: 1}\n",
 	} {
-		assert.Error(t, schemaValidate(t, s, []byte(doc)), "%s: the schema takes it", name)
+		assert.Error(t, schematest.Validate(t, s, []byte(doc)), "%s: the schema takes it", name)
 		// "unknown runner" is refused when the runner is built.
 		if name != "unknown runner" {
 			assert.Error(t, parse([]byte(doc), name), "%s: softalloc takes it", name)
@@ -373,7 +343,7 @@ func resolveRef(t *testing.T, defs map[string]any, s map[string]any) map[string]
 // The deployment files of docs/deployment.md are valid, to softalloc and to
 // the schema: a runner section alone gets a tier in front of it.
 func TestDeploymentDocExamplesAreValid(t *testing.T) {
-	s := compileSchema(t)
+	s := schematest.Deployment(t)
 	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "deployment.md"))
 	require.NoError(t, err)
 	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(doc), -1)
@@ -389,7 +359,7 @@ func TestDeploymentDocExamplesAreValid(t *testing.T) {
 		}
 		n++
 		assert.NoError(t, parse([]byte(text), "docs/deployment.md"), text)
-		assert.NoError(t, schemaValidate(t, s, []byte(text)), text)
+		assert.NoError(t, schematest.Validate(t, s, []byte(text)), text)
 	}
 	assert.GreaterOrEqual(t, n, 4, "the tiers' examples and the runner sections' are checked")
 }
