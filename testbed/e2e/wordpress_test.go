@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -135,6 +137,31 @@ func TestLiveWordPressStack(t *testing.T) {
 		assert.NotContains(t, string(pool), "5000")
 	})
 
+	t.Run("up on a taken port fails with one line naming it, and the running stack is untouched", func(t *testing.T) {
+		offset, ln := takenStackPort(t)
+		defer ln.Close()
+		pools := filepath.Join(testbedDir(), "run", "pools")
+		before, err := os.ReadFile(pools)
+		require.NoError(t, err)
+		// A second testbed beside this one, with its own state and cgroups:
+		// its up stops at the port and its cleanup touches nothing of ours.
+		up := exec.Command(tb, "up")
+		up.Env = append(os.Environ(), "STACK=wordpress", fmt.Sprintf("SOFTALLOC_TESTBED_PORT_OFFSET=%d", offset),
+			"SOFTALLOC_TESTBED_DIR="+t.TempDir(), "SOFTALLOC_TESTBED_CGROUP=softalloc-e2e-port-taken")
+		msg := strings.TrimSpace(fails(t, up))
+		port := wordpressStatusPort + offset
+		lines := strings.Split(msg, "\n")
+		assert.Equal(t, fmt.Sprintf("testbed: port %d on 127.0.0.1 is taken by another program", port), lines[0])
+		assert.Len(t, lines, 2, "the port's line and the cleanup's: %q", msg)
+		after, err := os.ReadFile(pools)
+		require.NoError(t, err)
+		assert.Equal(t, string(before), string(after))
+		resp, err := http.Get("http://127.0.0.1:18080/")
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode, "the running stack still serves WordPress")
+	})
+
 	t.Run("every preset query of the wordpress deployment gives a number", func(t *testing.T) {
 		// A page every 200 ms, so that the rates and Little's law have
 		// requests to divide by.
@@ -178,4 +205,36 @@ func shellBlocks(t *testing.T, path string) []string {
 	}
 	require.NoError(t, sc.Err())
 	return blocks
+}
+
+// wordpressStatusPort is php-fpm's status listener at offset 0, a port only
+// the wordpress stack has; wordpressPorts are all of its ports there.
+const wordpressStatusPort = 18083
+
+var wordpressPorts = []int{18080, 18081, 18306, 18090, 18101, 18104, 18117, wordpressStatusPort, 18084}
+
+// takenStackPort finds a port offset at which every port of the wordpress
+// stack is free, and holds that offset's php-fpm status port.
+func takenStackPort(t *testing.T) (int, net.Listener) {
+	t.Helper()
+	for range 50 {
+		offset := 1000 + rand.IntN(8000)
+		free := true
+		for _, p := range wordpressPorts {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+offset))
+			if err != nil {
+				free = false
+				break
+			}
+			l.Close()
+		}
+		if !free {
+			continue
+		}
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", wordpressStatusPort+offset)); err == nil {
+			return offset, l
+		}
+	}
+	t.Fatal("no port offset with the wordpress stack's ports free in 50 tries")
+	return 0, nil
 }
