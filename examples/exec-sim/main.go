@@ -9,12 +9,21 @@
 // experiment, refuse an unknown protocol version, act, print one JSON
 // object on stdout, diagnostics on stderr, exit non-zero on failure.
 //
+// It speaks protocol version 2 too (run it with --runner-protocol 2): a
+// trial is answered as in version 1, and a ramp (the experiment's ramp
+// field) is one simulation whose users grow as softalloc's steps on stdin
+// ask, a window per level printed on stdout as it ends: the simulator's own
+// ramp (the sim runner's --ramp), in this process.
+//
 // Environment: SOFTALLOC is the softalloc binary (default: softalloc on
-// PATH); SOFTALLOC_SEED the simulator's seed (default 1).
+// PATH; a ramp does not need it); SOFTALLOC_SEED the simulator's seed
+// (default 1).
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,10 +35,14 @@ import (
 	"strings"
 
 	"github.com/softalloc/softalloc/algorithms"
+	execrunner "github.com/softalloc/softalloc/internal/runner/exec"
+	"github.com/softalloc/softalloc/internal/sim"
+	"github.com/softalloc/softalloc/internal/topology"
+	"github.com/softalloc/softalloc/internal/wire"
 )
 
-// protocolVersion is the exec protocol version this program speaks.
-const protocolVersion = 1
+// protocolVersions are the exec protocol versions this program speaks.
+const minProtocolVersion, maxProtocolVersion = 1, 2
 
 // experiment is the part of the experiment message this program needs;
 // the protocol lets a program ignore the rest.
@@ -49,6 +62,7 @@ type experiment struct {
 	} `json:"tiers"`
 	Workload algorithms.Workload `json:"workload"`
 	Timing   algorithms.Timing   `json:"timing"`
+	Ramp     bool                `json:"ramp"`
 }
 
 func main() {
@@ -59,12 +73,32 @@ func main() {
 }
 
 func run(stdin io.Reader, stdout, stderr io.Writer) error {
+	// A ramp's steps follow the experiment on stdin: one reader for all.
+	in := bufio.NewReader(stdin)
 	var e experiment
-	if err := json.NewDecoder(stdin).Decode(&e); err != nil {
+	line, err := in.ReadBytes('\n')
+	if err != nil && err != io.EOF {
 		return fmt.Errorf("read experiment: %w", err)
 	}
-	if e.ProtocolVersion != protocolVersion {
-		return fmt.Errorf("protocol version %d: this program speaks %d", e.ProtocolVersion, protocolVersion)
+	if err := json.Unmarshal(line, &e); err != nil {
+		return fmt.Errorf("read experiment: %w", err)
+	}
+	if e.ProtocolVersion < minProtocolVersion || e.ProtocolVersion > maxProtocolVersion {
+		return fmt.Errorf("protocol version %d: this program speaks %d and %d", e.ProtocolVersion, minProtocolVersion, maxProtocolVersion)
+	}
+	seed := os.Getenv("SOFTALLOC_SEED")
+	if seed == "" {
+		seed = "1"
+	}
+	seedN, err := strconv.ParseUint(seed, 10, 64)
+	if err != nil {
+		return fmt.Errorf("SOFTALLOC_SEED %q: want a non-negative integer", seed)
+	}
+	if e.Ramp {
+		if e.ProtocolVersion < 2 {
+			return fmt.Errorf("a ramp in protocol version %d: ramps are version 2", e.ProtocolVersion)
+		}
+		return runRamp(e, seedN, in, stdout, stderr)
 	}
 	bin := os.Getenv("SOFTALLOC")
 	if bin == "" {
@@ -73,14 +107,6 @@ func run(stdin io.Reader, stdout, stderr io.Writer) error {
 			return fmt.Errorf("set SOFTALLOC to the softalloc binary, or put softalloc on PATH: %w", err)
 		}
 	}
-	seed := os.Getenv("SOFTALLOC_SEED")
-	if seed == "" {
-		seed = "1"
-	}
-	if _, err := strconv.ParseUint(seed, 10, 64); err != nil {
-		return fmt.Errorf("SOFTALLOC_SEED %q: want a non-negative integer", seed)
-	}
-
 	dir, err := os.MkdirTemp("", "exec-sim-")
 	if err != nil {
 		return err
@@ -138,7 +164,7 @@ func run(stdin io.Reader, stdout, stderr io.Writer) error {
 	if dec.More() {
 		return fmt.Errorf("softalloc simulate printed more than one observation")
 	}
-	obs["protocolVersion"] = json.RawMessage(strconv.Itoa(protocolVersion))
+	obs["protocolVersion"] = json.RawMessage(strconv.Itoa(e.ProtocolVersion))
 	return json.NewEncoder(stdout).Encode(obs)
 }
 
@@ -167,4 +193,38 @@ func deploymentYAML(e experiment) []byte {
 		}
 	}
 	return []byte(b.String())
+}
+
+// runRamp runs the ramp as the sim runner does (sim.Runner.RunRamp, one
+// simulation, never reset): after each level's window it prints the window
+// and reads the next step; {"users": 0} or the end of stdin ends it.
+func runRamp(e experiment, seed uint64, in *bufio.Reader, stdout, stderr io.Writer) error {
+	df, err := topology.ParseDeployment(deploymentYAML(e), "the experiment")
+	if err != nil {
+		return fmt.Errorf("the experiment's tiers: %w", err)
+	}
+	d := df.Deployment
+	if d.Topology == "" || !validName.MatchString(e.Topology) {
+		d.Topology = e.Topology
+	}
+	rp := algorithms.Ramp{Deployment: d, Allocation: df.Allocation, From: e.Workload.Users, Timing: e.Timing}
+	fmt.Fprintf(stderr, "ramp on %s from %d users, seed %d\n", e.Topology, e.Workload.Users, seed)
+	enc := json.NewEncoder(stdout)
+	return sim.Runner{Seed: seed}.RunRamp(context.Background(), rp, func(w algorithms.RampWindow) (algorithms.RampStep, error) {
+		msg := execrunner.Response{ProtocolVersion: e.ProtocolVersion, Observation: wire.FromObservation(w.Observation),
+			Ramp: &execrunner.RampWindow{Users: w.Users, StartSeconds: w.Start, EndSeconds: w.End}}
+		if err := enc.Encode(msg); err != nil {
+			return algorithms.RampStep{}, fmt.Errorf("print window %d: %w", w.Index, err)
+		}
+		line, err := in.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) == 0 && err == io.EOF {
+			return algorithms.RampStep{}, nil // softalloc is gone or done: end
+		}
+		var step execrunner.RampStep
+		if jerr := json.Unmarshal(line, &step); jerr != nil {
+			return algorithms.RampStep{}, fmt.Errorf("read the step after window %d: %w", w.Index, jerr)
+		}
+		fmt.Fprintf(stderr, "window %d at %d users: %.1f pages/s; next: %d users\n", w.Index, w.Users, w.Observation.Throughput, step.Users)
+		return algorithms.RampStep{Users: step.Users, Precision: step.Precision}, nil
+	})
 }

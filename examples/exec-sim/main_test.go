@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,14 +22,21 @@ import (
 	"github.com/softalloc/softalloc/internal/topology"
 )
 
-// build compiles softalloc and exec-sim into dir.
+// build compiles softalloc and exec-sim, once for the package's tests
+// (each build took most of a test's time on a busy machine), into binDir;
+// dir is unused but kept by the callers for their own files.
 func build(t *testing.T, dir string) (softalloc, execSim string) {
 	t.Helper()
 	goBin, err := osexec.LookPath("go")
 	if err != nil {
 		t.Skip("no go command to build the binaries with")
 	}
-	softalloc, execSim = filepath.Join(dir, "softalloc"), filepath.Join(dir, "exec-sim")
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	softalloc, execSim = filepath.Join(binDir, "softalloc"), filepath.Join(binDir, "exec-sim")
+	if built {
+		return softalloc, execSim
+	}
 	for out, pkg := range map[string]string{
 		softalloc: "github.com/softalloc/softalloc/cmd/softalloc",
 		execSim:   "github.com/softalloc/softalloc/examples/exec-sim",
@@ -36,7 +45,25 @@ func build(t *testing.T, dir string) (softalloc, execSim string) {
 		b, err := cmd.CombinedOutput()
 		require.NoError(t, err, "go build %s: %s", pkg, b)
 	}
+	built = true
 	return softalloc, execSim
+}
+
+var (
+	buildMu sync.Mutex
+	built   bool
+	binDir  string
+)
+
+func TestMain(m *testing.M) {
+	var err error
+	if binDir, err = os.MkdirTemp("", "exec-sim-test-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(binDir)
+	os.Exit(code)
 }
 
 // The exec runner on exec-sim answers as the sim runner does: the same
@@ -189,9 +216,84 @@ exec "`+execSim+`"
 
 func TestRefusesUnknownVersion(t *testing.T) {
 	var out, errb bytes.Buffer
-	err := run(strings.NewReader(`{"protocolVersion": 2}`), &out, &errb)
-	assert.ErrorContains(t, err, "protocol version 2: this program speaks 1")
+	err := run(strings.NewReader(`{"protocolVersion": 3}`), &out, &errb)
+	assert.ErrorContains(t, err, "protocol version 3: this program speaks 1 and 2")
 	assert.Empty(t, out.String())
+	err = run(strings.NewReader(`{"protocolVersion": 1, "ramp": true}`+"\n"), &out, &errb)
+	assert.ErrorContains(t, err, "a ramp in protocol version 1: ramps are version 2")
+	assert.Empty(t, out.String())
+}
+
+// A ramp through the exec runner (protocol version 2) on exec-sim is the
+// sim runner's ramp: the same windows for the same steps, and
+// find-critical --ramp gives the same answer from the same windows. A
+// program of version 1 (the default) is refused a ramp before any trial.
+func TestExecSimRampEqualsSimRamp(t *testing.T) {
+	dir := t.TempDir()
+	softalloc, execSim := build(t, dir)
+	t.Setenv("SOFTALLOC", softalloc)
+
+	t.Run("windows", func(t *testing.T) {
+		d, err := topology.ParseTopology("1/2/1/2")
+		require.NoError(t, err)
+		alloc, err := topology.ParseAllocation("400-150-60")
+		require.NoError(t, err)
+		rp := algorithms.Ramp{Deployment: d, Allocation: alloc, From: 500,
+			Timing: algorithms.Timing{RampUp: 10 * time.Second, Runtime: 2 * time.Minute, Precision: 0.02, SLAs: []float64{2}}}
+		// Rise twice, measure the last level again at a finer precision, end.
+		steps := []algorithms.RampStep{{Users: 3000}, {Users: 5000}, {Users: 5000, Precision: 0.01}, {}}
+		ramp := func(rp2 algorithms.Ramper) []algorithms.RampWindow {
+			var ws []algorithms.RampWindow
+			require.NoError(t, rp2.RunRamp(context.Background(), rp, func(w algorithms.RampWindow) (algorithms.RampStep, error) {
+				ws = append(ws, w)
+				return steps[len(ws)-1], nil
+			}))
+			return ws
+		}
+		r, err := exec.New([]string{execSim})
+		require.NoError(t, err)
+		var log bytes.Buffer
+		r.Log, r.Protocol = &log, exec.RampProtocolVersion
+		got := ramp(r)
+		want := ramp(sim.Runner{Seed: 1})
+		require.Len(t, got, len(steps), log.String())
+		assert.Equal(t, want, got)
+		assert.Equal(t, 0.01, got[3].Observation.Window.Precision, "the refined window ran to its step's precision")
+		assert.Contains(t, log.String(), "ramp on 1/2/1/2 from 500 users")
+	})
+
+	t.Run("find-critical", func(t *testing.T) {
+		work := t.TempDir()
+		findCritical := func(runner ...string) (string, string, error) {
+			args := append([]string{"find-critical", "--ramp", "--topology", "1/2/1/2", "--ramp-up", "10s", "--runtime", "2m",
+				"--ramp-down", "0s", "--no-journal", "--output", "json"}, runner...)
+			cmd := osexec.Command(softalloc, args...)
+			cmd.Dir = work
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			return stdout.String(), stderr.String(), err
+		}
+		viaSim, errs, err := findCritical("--runner", "sim")
+		require.NoError(t, err, errs)
+		viaExec, errs, err := findCritical("--runner", "exec", "--runner-cmd", execSim, "--runner-protocol", "2")
+		require.NoError(t, err, errs)
+		assert.JSONEq(t, viaSim, viaExec)
+		var doc struct {
+			Critical struct{ Resource string }
+			Ramp     struct{ Windows []struct{ Users int } }
+		}
+		require.NoError(t, json.Unmarshal([]byte(viaExec), &doc))
+		assert.Equal(t, "cpu", doc.Critical.Resource)
+		assert.Greater(t, len(doc.Ramp.Windows), 3, "a ramp of several windows ran through the program")
+
+		out, errs, err := findCritical("--runner", "exec", "--runner-cmd", execSim)
+		var ee *osexec.ExitError
+		require.ErrorAs(t, err, &ee, errs)
+		assert.Equal(t, 2, ee.ExitCode(), "a usage error")
+		assert.Contains(t, errs, "--ramp: the exec program speaks protocol version 1, and a ramp needs version 2")
+		assert.Empty(t, out)
+	})
 }
 
 func TestDeploymentYAML(t *testing.T) {

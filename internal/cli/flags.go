@@ -139,9 +139,10 @@ type runnerFlags struct {
 	precision precisionValue
 	fixed     bool
 	// The exec runner's.
-	command string
-	retries int
-	timeout time.Duration
+	command  string
+	retries  int
+	timeout  time.Duration
+	protocol int
 }
 
 func (f *runnerFlags) register(fs *pflag.FlagSet) {
@@ -158,17 +159,18 @@ func (f *runnerFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.command, "runner-cmd", "", "program the exec runner starts per experiment (split on spaces into argv; no shell)")
 	fs.IntVar(&f.retries, "runner-retries", 2, "exec runner: retries of a failing trial, with backoff")
 	fs.DurationVar(&f.timeout, "runner-timeout", 0, "exec runner: per-experiment timeout (default: the trial's length plus a margin)")
+	fs.IntVar(&f.protocol, "runner-protocol", 1, "exec runner: the protocol version the program speaks (docs/exec-protocol.md): 1, or 2 for a program that also runs a ramp (--ramp)")
 }
 
 // build makes the runner. A deployment file's runner section names the
 // runner and its settings; flags given on the command line win.
 func (f *runnerFlags) build(cmd *cobra.Command, fac *factory, df *deploymentFlags) (runner.Runner, algorithms.Timing, error) {
 	cfg := runner.Config{Name: f.name, Seed: f.seed, ModelPath: f.model, Campaign: f.campaign,
-		Command: strings.Fields(f.command), Retries: f.retries, Timeout: f.timeout, Log: cmd.ErrOrStderr()}
+		Command: strings.Fields(f.command), Retries: f.retries, Timeout: f.timeout, Protocol: f.protocol, Log: cmd.ErrOrStderr()}
 	if df != nil && df.loaded != nil {
 		cfg.DeploymentFile, cfg.DeploymentPath = df.loaded, df.file
 		// A section key gives way to its flag: --runner, --runner-cmd, ...
-		flagOf := map[string]string{"name": "runner", "command": "runner-cmd", "retries": "runner-retries", "timeout": "runner-timeout"}
+		flagOf := map[string]string{"name": "runner", "command": "runner-cmd", "retries": "runner-retries", "timeout": "runner-timeout", "protocol": "runner-protocol"}
 		if err := cfg.ApplySection(df.loaded.Runner, df.file, func(key string) bool { return cmd.Flags().Changed(flagOf[key]) }); err != nil {
 			return runner.Runner{}, algorithms.Timing{}, usageError{err}
 		}

@@ -12,7 +12,7 @@ import (
 )
 
 // rampHelp is --ramp's help, one for find-critical and recommend.
-const rampHelp = "run the campaign as one continuous ramp of load (windows measured to --precision, no reset between levels) instead of a staircase of separate trials; the runner must support it (the simulator does)"
+const rampHelp = "run the campaign as one continuous ramp of load (windows measured to --precision, no reset between levels) instead of a staircase of separate trials; the runner must support it: the simulator, or an exec program of protocol 2 (--runner-protocol 2)"
 
 // ramper is the campaign's runner as a Ramper, journaled like its
 // experiments; a runner without the capability is refused before any trial.
@@ -20,6 +20,13 @@ func (o *campaignOptions) ramper(cp campaign) (algorithms.Ramper, error) {
 	rp, ok := cp.runner.Experimenter.(algorithms.Ramper)
 	if !ok {
 		return nil, usagef("--ramp: the %s runner cannot run a ramp; leave out --ramp to run the staircase", cp.runner.Name)
+	}
+	// A runner that can ramp only when configured so (an exec program of
+	// protocol 2) says why not before any trial.
+	if c, ok := rp.(interface{ CanRamp() error }); ok {
+		if err := c.CanRamp(); err != nil {
+			return nil, usagef("--ramp: %v; or leave out --ramp to run the staircase", err)
+		}
 	}
 	if !cp.opts.Timing.Adaptive() {
 		return nil, usagef("--ramp with --fixed: a ramp measures each window to a precision; give --precision or leave out --fixed")

@@ -20,7 +20,10 @@ func newExec(cfg Config) (Runner, error) {
 	if err != nil {
 		return Runner{}, fmt.Errorf("runner exec: %w", err)
 	}
-	r.Retries, r.Timeout, r.Log = cfg.Retries, cfg.Timeout, cfg.Log
+	r.Retries, r.Timeout, r.Log, r.Protocol = cfg.Retries, cfg.Timeout, cfg.Log, cfg.Protocol
+	if err := r.CheckProtocol(); err != nil {
+		return Runner{}, fmt.Errorf("runner exec: --runner-protocol: %w", err)
+	}
 	// A real deployment needs the paper's warm-up to reach steady state.
 	// Adaptive: a program that runs the trial to the precision ends early;
 	// one that ignores it measures the paper's 12 minutes, as before.

@@ -34,7 +34,9 @@ type Config struct {
 	Command []string
 	Retries int
 	Timeout time.Duration
-	Log     io.Writer
+	// Protocol is the exec protocol version the program speaks (0: 1).
+	Protocol int
+	Log      io.Writer
 	// DeploymentFile is the deployment file the campaign runs on, when one
 	// was given; DeploymentPath is where it was read from. Its runner section
 	// carries settings of runners such as live.

@@ -9,7 +9,7 @@ import (
 // sectionKeys are the keys of a deployment file's runner section that every
 // runner shares; the rest belongs to the runner the section names (the live
 // runner reads it, and refuses a key it does not know).
-var sectionKeys = []string{"name", "command", "retries", "timeout"}
+var sectionKeys = []string{"name", "command", "retries", "timeout", "protocol"}
 
 // SectionError is a bad value in a deployment file's runner section.
 type SectionError struct {
@@ -67,6 +67,12 @@ func (cfg *Config) ApplySection(sec map[string]any, file string, given func(key 
 				return bad(key, "a duration such as 25m", v)
 			}
 			cfg.Timeout = d
+		case "protocol":
+			n, isInt := v.(int)
+			if !isInt || n < 1 || n > 2 {
+				return bad(key, "the exec protocol version the program speaks, 1 or 2", v)
+			}
+			cfg.Protocol = n
 		}
 	}
 	return nil

@@ -61,6 +61,10 @@ type Runner struct {
 	// one up to MaxBackoff. Zero: the defaults.
 	Backoff    time.Duration
 	MaxBackoff time.Duration
+	// Protocol is the protocol version the program speaks: 0 or 1 (the
+	// messages as they always were), or RampProtocolVersion, which can run
+	// a ramp (RunRamp). A program is never sent a version it did not say.
+	Protocol int
 
 	// sleep waits between attempts; tests replace it to see the backoff.
 	sleep       func(ctx context.Context, d time.Duration) error
@@ -90,10 +94,14 @@ func (r *Runner) RunExperiment(ctx context.Context, e algorithms.Experiment) (al
 	if r.Retries < 0 || r.Timeout < 0 {
 		return algorithms.Observation{}, fmt.Errorf("exec: want retries >= 0 and timeout >= 0, got %d and %v", r.Retries, r.Timeout)
 	}
+	if err := r.CheckProtocol(); err != nil {
+		return algorithms.Observation{}, fmt.Errorf("exec: %w", err)
+	}
 	req, err := NewRequest(e)
 	if err != nil {
 		return algorithms.Observation{}, fmt.Errorf("exec %s: %w", r.Command[0], err)
 	}
+	req.ProtocolVersion = r.protocol()
 	timeout := r.Timeout
 	if timeout == 0 {
 		timeout = DefaultTimeout(e.Timing)
@@ -122,6 +130,17 @@ func (r *Runner) RunExperiment(ctx context.Context, e algorithms.Experiment) (al
 			return algorithms.Observation{}, fmt.Errorf("%s: waiting to retry: %w", what, err)
 		}
 	}
+}
+
+// protocol is the version the program is spoken to in.
+func (r *Runner) protocol() int { return max(ProtocolVersion, r.Protocol) }
+
+// CheckProtocol refuses a protocol version softalloc does not speak.
+func (r *Runner) CheckProtocol() error {
+	if r.Protocol < 0 || r.Protocol > RampProtocolVersion {
+		return fmt.Errorf("protocol version %d: want %d or %d", r.Protocol, ProtocolVersion, RampProtocolVersion)
+	}
+	return nil
 }
 
 // backoff is the wait after the given failed attempt (1-based).
@@ -181,7 +200,7 @@ func (r *Runner) attempt(ctx context.Context, req Request, e algorithms.Experime
 	env := append(procattr.Environ(),
 		"SOFTALLOC_EXPERIMENT_ID="+req.ExperimentID,
 		fmt.Sprintf("SOFTALLOC_ATTEMPT=%d", req.Attempt),
-		fmt.Sprintf("SOFTALLOC_PROTOCOL_VERSION=%d", ProtocolVersion))
+		fmt.Sprintf("SOFTALLOC_PROTOCOL_VERSION=%d", req.ProtocolVersion))
 	limit := r.stdoutLimit
 	if limit == 0 {
 		limit = maxStdout
@@ -202,7 +221,7 @@ func (r *Runner) attempt(ctx context.Context, req Request, e algorithms.Experime
 	if res.overflow {
 		return algorithms.Observation{}, withTail(fmt.Errorf("stdout: more than %d bytes; want one observation", limit), res.tail)
 	}
-	obs, err := ParseObservation(res.stdout, e)
+	obs, _, err := parseResponse(res.stdout, e, req.ProtocolVersion, false)
 	if err != nil {
 		return algorithms.Observation{}, withTail(err, res.tail)
 	}

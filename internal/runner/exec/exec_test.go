@@ -182,7 +182,7 @@ func TestParseObservation(t *testing.T) {
 			set(t, m, "servers.3.name", nil)
 			return set(t, m, "protocolVersion", nil)
 		}, want: []string{
-			"observation.protocolVersion: missing; want the integer 1",
+			"observation.protocolVersion: missing; want the integer 1 or 2",
 			`observation.responseTimes.buckets[1].count: want an integer >= 0, got "1000"`,
 			"observation.servers[3].name: missing; want a non-empty string",
 		}},
@@ -194,7 +194,7 @@ func TestParseObservation(t *testing.T) {
 		}, want: []string{"observation.servers[2].cpu: want a number in [0,1], got 95"}},
 		{name: "other version", edit: func(t *testing.T, m map[string]any) map[string]any {
 			return set(t, m, "protocolVersion", 2)
-		}, want: []string{"observation.protocolVersion: want the integer 1, got 2"}},
+		}, want: []string{"observation.protocolVersion: want 1, the experiment's, got 2"}},
 		{name: "negative errors", edit: func(t *testing.T, m map[string]any) map[string]any {
 			return set(t, m, "errors", -1)
 		}, want: []string{"observation.errors: want an integer >= 0, got -1"}},
@@ -481,7 +481,9 @@ func observationJSONForShape(t *testing.T) any {
 			o.Servers[i].Pools[j].BusyHalfWidth = 0.5
 		}
 	}
-	b := marshal(t, Response{ProtocolVersion: ProtocolVersion, Observation: wire.FromObservation(o)})
+	// A ramp's window carries its place (version 2).
+	b := marshal(t, Response{ProtocolVersion: RampProtocolVersion, Observation: wire.FromObservation(o),
+		Ramp: &RampWindow{Users: 100, StartSeconds: 30, EndSeconds: 40}})
 	var v any
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.UseNumber()

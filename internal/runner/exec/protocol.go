@@ -12,10 +12,17 @@ import (
 	"github.com/softalloc/softalloc/internal/wire"
 )
 
-// ProtocolVersion is the version of the messages below. A change that an
-// existing program could misread (a field renamed, a unit changed) bumps it;
-// a program must refuse a version it does not know.
+// ProtocolVersion is the version of the messages below that a program is
+// spoken to in unless it says it speaks more (Runner.Protocol). A change
+// that an existing program could misread (a field renamed, a unit changed)
+// bumps it; a program must refuse a version it does not know.
 const ProtocolVersion = 1
+
+// RampProtocolVersion is the version that adds the ramp: one experiment
+// whose load rises level by level without a reset, a window per level on
+// the program's stdout and the next level on its stdin
+// (docs/exec-protocol.md). Its trials are version 1's, but for the number.
+const RampProtocolVersion = 2
 
 // Request is the experiment message, written as one JSON object (and a
 // newline) on the program's stdin. docs/exec-protocol.md documents it.
@@ -34,6 +41,29 @@ type Request struct {
 	Allocation map[string]wire.Pools `json:"allocation"`
 	Workload   wire.Workload         `json:"workload"`
 	Timing     wire.Timing           `json:"timing"`
+	// Ramp (version 2) makes the experiment a ramp: Workload.Users is its
+	// first level, and after each window the program reads a RampStep.
+	Ramp bool `json:"ramp,omitempty"`
+}
+
+// RampStep is what softalloc writes on a ramp's stdin after each window:
+// rise to Users (the same users: another window at that level), or end the
+// ramp when Users is 0. Precision, when set, is the next window's in place
+// of the experiment's (a window within the noise measured again).
+type RampStep struct {
+	Users     int     `json:"users"`
+	Precision float64 `json:"precision,omitempty"`
+}
+
+// RampWindow places a window of a ramp (version 2): the observation of a
+// level, printed as one line on stdout, carries it as its "ramp" field.
+type RampWindow struct {
+	// Users is the level's, the users the program was last asked for.
+	Users int `json:"users"`
+	// StartSeconds and EndSeconds are the window's edges, seconds since
+	// the ramp's load began on the program's clock.
+	StartSeconds float64 `json:"startSeconds"`
+	EndSeconds   float64 `json:"endSeconds"`
 }
 
 // RequestTier is one tier of the chain, front first.
@@ -55,10 +85,24 @@ type RequestTier struct {
 type Response struct {
 	ProtocolVersion int `json:"protocolVersion"`
 	wire.Observation
+	// Ramp is a ramp's window's place (version 2 only; absent in a trial).
+	Ramp *RampWindow `json:"ramp,omitempty"`
 }
 
 // NewRequest builds the message for experiment e (attempt 1).
-func NewRequest(e algorithms.Experiment) (Request, error) {
+func NewRequest(e algorithms.Experiment) (Request, error) { return newRequest(e, false) }
+
+// NewRampRequest builds the message of a ramp (version 2, attempt 1) on
+// e's deployment and allocation, from e's users, its windows timed by e's
+// timing. Its id is not a trial's at the same users.
+func NewRampRequest(e algorithms.Experiment) (Request, error) {
+	if !e.Timing.Adaptive() {
+		return Request{}, fmt.Errorf("ramp: want windows measured to a precision, got precision %g", e.Timing.Precision)
+	}
+	return newRequest(e, true)
+}
+
+func newRequest(e algorithms.Experiment, ramp bool) (Request, error) {
 	if len(e.Deployment.Tiers) == 0 {
 		return Request{}, fmt.Errorf("experiment: want at least one tier")
 	}
@@ -75,6 +119,10 @@ func NewRequest(e algorithms.Experiment) (Request, error) {
 		Allocation:      map[string]wire.Pools{},
 		Workload:        wire.Workload{Users: e.Workload.Users},
 		Timing:          wire.FromTiming(e.Timing),
+		Ramp:            ramp,
+	}
+	if ramp {
+		r.ProtocolVersion = RampProtocolVersion
 	}
 	for _, t := range e.Deployment.Tiers {
 		rt := RequestTier{Name: t.Name, Role: t.Role, Replicas: t.Replicas, Cores: t.Cores, Servers: []string{}}
@@ -113,6 +161,9 @@ func NewRequest(e algorithms.Experiment) (Request, error) {
 	}
 	if prefix == "" {
 		prefix = "exp"
+	}
+	if ramp {
+		prefix += "-ramp"
 	}
 	r.ExperimentID = prefix + "-u" + strconv.Itoa(r.Workload.Users) + "-" + hex.EncodeToString(sum[:6])
 	r.Attempt = 1

@@ -167,6 +167,13 @@ func want(n map[string]any) string {
 	if c, ok := n["const"]; ok {
 		return fmt.Sprintf("the integer %v", c)
 	}
+	if e, ok := n["enum"].([]any); ok && len(e) > 0 {
+		var vs []string
+		for _, x := range e {
+			vs = append(vs, fmt.Sprint(x))
+		}
+		return "the integer " + strings.Join(vs, " or ")
+	}
 	types := []string{}
 	switch t := n["type"].(type) {
 	case string:
@@ -468,9 +475,55 @@ const maxStdout = 16 << 20
 // observation of experiment e. The servers must be e's, each once; they are
 // returned in chain order, whatever order the program wrote them in.
 func ParseObservation(stdout []byte, e algorithms.Experiment) (algorithms.Observation, error) {
+	o, _, err := parseResponse(stdout, e, ProtocolVersion, false)
+	return o, err
+}
+
+// ParseWindow reads one window of a ramp (version 2): an observation of e,
+// whose users are the level's, with its ramp field.
+func ParseWindow(line []byte, e algorithms.Experiment) (algorithms.Observation, RampWindow, error) {
+	o, w, err := parseResponse(line, e, RampProtocolVersion, true)
+	if err != nil {
+		return o, RampWindow{}, err
+	}
+	var c checker
+	switch {
+	case w.Users != e.Workload.Users:
+		c.add("observation.ramp.users", "want %d, the level asked for, got %d", e.Workload.Users, w.Users)
+	case w.EndSeconds <= w.StartSeconds:
+		c.add("observation.ramp", "want endSeconds > startSeconds, got %g and %g", w.EndSeconds, w.StartSeconds)
+	case math.Abs((w.EndSeconds-w.StartSeconds)-o.RuntimeSeconds) > 0.05*o.RuntimeSeconds+1:
+		// The window's edges and its length are one measurement.
+		c.add("observation.ramp", "the window from %g to %g s is not runtimeSeconds %g long", w.StartSeconds, w.EndSeconds, o.RuntimeSeconds)
+	}
+	if len(c.problems) > 0 {
+		return algorithms.Observation{}, RampWindow{}, &InvalidObservationError{Problems: c.problems}
+	}
+	return o, *w, nil
+}
+
+// parseResponse reads an observation of e in protocol version, a ramp's
+// window (with its ramp field) or a trial's (without).
+func parseResponse(stdout []byte, e algorithms.Experiment, version int, ramp bool) (algorithms.Observation, *RampWindow, error) {
+	o, w, err := parseResponseBody(stdout, e, version)
+	if err != nil {
+		return o, nil, err
+	}
+	switch {
+	case ramp && w == nil:
+		return algorithms.Observation{}, nil, &InvalidObservationError{Problems: []string{
+			"observation.ramp: missing; want the window's place in the ramp ({\"users\", \"startSeconds\", \"endSeconds\"}): this experiment is a ramp"}}
+	case !ramp && w != nil:
+		return algorithms.Observation{}, nil, &InvalidObservationError{Problems: []string{
+			"observation.ramp: want it only in a ramp's windows; this experiment is one trial"}}
+	}
+	return o, w, nil
+}
+
+func parseResponseBody(stdout []byte, e algorithms.Experiment, version int) (algorithms.Observation, *RampWindow, error) {
 	text := bytes.TrimSpace(stdout)
 	if len(text) == 0 {
-		return algorithms.Observation{}, errors.New("no observation on stdout: the program must print one JSON object there (diagnostics go to stderr)")
+		return algorithms.Observation{}, nil, errors.New("no observation on stdout: the program must print one JSON object there (diagnostics go to stderr)")
 	}
 	dec := json.NewDecoder(bytes.NewReader(text))
 	dec.UseNumber()
@@ -480,20 +533,20 @@ func ParseObservation(stdout []byte, e algorithms.Experiment) (algorithms.Observ
 		var se *json.SyntaxError
 		if errors.As(err, &se) && se.Offset > 120 {
 			from := max(0, int(se.Offset)-60)
-			return algorithms.Observation{}, fmt.Errorf("stdout is not a JSON observation: %v at byte %d, in %q", err, se.Offset,
+			return algorithms.Observation{}, nil, fmt.Errorf("stdout is not a JSON observation: %v at byte %d, in %q", err, se.Offset,
 				oneline.Shorten(string(text[from:]), 80))
 		}
-		return algorithms.Observation{}, fmt.Errorf("stdout is not a JSON observation: %v; stdout began %q", err, oneline.Shorten(string(text), 120))
+		return algorithms.Observation{}, nil, fmt.Errorf("stdout is not a JSON observation: %v; stdout began %q", err, oneline.Shorten(string(text), 120))
 	}
 	first := dec.InputOffset() // Token below consumes the next value's first byte
 	if _, err := dec.Token(); err != io.EOF {
-		return algorithms.Observation{}, fmt.Errorf("stdout holds more than one JSON value (print diagnostics to stderr); after the first came %q",
+		return algorithms.Observation{}, nil, fmt.Errorf("stdout holds more than one JSON value (print diagnostics to stderr); after the first came %q",
 			oneline.Shorten(string(bytes.TrimSpace(text[first:])), 120))
 	}
 	problems := schemaProblems(v)
 	outOfRange(v, nil, &problems)
 	if len(problems) > 0 {
-		return algorithms.Observation{}, &InvalidObservationError{Problems: problems}
+		return algorithms.Observation{}, nil, &InvalidObservationError{Problems: problems}
 	}
 	var r Response
 	if err := json.Unmarshal(text, &r); err != nil {
@@ -503,35 +556,35 @@ func ParseObservation(stdout []byte, e algorithms.Experiment) (algorithms.Observ
 		if errors.As(err, &te) && te.Field != "" {
 			// Field holds the Go field's name where it leads the path.
 			field := "observation." + strings.TrimPrefix(strings.TrimPrefix(te.Field, "Observation."), "observation.")
-			return algorithms.Observation{}, &InvalidObservationError{Problems: []string{fmt.Sprintf("%s: want an integer of at most 64 bits, got %s",
+			return algorithms.Observation{}, nil, &InvalidObservationError{Problems: []string{fmt.Sprintf("%s: want an integer of at most 64 bits, got %s",
 				field, strings.TrimPrefix(te.Value, "number "))}}
 		}
-		return algorithms.Observation{}, fmt.Errorf("decode observation: %w", err)
+		return algorithms.Observation{}, nil, fmt.Errorf("decode observation: %w", err)
 	}
-	if r.ProtocolVersion != ProtocolVersion {
-		return algorithms.Observation{}, &InvalidObservationError{Problems: []string{
-			fmt.Sprintf("observation.protocolVersion: want %d, got %d", ProtocolVersion, r.ProtocolVersion)}}
+	if r.ProtocolVersion != version {
+		return algorithms.Observation{}, nil, &InvalidObservationError{Problems: []string{
+			fmt.Sprintf("observation.protocolVersion: want %d, the experiment's, got %d", version, r.ProtocolVersion)}}
 	}
 	o, err := r.Observation.Algorithms()
 	if err != nil {
 		// Every range problem at once, as the shape check gives every type problem.
-		return algorithms.Observation{}, &InvalidObservationError{Problems: o.Problems()}
+		return algorithms.Observation{}, nil, &InvalidObservationError{Problems: o.Problems()}
 	}
 	if o, err = matchServers(o, e); err != nil {
-		return o, err
+		return o, nil, err
 	}
 	// A trial's pages have response times: an empty histogram beside a
 	// throughput would read as goodput 0 at every threshold. (Problems lets
 	// it through for the windows Advise reads, which have none.)
 	if n := o.Throughput * o.RuntimeSeconds; o.ResponseTimes.Count() == 0 && n >= 1 {
-		return algorithms.Observation{}, &InvalidObservationError{Problems: []string{fmt.Sprintf(
+		return algorithms.Observation{}, nil, &InvalidObservationError{Problems: []string{fmt.Sprintf(
 			"observation.responseTimes: no pages in the buckets, but throughput %g pages/s over runtimeSeconds %g is %.6g pages; want the response times of the window's pages",
 			o.Throughput, o.RuntimeSeconds, n)}}
 	}
 	if err := checkGoodput(o, e); err != nil {
-		return algorithms.Observation{}, err
+		return algorithms.Observation{}, nil, err
 	}
-	return o, checkWindow(o, e)
+	return o, r.Ramp, checkWindow(o, e)
 }
 
 // checkGoodput holds goodput to the SLA thresholds the request sent (an

@@ -16,7 +16,7 @@ import (
 )
 
 // Config is the live runner's part of a deployment file's runner section.
-// The keys name, command, retries and timeout belong to the CLI and are
+// The keys name, command, retries, timeout and protocol belong to the CLI and are
 // ignored here; every other key is checked, so a misspelt one is an error.
 type Config struct {
 	// Target is the base URL the workload's paths are joined to.
@@ -199,7 +199,7 @@ const (
 )
 
 // cliKeys are read by the CLI, not by this runner.
-var cliKeys = map[string]bool{"name": true, "command": true, "retries": true, "timeout": true}
+var cliKeys = map[string]bool{"name": true, "command": true, "retries": true, "timeout": true, "protocol": true}
 
 var sectionLine = regexp.MustCompile(`line [0-9]+: `)
 
