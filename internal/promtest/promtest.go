@@ -1,13 +1,11 @@
 // Package promtest starts Debian's Prometheus for tests: on loopback, on a
-// port the kernel chose, in the test's temporary directory, scraping the
+// port of freeport's, in the test's temporary directory, scraping the
 // targets the test serves, and stopped by the test's cleanup.
 package promtest
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,6 +14,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/softalloc/softalloc/internal/freeport"
+	"github.com/softalloc/softalloc/internal/testserver"
 )
 
 // Binary finds Debian's prometheus: the test is skipped when it is absent,
@@ -41,54 +42,88 @@ func Binary(t testing.TB, what string) string {
 // target's host:port.
 func Scraping(t testing.TB, what string, interval, history time.Duration, targets ...string) string {
 	t.Helper()
+	jobs := make([]Job, len(targets))
+	for i, target := range targets {
+		jobs[i] = Job{Target: target}
+	}
+	return ScrapingJobs(t, what, interval, history, jobs...)
+}
+
+// Job is one scrape job of ScrapingJobs.
+type Job struct {
+	// Name is the job label; "" names it "t<i>" by its place.
+	Name string
+	// Target is a base URL or host:port; its host:port is the instance.
+	Target string
+	// Path is the metrics path; "" is /metrics.
+	Path string
+	// Params are the scrape's URL parameters (php-fpm's status page speaks
+	// Prometheus's format only when asked with ?openmetrics).
+	Params url.Values
+}
+
+// ScrapingJobs is Scraping with each job's name, path and parameters: the
+// presets' queries select by job, and an exporter may serve its metrics
+// elsewhere than /metrics.
+func ScrapingJobs(t testing.TB, what string, interval, history time.Duration, jobs ...Job) string {
+	t.Helper()
 	bin := Binary(t, what)
 	dir := t.TempDir()
 	var cfg strings.Builder
 	fmt.Fprintf(&cfg, "global: {scrape_interval: %dms, scrape_timeout: %dms}\nscrape_configs:\n", interval.Milliseconds(), interval.Milliseconds())
-	for i, target := range targets {
-		u, err := url.Parse(target)
-		if err != nil {
-			t.Fatalf("target %q: %v", target, err)
+	for i, job := range jobs {
+		instance := job.Target
+		if strings.Contains(job.Target, "://") {
+			u, err := url.Parse(job.Target)
+			if err != nil {
+				t.Fatalf("target %q: %v", job.Target, err)
+			}
+			instance = u.Host
 		}
-		fmt.Fprintf(&cfg, "  - job_name: t%d\n    static_configs: [{targets: [%q]}]\n", i, u.Host)
+		name := job.Name
+		if name == "" {
+			name = fmt.Sprintf("t%d", i)
+		}
+		// JSON is YAML: the values need no quoting rules of their own.
+		fmt.Fprintf(&cfg, "  - job_name: %s\n    static_configs: [{targets: [%s]}]\n", quote(t, name), quote(t, instance))
+		if job.Path != "" {
+			fmt.Fprintf(&cfg, "    metrics_path: %s\n", quote(t, job.Path))
+		}
+		if len(job.Params) > 0 {
+			fmt.Fprintf(&cfg, "    params: %s\n", quote(t, job.Params))
+		}
 	}
 	config := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(config, []byte(cfg.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--config.file="+config, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
+	addr := freeport.Addr(t)
+	testserver.Start(t, bin, "--config.file="+config, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
 		"--web.listen-address="+addr)
-	var log strings.Builder
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
 
 	base := "http://" + addr
 	// Ready once `up` has samples of every target over history.
 	n := max(2, int(history/interval)-1)
-	q := fmt.Sprintf("count(count_over_time(up[%dms]) >= %d) == %d", (history + interval).Milliseconds(), n, len(targets))
+	q := fmt.Sprintf("count(count_over_time(up[%dms]) >= %d) == %d", (history + interval).Milliseconds(), n, len(jobs))
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if ok, _ := answers(base, q); ok {
 			return base
 		}
 		if time.Now().After(deadline) {
-			cancel()
-			_ = cmd.Wait()
-			t.Fatalf("Prometheus did not scrape its %d targets over %v within 30 s:\n%s", len(targets), history, log.String())
+			t.Fatalf("Prometheus did not scrape its %d targets over %v within 30 s (its output follows)", len(jobs), history)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+func quote(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // answers says whether q gives a non-empty vector now.

@@ -5,12 +5,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,34 +31,22 @@ import (
 
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/freeport"
+	"github.com/softalloc/softalloc/internal/promtest"
 	"github.com/softalloc/softalloc/internal/testserver"
 )
 
 // scrapingPrometheus starts a Prometheus scraping each job's target every
-// interval and returns its URL and API once every target is up.
+// interval (promtest's), and returns its URL and API.
 func scrapingPrometheus(t *testing.T, interval time.Duration, jobs map[string]string) (string, v1.API) {
 	t.Helper()
-	bin, _ := promBinaries(t)
-	dir := t.TempDir()
-	var cfg strings.Builder
-	fmt.Fprintf(&cfg, "global: {scrape_interval: %s, scrape_timeout: %s}\nscrape_configs:\n", interval, interval)
-	for job, target := range jobs {
-		fmt.Fprintf(&cfg, "  - job_name: %s\n    static_configs: [{targets: [%q]}]\n", job, target)
+	var list []promtest.Job
+	for _, job := range slices.Sorted(maps.Keys(jobs)) {
+		list = append(list, promtest.Job{Name: job, Target: jobs[job]})
 	}
-	config := filepath.Join(dir, "prometheus.yml")
-	require.NoError(t, os.WriteFile(config, []byte(cfg.String()), 0o644))
-	addr := freeport.Addr(t)
-	testserver.Start(t, bin, "--config.file="+config, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+addr)
-	client, err := api.NewClient(api.Config{Address: "http://" + addr})
+	url := promtest.ScrapingJobs(t, t.Name(), interval, 2*interval, list...)
+	client, err := api.NewClient(api.Config{Address: url})
 	require.NoError(t, err)
-	papi := v1.NewAPI(client)
-	// Up once each target's last scrape succeeded.
-	want := fmt.Sprintf(`count(up == 1) == %d`, len(jobs))
-	require.Eventually(t, func() bool {
-		v, _, _, err := papi.Query(context.Background(), want, time.Now())
-		return err == nil && len(v.(model.Vector)) == 1
-	}, 60*time.Second, 100*time.Millisecond, "the targets %v did not all come up in Prometheus", jobs)
-	return "http://" + addr, papi
+	return url, v1.NewAPI(client)
 }
 
 // scrapedPast waits until Prometheus scraped every target after t.

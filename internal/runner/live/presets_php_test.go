@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/freeport"
+	"github.com/softalloc/softalloc/internal/promtest"
 	"github.com/softalloc/softalloc/internal/testserver"
 )
 
@@ -140,23 +142,14 @@ type completion struct {
 // requests queued (the client waits longer than a child works), and the status page, served by pm.status_listen's pool
 // of its own, still answers every scrape.
 func TestPHPFPMPresetAgainstARealPool(t *testing.T) {
-	promBin, _ := promBinaries(t)
+	promtest.Binary(t, "TestPHPFPMPresetAgainstARealPool")
 	const children, ms = 4, 200
 	s := startPHPStack(t, children)
 
-	dir := t.TempDir()
 	const interval = 250 * time.Millisecond
-	config := filepath.Join(dir, "prometheus.yml")
-	require.NoError(t, os.WriteFile(config, []byte(fmt.Sprintf(`global: {scrape_interval: %[1]s, scrape_timeout: %[1]s}
-scrape_configs:
-  - job_name: phpfpm
-    metrics_path: /status
-    params: {openmetrics: ['']}
-    static_configs: [{targets: [%[2]q]}]
-`, interval, s.status)), 0o644))
-	addr := freeport.Addr(t)
-	testserver.Start(t, promBin, "--config.file="+config, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+addr)
-	client, err := api.NewClient(api.Config{Address: "http://" + addr})
+	prom := promtest.ScrapingJobs(t, "TestPHPFPMPresetAgainstARealPool", interval, 2*interval,
+		promtest.Job{Name: "phpfpm", Target: s.status, Path: "/status", Params: url.Values{"openmetrics": {""}}})
+	client, err := api.NewClient(api.Config{Address: prom})
 	require.NoError(t, err)
 	papi := v1.NewAPI(client)
 	require.Eventually(t, func() bool {
@@ -201,7 +194,7 @@ scrape_configs:
 	}, 30*time.Second, 50*time.Millisecond, "Prometheus did not scrape past the last window")
 
 	sec := map[string]any{
-		"prometheus": "http://" + addr,
+		"prometheus": prom,
 		"tiers": map[string]any{"php": map[string]any{
 			"presets": []any{"phpfpm"},
 			"servers": []any{map[string]any{"instance": s.status}},
