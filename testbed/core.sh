@@ -17,7 +17,9 @@
 # and may set STACK_MEM_GROUPS (groups that also join a memory cgroup),
 # STACK_REPLICA_GROUPS (the cgroups of app replicas beyond the first, capped
 # as the app tier, added to ALL_GROUPS by the stack) and
-# STACK_MYSQLD_EXPORTER_FLAGS.
+# STACK_MYSQLD_EXPORTER_FLAGS, and DB_ENGINE (mariadb, the default: the
+# core's mysqld exporter scrapes it; another engine's exporters are the
+# stack's, in STACK_PROCS and stack_scrape_jobs).
 
 TB=${SOFTALLOC_TESTBED_DIR:-${TMPDIR:-/tmp}/softalloc-testbed}
 RUN=$TB/run
@@ -45,6 +47,7 @@ CAPPED_TIERS="web app db"
 ALL_GROUPS="web app db client monitor"
 STACK_MEM_GROUPS=""
 STACK_REPLICA_GROUPS=""
+DB_ENGINE=mariadb
 # More mysqld_exporter flags a stack's presets need.
 STACK_MYSQLD_EXPORTER_FLAGS=""
 
@@ -422,7 +425,7 @@ monitor_start() {
     --scrape_uri="http://127.0.0.1:$WEB_PORT/server-status?auto"
   # The exporter's scrapes cost the DB a few queries a second; the costly
   # collectors that the live runner does not read are off.
-  DATA_SOURCE_NAME="exporter:exporter@(127.0.0.1:$DB_PORT)/" start mysqld-exporter monitor prometheus-mysqld-exporter \
+  [ "$DB_ENGINE" = mariadb ] && DATA_SOURCE_NAME="exporter:exporter@(127.0.0.1:$DB_PORT)/" start mysqld-exporter monitor prometheus-mysqld-exporter \
     --web.listen-address=127.0.0.1:$MYSQLD_EXP_PORT --no-collect.slave_status \
     --no-collect.info_schema.innodb_cmp --no-collect.info_schema.innodb_cmpmem \
     --no-collect.info_schema.query_response_time $STACK_MYSQLD_EXPORTER_FLAGS
@@ -451,9 +454,13 @@ scrape_configs:
   - job_name: apache
     static_configs: [{targets: ['127.0.0.1:$APACHE_EXP_PORT'], labels: {tier: web}}]
 $(stack_scrape_jobs)
+EOF
+  if [ "$DB_ENGINE" = mariadb ]; then
+    cat >>"$TB/prometheus.yml" <<EOF
   - job_name: mysqld
     static_configs: [{targets: ['127.0.0.1:$MYSQLD_EXP_PORT'], labels: {tier: db}}]
 EOF
+  fi
 }
 
 # prom_reload: Prometheus reads its configuration again (the stack's targets
@@ -473,11 +480,14 @@ prom_all_up() {
 
 # ---------------------------------------------------------------- commands
 
-CORE_PROCS="cgexporter apache-exporter mysqld-exporter prometheus"
+# core_procs: the core's processes (the mysqld exporter with MariaDB only).
+core_procs() {
+  if [ "$DB_ENGINE" = mariadb ]; then echo "cgexporter apache-exporter mysqld-exporter prometheus"; else echo "cgexporter apache-exporter prometheus"; fi
+}
 
 status_ok() {
   local n
-  for n in $STACK_PROCS $CORE_PROCS; do pid_alive "$n" || return 1; done
+  for n in $STACK_PROCS $(core_procs); do pid_alive "$n" || return 1; done
   http_ok "$STACK_HEALTH" $WEB_PORT
 }
 
@@ -564,7 +574,7 @@ cmd_down() {
 cmd_status() {
   local n cg
   cg=$(cat "$RUN/cgroup-mode" 2>/dev/null || echo "?")
-  for n in $STACK_PROCS $CORE_PROCS; do
+  for n in $STACK_PROCS $(core_procs); do
     if pid_alive "$n"; then printf '  %-16s pid %s\n' "$n" "$(cat "$RUN/$n.pid")"; else printf '  %-16s not running\n' "$n"; fi
   done
   if [ "$cg" = none ]; then

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql's "pgx" driver
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -43,7 +44,8 @@ func main() {
 
 func run() error {
 	listen := flag.String("listen", "127.0.0.1:18081", "address to serve on (loopback)")
-	dsn := flag.String("dsn", "root@tcp(127.0.0.1:18306)/rubbos", "MariaDB data source name (go-sql-driver/mysql form)")
+	dsn := flag.String("dsn", "root@tcp(127.0.0.1:18306)/rubbos", "data source name: MariaDB's in go-sql-driver/mysql form, or PostgreSQL's (postgres://... or key=value, pgx's form) with -driver pgx")
+	driver := flag.String("driver", "mysql", "database driver: mysql (MariaDB) or pgx (PostgreSQL, directly or through PgBouncer)")
 	threads := flag.Int("threads", 20, "handler pool: pages served at once (the app tier's thread pool)")
 	conns := flag.Int("connections", 10, "DB connection pool (SetMaxOpenConns)")
 	queue := flag.Int("accept-queue", 100, "requests that may wait for a thread; more get 503 (Tomcat's acceptCount)")
@@ -53,14 +55,26 @@ func run() error {
 		return fmt.Errorf("want -threads and -connections >= 1, -accept-queue and -query-delay >= 0")
 	}
 
-	cfg, err := mysql.ParseDSN(*dsn)
-	if err != nil {
-		return fmt.Errorf("-dsn: %w", err)
-	}
-	cfg.ParseTime = true
-	db, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		return err
+	var db *sql.DB
+	rebind := func(q string) string { return q }
+	switch *driver {
+	case "mysql":
+		cfg, err := mysql.ParseDSN(*dsn)
+		if err != nil {
+			return fmt.Errorf("-dsn: %w", err)
+		}
+		cfg.ParseTime = true
+		if db, err = sql.Open("mysql", cfg.FormatDSN()); err != nil {
+			return err
+		}
+	case "pgx":
+		var err error
+		if db, err = sql.Open("pgx", *dsn); err != nil {
+			return fmt.Errorf("-dsn: %w", err)
+		}
+		rebind = postgresQuery
+	default:
+		return fmt.Errorf("-driver %q: want mysql or pgx", *driver)
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(*conns)
@@ -69,6 +83,7 @@ func run() error {
 
 	reg := prometheus.NewRegistry()
 	a := newApp(db, *threads, *conns, *queue, *delay, reg)
+	a.rebind = rebind
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

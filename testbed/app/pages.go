@@ -21,6 +21,9 @@ type app struct {
 	threads *threadPool
 	conns   *level
 	delay   time.Duration
+	// rebind turns a query into the database's dialect (PostgreSQL's:
+	// postgresQuery); nil leaves it as written, MariaDB's.
+	rebind func(string) string
 
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
@@ -162,6 +165,9 @@ func (p *page) query(scan func(*sql.Rows) error, q string, args ...any) error {
 			t.Stop()
 			return ctx.Err()
 		}
+	}
+	if a.rebind != nil {
+		q = a.rebind(q)
 	}
 	start := time.Now()
 	rows, err := p.conn.QueryContext(ctx, q, args...)

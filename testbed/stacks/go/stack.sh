@@ -10,6 +10,8 @@
 
 # shellcheck source=../bboard.sh
 . "$REPO/testbed/stacks/bboard.sh"
+# shellcheck source=postgres.sh
+. "$REPO/testbed/stacks/go/postgres.sh"
 
 # The default caps make the app tier the bottleneck (see README.md); the Go
 # app spends 0.9-1.7 ms of CPU per page.
@@ -24,6 +26,9 @@ STACK_PORTS="$((18085 + PORT_OFFSET)) $((18086 + PORT_OFFSET))"
 # The replicas' own cgroups, capped as the app tier (core.sh's apply_caps).
 STACK_REPLICA_GROUPS="app-2 app-3"
 ALL_GROUPS="$ALL_GROUPS $STACK_REPLICA_GROUPS"
+# The back end: MariaDB, or PostgreSQL (and PgBouncer): postgres.sh.
+[ "${1:-}" = up ] && PG_UP=1
+pg_globals
 
 # app_replicas: how many replicas run (or are to run).
 app_replicas() { cat "$RUN/replicas" 2>/dev/null || echo 1; }
@@ -38,7 +43,8 @@ app_backend_ports() {
 }
 
 stack_procs() {
-  local i procs="db"
+  local i procs
+  procs="db $(pg_procs | tr '\n' ' ')"
   for ((i = 1; i <= $(app_replicas); i++)); do procs="$procs $(replica_name "$i")"; done
   echo "$procs web"
 }
@@ -48,8 +54,20 @@ stack_build() {
   local n=${SOFTALLOC_TESTBED_APP_REPLICAS:-1}
   check_replicas "$n" SOFTALLOC_TESTBED_APP_REPLICAS
   echo "$n" >"$RUN/replicas"
+  pg_keep
   STACK_PROCS=$(stack_procs)
   (cd "$REPO" && go build -o "$TB/bin/app" ./testbed/app)
+}
+
+# stack_start: the database (MariaDB, or PostgreSQL and PgBouncer), the app
+# replicas with the default pools, Apache.
+stack_start() {
+  set -- $DEFAULT_POOLS
+  echo "$*" >"$RUN/pools"
+  if [ "$DB_ENGINE" = postgres ]; then pg_start; else bboard_db_start; fi
+  app_start "$2" "$3"
+  web_config "$1"
+  bboard_web_start
 }
 
 check_replicas() {
@@ -66,8 +84,9 @@ replica_start() {
   # looking for work; fewer GC cycles (the heap is a few MB) leave less idle
   # time to the GC's idle workers. Both make CPU per page depend less on the
   # load, which the utilisation law assumes.
-  GOMAXPROCS=1 GOGC=400 start "$name" "$name" "$TB/bin/app" -listen 127.0.0.1:$port \
-    -dsn "rubbos:rubbos@tcp(127.0.0.1:$DB_PORT)/rubbos" \
+  local db=(-dsn "rubbos:rubbos@tcp(127.0.0.1:$DB_PORT)/rubbos")
+  [ "$DB_ENGINE" = postgres ] && db=(-driver pgx -dsn "$(pg_dsn)")
+  GOMAXPROCS=1 GOGC=400 start "$name" "$name" "$TB/bin/app" -listen 127.0.0.1:$port "${db[@]}" \
     -threads "$threads" -connections "$conns" -query-delay "$QUERY_DELAY"
   wait_for "app replica $i" 30 replica_up "$i"
 }
@@ -95,6 +114,7 @@ app_start() {
 stack_stop() {
   local i
   for ((i = 2; i <= MAX_APP_REPLICAS; i++)); do stop_pid "$(replica_name "$i")"; done
+  pg_stop
 }
 
 stack_scrape_jobs() {
@@ -104,11 +124,12 @@ stack_scrape_jobs() {
   done
   echo "  - job_name: app"
   echo "    static_configs: [$targets]"
+  pg_scrape_jobs
 }
 
 stack_status() {
   echo "  pools (web threads, app threads, app connections): $(cat "$RUN/pools" 2>/dev/null || echo '?')"
-  echo "  go stack, app replicas: $(app_replicas) (ports $(app_backend_ports | tr '\n' ' '))"
+  echo "  go stack, app replicas: $(app_replicas) (ports $(app_backend_ports | tr '\n' ' ')), database $DB_ENGINE, pooler $(db_pooler)"
 }
 
 # stack_apply WEB_THREADS APP_THREADS APP_CONNECTIONS: each replica in turn
