@@ -304,6 +304,11 @@ func (r *Runner) series(ctx context.Context, e algorithms.Experiment, bins *Bins
 				return nil, permanent{fmt.Errorf("%s: %s: %w", name, field, err)}
 			}
 			v, err := r.prom.series(ctx, pq, first, last, iv, n)
+			if errors.Is(err, errNoData) {
+				if why := r.scrapeFailure(ctx, vars, last); why != "" {
+					return nil, permanent{fmt.Errorf("%s: %s: query %s read nothing: %s", name, field, pq, why)}
+				}
+			}
 			if errors.Is(err, errNoData) && !required {
 				return make([]float64, n), nil
 			}

@@ -166,6 +166,18 @@ func (r *Runner) Doctor(ctx context.Context, d algorithms.Deployment, a algorith
 			rep.Warnings = append(rep.Warnings, msg+" (no servers entry names it)")
 		}
 	}
+	// An exporter that answers but cannot read its server (Apache without
+	// its status page: the exporter counts scrape failures) leaves every
+	// query of it empty too.
+	isDown := map[string]bool{}
+	for _, t := range down {
+		isDown[t.instance] = true
+	}
+	for _, inst := range r.instances() {
+		if why := r.exporterDown(ctx, inst, start); why != "" && !isDown[inst] {
+			rep.Problems = append(rep.Problems, "prometheus: "+why+"; every query of it reads nothing")
+		}
+	}
 	interval := max(r.cfg.Interval.Duration(), scrape)
 	if scrape > 0 && runtime < 2*scrape {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("runner section: runtime: %v, a trial's window ({window}), is shorter than two of Prometheus's scrape intervals (%v): rate() over it has fewer than two samples; set runtime to at least %v",

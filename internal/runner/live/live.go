@@ -556,6 +556,12 @@ func (r *Runner) server(ctx context.Context, t algorithms.Tier, i int, q Queries
 		v, err := r.prom.value(ctx, pq, end)
 		if errors.Is(err, errNoData) {
 			missing := r.absentMetrics(ctx, pq, end)
+			if len(missing) > 0 {
+				// Not a counter that never moved: the server cannot be read.
+				if why := r.scrapeFailure(ctx, vars, end); why != "" {
+					return 0, false, pq, permanent{fmt.Errorf("%s: no series of %s: %s", field, strings.Join(missing, ", "), why)}
+				}
+			}
 			if len(missing) > 0 && required {
 				return 0, false, pq, permanent{fmt.Errorf("%s: Prometheus has no series of %s (query %s): does the exporter expose it?",
 					field, strings.Join(missing, ", "), pq)}
