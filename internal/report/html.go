@@ -186,7 +186,7 @@ func newHTMLPage(r HTMLReport) (htmlPage, error) {
 		r.Critical, r.Recommendation = a.Critical, &a.Recommendation
 	}
 	c := r.Critical
-	p := htmlPage{HTMLReport: r, Reserve: c.Reserve.String(), Experiments: c.Experiments,
+	p := htmlPage{HTMLReport: r, Reserve: topology.FormatAllocationIn(r.Deployment, c.Reserve), Experiments: c.Experiments,
 		Title: fmt.Sprintf("softalloc %s: %s", r.Command, r.Deployment.Topology)}
 	trials := c.Trials
 	if rec := r.Recommendation; rec != nil {
@@ -202,8 +202,8 @@ func newHTMLPage(r HTMLReport) (htmlPage, error) {
 		trials = nil // advise runs none: its evidence is the windows
 	}
 	p.Pools = poolRows(r.Deployment, r.Recommendation, c.Reserve)
-	p.Trials, p.Measured = trialRows(trials, r.SLA)
-	p.Compared = allocationRows(trials, r.SLA)
+	p.Trials, p.Measured = trialRows(r.Deployment, trials, r.SLA)
+	p.Compared = allocationRows(r.Deployment, trials, r.SLA)
 	p.Notes = append(append(append([]string{}, r.Warnings...), c.Warnings...), unmeasured(trials)...)
 	if r.Recommendation != nil {
 		p.Notes = append(p.Notes, r.Recommendation.MinJobs.Warnings...)
@@ -313,7 +313,7 @@ func goodputText(o algorithms.Observation, sla float64) string {
 	return "-"
 }
 
-func trialRows(trials []algorithms.Trial, sla float64) ([]htmlTrialRow, string) {
+func trialRows(d algorithms.Deployment, trials []algorithms.Trial, sla float64) ([]htmlTrialRow, string) {
 	rows := make([]htmlTrialRow, len(trials))
 	var window, warm float64
 	for i, t := range trials {
@@ -322,7 +322,7 @@ func trialRows(trials []algorithms.Trial, sla float64) ([]htmlTrialRow, string) 
 		if o.ThroughputHalfWidth > 0 {
 			tp += " ± " + strconv.FormatFloat(o.ThroughputHalfWidth, 'f', 1, 64)
 		}
-		rows[i] = htmlTrialRow{N: i + 1, Procedure: t.Procedure, Allocation: t.Experiment.Allocation.String(),
+		rows[i] = htmlTrialRow{N: i + 1, Procedure: t.Procedure, Allocation: topology.FormatAllocationIn(d, t.Experiment.Allocation),
 			Users: t.Experiment.Workload.Users, Throughput: tp, Goodput: goodputText(o, sla), Errors: o.Errors,
 			Seconds: strconv.FormatFloat(o.RuntimeSeconds, 'f', 0, 64), Saturated: strings.Join(t.Saturated, " ")}
 		window += o.RuntimeSeconds
@@ -343,7 +343,7 @@ func duration(seconds float64) string {
 
 // allocationRows compares the allocations the campaign tried, each at its
 // highest throughput: find-critical doubles a pool that saturates first.
-func allocationRows(trials []algorithms.Trial, sla float64) []htmlAllocationRow {
+func allocationRows(d algorithms.Deployment, trials []algorithms.Trial, sla float64) []htmlAllocationRow {
 	var rows []htmlAllocationRow
 	index := map[string]int{}
 	users := map[string][]int{}
@@ -353,7 +353,7 @@ func allocationRows(trials []algorithms.Trial, sla float64) []htmlAllocationRow 
 		if !ok {
 			i = len(rows)
 			index[k] = i
-			rows = append(rows, htmlAllocationRow{Allocation: t.Experiment.Allocation.String(), Throughput: -1})
+			rows = append(rows, htmlAllocationRow{Allocation: topology.FormatAllocationIn(d, t.Experiment.Allocation), Throughput: -1})
 		}
 		row := &rows[i]
 		row.Trials++
@@ -553,7 +553,7 @@ func figures(r HTMLReport, trials []algorithms.Trial) ([]htmlFigure, template.CS
 	maxTP := 0.0
 	for _, key := range allocationOrder(trials) {
 		for _, t := range reserveTrials(trials, key) {
-			tp.add("allocation "+key.String(), float64(t.Experiment.Workload.Users), t.Observation.Throughput)
+			tp.add("allocation "+topology.FormatAllocationIn(r.Deployment, key), float64(t.Experiment.Workload.Users), t.Observation.Throughput)
 			maxTP = math.Max(maxTP, t.Observation.Throughput)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/topology"
 )
 
 // campaignReport is a recommend campaign of four trials on a three-tier
@@ -207,4 +208,26 @@ func TestHTMLReportOfAnAdvice(t *testing.T) {
 	assert.Contains(t, page, "window &lt;b&gt;monday&lt;/b&gt; left out: a counter reset")
 	assert.False(t, strings.Contains(page, `id="trials"`), "no table of experiments")
 	assert.False(t, strings.Contains(page, `id="allocations"`), "no allocations compared")
+}
+
+// On a deployment the notation cannot name (its front tier is not "web"),
+// the page names allocations as find-critical's table does (48bd0c7), the
+// deployment's pools, never the journal's key: the reserve, the trials,
+// the allocations compared and the figures' legends.
+func TestHTMLReportNamesAllocationsByTheDeploymentsPools(t *testing.T) {
+	r := campaignReport(t, "front")
+	r.Command, r.Recommendation = "find-critical", nil // the page that shows the reserve
+	page := writeHTML(t, r)
+	want := html.EscapeString(topology.FormatAllocationIn(r.Deployment, r.Critical.Reserve))
+	key := html.EscapeString(r.Critical.Reserve.Key())
+	require.NotContains(t, want, ";", "the deployment's pools, not the key")
+	// The page is long (its fonts inline): the messages quote what was looked for.
+	assert.True(t, strings.Contains(page, `<dd id="reserve">`+want+" "), "the reserve is %s", want)
+	assert.True(t, strings.Contains(page, "<td>"+want+"</td>"), "the trials and the allocations compared name %s", want)
+	assert.False(t, strings.Contains(page, key), "the page holds the journal's key %s", key)
+	for id, texts := range svgTexts(page) {
+		for _, s := range texts {
+			assert.NotContains(t, s, "threads=40,connections=0", "figure %s: the journal's key", id)
+		}
+	}
 }
