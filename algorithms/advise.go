@@ -33,6 +33,12 @@ type AdviseOptions struct {
 	// it is read from windows that know their users, and with none the
 	// workload is modelled as open (arrivals independent of response times).
 	ThinkTime float64
+	// WorkloadThinkTime, when > 0, is the think time of the workload the
+	// deployment's users follow (its workload file), in seconds: taken for a
+	// closed model when ThinkTime is 0 and no window counts its users, in
+	// place of an open one. WorkloadThinkTimeSource says where it came from.
+	WorkloadThinkTime       float64
+	WorkloadThinkTimeSource string
 	// Reserve is the deployment's current allocation: pools in front of the
 	// tier that bounds the critical server's jobs keep at least these sizes,
 	// as recommend's front tiers keep their reserved size. Nil: the largest
@@ -274,6 +280,9 @@ func Advise(d Deployment, windows []Window, opts AdviseOptions) (Advice, error) 
 	reading := fmt.Sprintf("predicted by the %s model from demands fitted over %d windows (%.3g-%.3g pages/s), where %s %s reaches %.0f%% at %.4g pages/s",
 		adv.Model, len(used), lo, hi, crit.Server, crit.Resource, 100*opts.HardwareThreshold, pred.throughput)
 	adv.MinJobs = MinJobs{MinJobs: minJobs, WLmin: pred.users, Reading: reading, Measurements: meas, Warnings: nil}
+	if c := queueCaveat(d, used, crit, minJobs, opts.HardwareThreshold); c != "" {
+		adv.Critical.Warnings = append(adv.Critical.Warnings, c)
+	}
 	sz, err := CalculateMinAllocation(d, crit.Tier, minJobs, meas)
 	if err != nil {
 		return adv, fmt.Errorf("calculate-min-allocation: %w", err)

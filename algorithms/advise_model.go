@@ -1,6 +1,7 @@
 package algorithms
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -198,6 +199,9 @@ func (n *adviseNetwork) thinkTime(used []Window, opts AdviseOptions) error {
 		if n.think <= 0 {
 			return fmt.Errorf("the windows' users and throughput give a think time of %.3g s: want users counted over the same windows as the pages: %w", n.think, ErrNotEnoughData)
 		}
+	case opts.WorkloadThinkTime > 0:
+		n.model, n.think, n.shownThink = "closed", opts.WorkloadThinkTime+n.unmodelled(used), opts.WorkloadThinkTime
+		n.thinkSource = cmp.Or(opts.WorkloadThinkTimeSource, "the workload")
 	default:
 		n.model = "open"
 		n.notes = append(n.notes, "no think time and no user counts: modelled as an open workload (arrivals independent of response times); give the think time for a closed one")

@@ -205,6 +205,19 @@ func runAdvise(o *adviseOptions) error {
 		if err := checkRunnerTiers(d, o.deployment.loaded.Runner); err != nil {
 			return configError(fmt.Errorf("advise: deployment %q: %w", o.deployment.file, err))
 		}
+		// The users' think time from the live runner's workload file, for a
+		// closed model when the windows count no users: an open one holds
+		// at the critical resource a queue no closed population builds.
+		if sec := o.deployment.loaded.Runner; sec["name"] == "live" && o.thinkTime == 0 {
+			think, file, err := live.WorkloadThinkTime(sec, o.deployment.file)
+			if err != nil {
+				return configError(fmt.Errorf("advise: deployment %q: %w", o.deployment.file, err))
+			}
+			if think > 0 {
+				opts.WorkloadThinkTime = think.Seconds()
+				opts.WorkloadThinkTimeSource = fmt.Sprintf("the runner's workload file %s (--think-time overrides it)", file)
+			}
+		}
 		if windows, err = src.Windows(ctx, d, start, end, o.step); err != nil {
 			return fmt.Errorf("advise: %w", err)
 		}
