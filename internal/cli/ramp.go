@@ -12,7 +12,7 @@ import (
 )
 
 // rampHelp is --ramp's help, one for find-critical and recommend.
-const rampHelp = "run the campaign as one continuous ramp of load (windows measured to --precision, no reset between levels) instead of a staircase of separate trials; the runner must support it: the simulator, or an exec program of protocol 2 (--runner-protocol 2)"
+const rampHelp = "run the campaign as one continuous ramp of load (windows measured to --precision, no reset between levels) instead of a staircase of separate trials; the runner must support it: the simulator, the live runner, or an exec program of protocol 2 (--runner-protocol 2)"
 
 // ramper is the campaign's runner as a Ramper, journaled like its
 // experiments; a runner without the capability is refused before any trial.

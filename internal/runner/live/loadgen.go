@@ -46,6 +46,11 @@ type Load struct {
 	// ramp-down after the time it delivers, and stops at RampUp + Runtime +
 	// RampDown at the latest, as ever.
 	Until <-chan time.Time
+	// More, when set, makes the load a ramp's (ramp.go): each value is the
+	// users the load rises to, without a reset; the users added start
+	// spread over the first half of RampUp from when it came, as a
+	// trial's first users do, and number on (user Users, Users+1, ...).
+	More <-chan int
 }
 
 // ErrorCounts are the pages that failed in the runtime window, by cause.
@@ -160,28 +165,50 @@ func (l *Load) Run(ctx context.Context) (LoadResult, error) {
 	var bound atomic.Bool
 	shards := make([]shard, recorderShards)
 	var wg sync.WaitGroup
-	for i := 0; i < l.Users; i++ {
-		wg.Add(1)
+	// spawn starts users [from, to), spread over the first half of the
+	// ramp-up from at, so that the second half lets queues settle before
+	// the window opens.
+	spawn := func(from, to int, at time.Time) {
+		for i := from; i < to; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				u := user{l: l, client: client, think: think, t0: t0, t1: t1, sh: &shards[i%recorderShards],
+					r:     rand.New(rand.NewPCG(l.Seed, uint64(i))),
+					agent: fmt.Sprintf("softalloc-loadgen (trial %x; user %d)", start.UnixNano(), i)}
+				u.count = func() bool {
+					if n := sent.Add(1); l.MaxRequests > 0 && n > l.MaxRequests {
+						bound.Store(true)
+						cancel()
+						return false
+					}
+					return true
+				}
+				delay := time.Duration(int64(l.Timing.RampUp/2) * int64(i-from) / int64(to-from))
+				if !sleepUntil(ctx, at.Add(delay)) {
+					return
+				}
+				u.run(ctx)
+			}()
+		}
+	}
+	spawn(0, l.Users, start)
+	if l.More != nil {
+		wg.Add(1) // held while users may still be added
 		go func() {
 			defer wg.Done()
-			u := user{l: l, client: client, think: think, t0: t0, t1: t1, sh: &shards[i%recorderShards],
-				r:     rand.New(rand.NewPCG(l.Seed, uint64(i))),
-				agent: fmt.Sprintf("softalloc-loadgen (trial %x; user %d)", start.UnixNano(), i)}
-			u.count = func() bool {
-				if n := sent.Add(1); l.MaxRequests > 0 && n > l.MaxRequests {
-					bound.Store(true)
-					cancel()
-					return false
+			users := l.Users
+			for {
+				select {
+				case n := <-l.More:
+					if n > users {
+						spawn(users, n, time.Now())
+						users = n
+					}
+				case <-ctx.Done():
+					return
 				}
-				return true
 			}
-			// Users start spread over the first half of the ramp-up, so that
-			// the second half lets queues settle before the window opens.
-			delay := time.Duration(int64(l.Timing.RampUp/2) * int64(i) / int64(l.Users))
-			if !sleepUntil(ctx, start.Add(delay)) {
-				return
-			}
-			u.run(ctx)
 		}()
 	}
 	wg.Wait()
