@@ -32,6 +32,7 @@ type evaluateOptions struct {
 	fixed      bool
 	reference  string
 	coverage   int
+	replicas   bool
 }
 
 // newCmdEvaluate is `softalloc evaluate`: the figures we compete on.
@@ -67,7 +68,8 @@ It writes evaluation.md, evaluation.json, the grids it measured
 (evaluation-grids.jsonl) and SVG plots to --out.`,
 		Example: `  softalloc evaluate --out docs --runtime 2m --reference docs/fixed/evaluation.json
   softalloc evaluate --fixed --out /tmp/fixed --runtime 2m
-  softalloc evaluate --topologies 1/4/1/4 --seeds 1 --runtime 3m --coverage-seeds 0 --out /tmp/eval`,
+  softalloc evaluate --topologies 1/4/1/4 --seeds 1 --runtime 3m --coverage-seeds 0 --out /tmp/eval
+  softalloc evaluate --replicas --out docs`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -91,10 +93,14 @@ It writes evaluation.md, evaluation.json, the grids it measured
 	registerParallel(fs, &o.parallel, "jobs at once (campaigns, grids, trials), one core each")
 	fs.StringVar(&o.model, "model", "", "simulator parameter file (default: the embedded RUBBoS testbed)")
 	o.progress.register(fs)
+	fs.BoolVar(&o.replicas, "replicas", false, replicasEvaluateHelp)
 	return cmd
 }
 
 func runEvaluate(o *evaluateOptions) error {
+	if o.replicas {
+		return runEvaluateReplicas(o) // evaluate_replicas.go
+	}
 	cmd, s := o.cmd, o.f.Streams
 	if err := checkOutputDir("--out", o.out); err != nil {
 		return err

@@ -1,0 +1,87 @@
+package evaluate
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/softalloc/softalloc/algorithms"
+	"github.com/softalloc/softalloc/internal/fuzzcheck"
+)
+
+func TestParseRangedTopology(t *testing.T) {
+	d, err := ParseRangedTopology(" 1/2..8/1/4 ")
+	require.NoError(t, err)
+	assert.Equal(t, "1/2/1/4", d.Topology, "the deployment at the range's lowest count")
+	assert.Equal(t, algorithms.Scaling{Min: 2, Max: 8}, *d.Tiers[1].Scaling)
+	assert.Equal(t, "1/2..8/1/4", FormatRangedTopology(d))
+
+	for in, want := range map[string]string{
+		"1/2/1/2":       `ranged topology "1/2/1/2": want a topology with one tier's replicas as a range min..max, e.g. 1/2..8/1/2`,
+		"1/2..2/1/2":    `ranged topology "1/2..2/1/2": want a topology with one tier's replicas as a range min..max, e.g. 1/2..8/1/2`,
+		"1/2..8/1..2/2": `ranged topology "1/2..8/1..2/2": two ranges; want a topology with one tier's replicas as a range min..max, e.g. 1/2..8/1/2`,
+		"1/8..2/1/2":    `ranged topology "1/8..2/1/2": range "8..2": the lower end 8 is above the upper end 2; want min..max, e.g. 2..8`,
+		"1/2..8/1":      "", // three tiers are a topology too
+		"1/2..8/x/2":    `ranged topology "1/2..8/x/2": topology "1/2/x/2": replica count "x" is not a positive integer`,
+	} {
+		_, err := ParseRangedTopology(in)
+		if want == "" {
+			assert.NoError(t, err, in)
+			continue
+		}
+		assert.EqualError(t, err, want, in)
+	}
+}
+
+// A ranged topology is input (evaluate --replicas --topologies): whatever
+// it is, a one-line refusal or a deployment with one range that writes
+// back as it reads.
+func FuzzParseRangedTopology(f *testing.F) {
+	for _, s := range []string{"1/2..8/1/2", "1/2..8/1/4", "1/2..8/1", "2..3/1/1/1", "1/2/1/2", "1/2..8/1..2/2", "1/8..2/1/2", "1/0..2/1/1", "1/ 2 .. 3 /1/1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParseRangedTopology(s)
+		if err != nil {
+			fuzzcheck.RequireOneLine(t, err)
+			return
+		}
+		vi := RangedTier(d)
+		require.GreaterOrEqual(t, vi, 0)
+		again, err := ParseRangedTopology(FormatRangedTopology(d))
+		require.NoError(t, err)
+		require.Equal(t, d, again)
+	})
+}
+
+// The report is written from its JSON: a count below the target is named
+// at the top and in bold in its range's table.
+func TestReplicasReportNamesTheMisses(t *testing.T) {
+	rep := ReplicasReport{Config: ReplicasReportConfig{Ranges: []string{"1/2..3/1/2"}, Seeds: []uint64{1}, Precision: 0.02, RuntimeSeconds: 720,
+		SLAs: []float64{0.5, 2}, CampaignSLA: 2, Target: 0.97, Parallel: 2},
+		Misses: []string{"1/2..3/1/2 seed 1 at 3 replicas: 400-150-12 reaches 0.950 of the grid's best 400-100-20 at 2 s"},
+		Ranges: []ReplicaRangeResult{{Range: "1/2..3/1/2", Seed: 1, Tier: "app", Counts: []CountResult{
+			{Replicas: 2, Critical: "app/cpu", MinJobs: 42.5, Allocation: "400-22-22", ConnectionsPerReplica: 22, TotalConnections: 44, Ratio: 0.99, MeetsTarget: true,
+				Recommended:  Quality{Ratio: map[string]float64{"0.5": 0.98, "2": 0.99}, Indistinguishable: []string{"2"}},
+				Extrapolated: &Quality{Allocation: "400-22-22", Ratio: map[string]float64{"2": 0.99}}, GridBest: Quality{Allocation: "400-20-20"}},
+			{Replicas: 3, Critical: "cluster/cpu", MinJobs: 20, Allocation: "400-150-12", ConnectionsPerReplica: 12, TotalConnections: 36, Ratio: 0.95,
+				Recommended:  Quality{Ratio: map[string]float64{"0.5": 0.9, "2": 0.95}},
+				Extrapolated: &Quality{Allocation: "400-22-22", Ratio: map[string]float64{"2": 0.93}}, GridBest: Quality{Allocation: "400-100-20"}},
+		}}}}
+	dir := t.TempDir()
+	require.NoError(t, WriteReplicas(dir, rep))
+	md, err := os.ReadFile(filepath.Join(dir, ReplicasMarkdown))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "**1 counts miss the target:**\n\n- 1/2..3/1/2 seed 1 at 3 replicas: 400-150-12 reaches 0.950")
+	assert.Contains(t, string(md), "| 2 | app/cpu | 42.5 | 400-22-22 | 0.990 (=) | 0.980 | same | 0.990 | 22 | 44 | 1.04 |")
+	assert.Contains(t, string(md), "| 3 | cluster/cpu | 20.0 | 400-150-12 | **0.950** | 0.900 | 400-22-22 | 0.930 | 12 | 36 | 1.80 |")
+	var back ReplicasReport
+	js, err := os.ReadFile(filepath.Join(dir, ReplicasJSON))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(js, &back))
+	assert.Equal(t, rep, back)
+}
