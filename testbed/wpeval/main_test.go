@@ -1,0 +1,58 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func cells(goodputs ...float64) []Cell {
+	var out []Cell
+	for i, g := range goodputs {
+		out = append(out, Cell{Users: 8 * (i + 1), Throughput: g, Goodput: map[string]float64{"1": g}})
+	}
+	return out
+}
+
+// The rounds' difference is each score's spread; a gap to the best within
+// the two spreads is not resolved, and the page marks it.
+func TestScoresCarryTheRoundsSpread(t *testing.T) {
+	allocs := []GridAlloc{
+		{Role: "best", WebThreads: 150, Children: 5, Rounds: [2][]Cell{cells(10, 20), cells(10, 18)}},           // 30 and 28: 29 +- 2
+		{Role: "close", WebThreads: 150, Children: 16, Rounds: [2][]Cell{cells(9, 20), cells(9, 16)}},           // 29 and 25: 27 +- 4
+		{Role: "far", WebThreads: 150, Children: 4, Rounds: [2][]Cell{cells(5, 10), cells(5, 10)}},              // 15 +- 0
+		{Role: "failed", WebThreads: 400, Children: 200, Errors: []string{"round 1: the OOM killer killed 15"}}, // no cell
+	}
+	sc := scores(allocs, []string{"1"})
+	require.Len(t, sc, 3, "an allocation with no trial has no score")
+	got := map[string]Score{}
+	for _, s := range sc {
+		got[s.Role] = s
+	}
+	assert.InDelta(t, 29, got["best"].Goodput, 1e-9)
+	assert.InDelta(t, 2, got["best"].Spread, 1e-9)
+	assert.InDelta(t, 1, got["best"].Share, 1e-9)
+	assert.InDelta(t, 27.0/29, got["close"].Share, 1e-9)
+	assert.False(t, got["close"].Resolved, "a gap of 2 within half of 2 + 4")
+	assert.True(t, got["far"].Resolved)
+
+	roles := byRole(allocs, []string{"1"})
+	require.Len(t, roles, 4)
+	assert.InDelta(t, 19, roles[0].MaxGoodput["1"], 1e-9, "the best workload's mean of the rounds")
+	assert.InDelta(t, 10.0/19, roles[2].OfBest["1"], 1e-9)
+
+	r := &Report{SLAs: []string{"1"}, Users: []int{8, 16}, Grid: allocs, Scores: sc, ScoresByRole: roles}
+	md := r.markdown()
+	assert.Contains(t, md, "| close | 27.0 (4.0) | 0.931 ~ |")
+	assert.Contains(t, md, "| far | 15.0 (0.0) | 0.517 |")
+	assert.Contains(t, md, "| web.threads=400,app.children=200 | failed | no trial finished |")
+	assert.True(t, strings.Contains(md, "failed: round 1: the OOM killer killed 15"), md)
+}
+
+func TestPoolOfReadsTheAllocationsNotation(t *testing.T) {
+	assert.Equal(t, 18, poolOf("web.threads=100,app.children=18", "app.children"))
+	assert.Equal(t, 100, poolOf("web.threads=100,app.children=18", "web.threads"))
+	assert.Zero(t, poolOf("100-5-5", "app.children"))
+}
