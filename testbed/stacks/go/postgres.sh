@@ -114,9 +114,10 @@ SQL
     echo "$stamp" >"$TB/pg-stamp"
     log "data generated in $((SECONDS - t0)) s"
   fi
-  # The exporter reads pg_stat_database, pg_stat_activity and the settings.
+  # The exporter reads pg_stat_database, pg_stat_activity, the settings and
+  # pg_stat_statements (pg-queries.yaml: the postgres and postgres-statements presets).
   DATA_SOURCE_NAME="postgresql://postgres@127.0.0.1:$PG_PORT/rubbos?sslmode=disable" start pg-exporter monitor \
-    prometheus-postgres-exporter --web.listen-address=127.0.0.1:$PG_EXP_PORT
+    prometheus-postgres-exporter --web.listen-address=127.0.0.1:$PG_EXP_PORT --extend.query-path="$REPO/testbed/stacks/go/pg-queries.yaml"
   if [ "$(db_pooler)" = pgbouncer ]; then pgbouncer_start; fi
 }
 
