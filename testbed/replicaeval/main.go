@@ -1,0 +1,515 @@
+// Command replicaeval measures pools that follow an app tier's replica count
+// on the Go testbed (issue 37) and writes docs/replica-evaluation.md and its
+// JSON twin: a load at a constant rate while the app's replicas go 1 -> 3 ->
+// 2 (testbed.sh scale), under three ways of sizing the pools of the plan
+// recommend made for the range (its --output json answer):
+//
+//	one    the pools planned for the range's lowest count, kept throughout
+//	three  the pools planned for its highest count, kept throughout
+//	watch  softalloc watch applying each count's pools through testbed.sh apply
+//
+// For each phase it reports the goodput (pages answered 200 within the SLA,
+// per second), the connection errors (pages the database refused a
+// connection: MariaDB's "Too many connections", PostgreSQL's "too many
+// clients"), the other errors, and the most connections the database held
+// (Prometheus's max_over_time of the exporter's count) against its limit.
+//
+// The testbed must be up (testbed.sh up, with the caps and back end to
+// measure; the SOFTALLOC_TESTBED_* environment names it, as for
+// testbed.sh); each run measures the back end that is up and merges its rows
+// into the JSON, so that MariaDB's and PgBouncer's runs share one report:
+//
+//	flock /tmp/measure.lock go run ./testbed/replicaeval -plan answer.json -softalloc bin/softalloc -out docs
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Plan is the part of recommend's answer this reads.
+type Plan struct {
+	Replicas struct {
+		Tier            string `json:"tier"`
+		Min             int    `json:"min"`
+		Max             int    `json:"max"`
+		Critical        string `json:"critical"`
+		MinJobs         float64
+		ConnectionLimit *struct {
+			Max int `json:"max"`
+		} `json:"connectionLimit"`
+		Counts []struct {
+			Replicas   int                       `json:"replicas"`
+			Allocation map[string]map[string]int `json:"allocation"`
+		} `json:"counts"`
+	} `json:"replicas"`
+}
+
+// Phase is one replica count's stretch of a run.
+type Phase struct {
+	Replicas    int     `json:"replicas"`
+	Seconds     float64 `json:"seconds"`
+	Sent        int64   `json:"sent"`
+	Good        int64   `json:"good"`
+	Goodput     float64 `json:"goodput"`
+	ConnErrors  int64   `json:"connectionErrors"`
+	OtherErrors int64   `json:"otherErrors"`
+	Late        int64   `json:"late"`
+	PeakDBConns float64 `json:"peakDBConnections"`
+	// ScaleSeconds is how long testbed.sh scale took to reach this count.
+	ScaleSeconds float64 `json:"scaleSeconds"`
+}
+
+// Run is one variant on one back end.
+type Run struct {
+	Backend string  `json:"backend"`
+	Variant string  `json:"variant"`
+	Pools   string  `json:"pools"`
+	Phases  []Phase `json:"phases"`
+	Watch   string  `json:"watchLog,omitempty"`
+}
+
+// Report is docs/replica-evaluation.json.
+type Report struct {
+	Generated string            `json:"generated"`
+	Rate      float64           `json:"rate"`
+	PhaseSecs float64           `json:"phaseSeconds"`
+	SLA       float64           `json:"slaSeconds"`
+	Caps      string            `json:"caps"`
+	Limit     int               `json:"connectionLimit"`
+	PlanPools map[int]string    `json:"planPools"`
+	Critical  string            `json:"critical"`
+	Uptime    map[string]string `json:"uptime"`
+	Runs      []Run             `json:"runs"`
+}
+
+var (
+	repo   string
+	offset int
+)
+
+func main() {
+	planPath := flag.String("plan", "", "recommend's --output json answer for the deployment with the app's replica range")
+	bin := flag.String("softalloc", "bin/softalloc", "the softalloc binary (watch)")
+	out := flag.String("out", "docs", "directory of replica-evaluation.md and .json")
+	rate := flag.Float64("rate", 80, "pages per second, constant")
+	phase := flag.Duration("phase", 40*time.Second, "time at each replica count")
+	sla := flag.Duration("sla", 2*time.Second, "a page later than this is not goodput")
+	variants := flag.String("variants", "one,three,watch", "variants to run")
+	flag.Parse()
+	if err := run(*planPath, *bin, *out, *rate, *phase, *sla, strings.Split(*variants, ",")); err != nil {
+		fmt.Fprintln(os.Stderr, "replicaeval:", err)
+		os.Exit(1)
+	}
+}
+
+func tb(args ...string) error {
+	cmd := exec.Command(filepath.Join(repo, "testbed", "testbed.sh"), args...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("testbed.sh %s: %w", strings.Join(args, " "), err)
+	}
+	return nil
+}
+
+func run(planPath, bin, out string, rate float64, phase, sla time.Duration, variants []string) error {
+	wd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	repo = wd
+	if v := os.Getenv("SOFTALLOC_TESTBED_PORT_OFFSET"); v != "" {
+		if offset, err = strconv.Atoi(v); err != nil {
+			return fmt.Errorf("SOFTALLOC_TESTBED_PORT_OFFSET=%q: want a number", v)
+		}
+	}
+	data, err := os.ReadFile(planPath)
+	if err != nil {
+		return err
+	}
+	var plan Plan
+	if err := json.Unmarshal(data, &plan); err != nil {
+		return fmt.Errorf("%s: %w", planPath, err)
+	}
+	p := plan.Replicas
+	if len(p.Counts) == 0 || p.Min != 1 || p.Max != 3 {
+		return fmt.Errorf("%s: want a plan for app replicas 1..3", planPath)
+	}
+	pools := map[int][]string{}
+	for _, c := range p.Counts {
+		a := c.Allocation
+		pools[c.Replicas] = []string{strconv.Itoa(a["web"]["threads"]), strconv.Itoa(a["app"]["threads"]), strconv.Itoa(a["app"]["connections"])}
+	}
+	dir := os.Getenv("SOFTALLOC_TESTBED_DIR")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "softalloc-testbed")
+	}
+	backend := readTrim(filepath.Join(dir, "run", "db-engine"), "mariadb")
+	if pooler := readTrim(filepath.Join(dir, "run", "pooler"), "none"); pooler != "none" {
+		backend += "+" + pooler
+	}
+	caps := []string{}
+	for _, t := range []string{"web", "app", "db"} {
+		caps = append(caps, t+"="+readTrim(filepath.Join(dir, "run", "cap-"+t), "?"))
+	}
+
+	jsonPath := filepath.Join(out, "replica-evaluation.json")
+	var rep Report
+	if old, err := os.ReadFile(jsonPath); err == nil {
+		if err := json.Unmarshal(old, &rep); err != nil {
+			return fmt.Errorf("%s: %w", jsonPath, err)
+		}
+	}
+	rep.Rate, rep.PhaseSecs, rep.SLA, rep.Caps = rate, phase.Seconds(), sla.Seconds(), strings.Join(caps, " ")
+	rep.Critical = p.Critical
+	if p.ConnectionLimit != nil {
+		rep.Limit = p.ConnectionLimit.Max
+	}
+	rep.PlanPools = map[int]string{}
+	for n, ps := range pools {
+		rep.PlanPools[n] = strings.Join(ps, "-")
+	}
+	if rep.Uptime == nil {
+		rep.Uptime = map[string]string{}
+	}
+	rep.Uptime[backend+" before"] = uptime()
+
+	if backend == "mariadb" && rep.Limit > 0 {
+		// The plan's limit is the database's: MariaDB's max_connections at run time.
+		cmd := exec.Command("mariadb", "--no-defaults", "--socket="+filepath.Join(dir, "run", "mysqld.sock"), "-uroot",
+			"-e", fmt.Sprintf("SET GLOBAL max_connections = %d", rep.Limit))
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("setting max_connections: %v: %s", err, b)
+		}
+	}
+	for _, v := range variants {
+		var start []string
+		switch v {
+		case "one", "watch":
+			start = pools[1]
+		case "three":
+			start = pools[3]
+		default:
+			return fmt.Errorf("-variants: %q: want one, three or watch", v)
+		}
+		r, err := measure(backend, v, start, planPath, bin, rate, phase, sla)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", backend, v, err)
+		}
+		kept := rep.Runs[:0]
+		for _, old := range rep.Runs {
+			if old.Backend != backend || old.Variant != v {
+				kept = append(kept, old)
+			}
+		}
+		rep.Runs = append(kept, r)
+	}
+	rep.Uptime[backend+" after"] = uptime()
+	rep.Generated = time.Now().UTC().Format(time.RFC3339)
+	sort.SliceStable(rep.Runs, func(i, j int) bool { return rep.Runs[i].Backend < rep.Runs[j].Backend })
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(jsonPath, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(out, "replica-evaluation.md"), []byte(markdown(rep)), 0o644)
+}
+
+func readTrim(path, def string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return def
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func uptime() string {
+	b, err := exec.Command("uptime").Output()
+	if err != nil {
+		return "?"
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// measure runs one variant: 1 replica, then 3, then 2, a phase each.
+func measure(backend, variant string, start []string, planPath, bin string, rate float64, phase, sla time.Duration) (Run, error) {
+	r := Run{Backend: backend, Variant: variant, Pools: strings.Join(start, "-")}
+	if err := tb("scale", "app=1"); err != nil {
+		return r, err
+	}
+	if err := tb(append([]string{"apply"}, start...)...); err != nil {
+		return r, err
+	}
+	var watchLog syncBuf
+	if variant == "watch" {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, "watch", "--plan", planPath,
+			"--prometheus", fmt.Sprintf("http://127.0.0.1:%d", 18090+offset),
+			"--replicas-query", `count(up{job="app"} == 1)`, "--interval", "1s", "--hold", "2",
+			"--", filepath.Join(repo, "testbed", "testbed.sh"), "apply", "{web.threads}", "{app.threads}", "{app.connections}")
+		cmd.Stdout, cmd.Stderr = &watchLog, &watchLog
+		if err := cmd.Start(); err != nil {
+			return r, err
+		}
+		defer func() {
+			cancel()
+			_ = cmd.Wait()
+		}()
+	}
+	time.Sleep(5 * time.Second) // the first pools settle (watch's first reading applies count 1's, which are start's)
+	l := newLoad(rate, sla)
+	l.start()
+	var lengths [3]time.Duration
+	for i, n := range []int{1, 3, 2} {
+		// A phase starts when scale begins: the scaling's pages are its.
+		t0 := time.Now()
+		l.phase.Store(int32(i))
+		var scale float64
+		if i > 0 {
+			if err := tb("scale", fmt.Sprintf("app=%d", n)); err != nil {
+				l.stop()
+				return r, err
+			}
+			scale = time.Since(t0).Seconds()
+		}
+		time.Sleep(phase)
+		lengths[i] = time.Since(t0)
+		r.Phases = append(r.Phases, Phase{Replicas: n, ScaleSeconds: scale, PeakDBConns: peakConns(backend, lengths[i])})
+	}
+	l.stop()
+	for i := range r.Phases {
+		ph := l.phaseOf(i, lengths[i])
+		ph.Replicas, ph.ScaleSeconds, ph.PeakDBConns = r.Phases[i].Replicas, r.Phases[i].ScaleSeconds, r.Phases[i].PeakDBConns
+		r.Phases[i] = ph
+		fmt.Fprintf(os.Stderr, "replicaeval: %s %s at %d replicas: sent %.1f/s, goodput %.1f/s, %d connection errors, %d other, %d late, peak %.0f DB connections\n",
+			backend, variant, ph.Replicas, float64(ph.Sent)/ph.Seconds, ph.Goodput, ph.ConnErrors, ph.OtherErrors, ph.Late, ph.PeakDBConns)
+	}
+	r.Watch = watchLog.String()
+	return r, nil
+}
+
+// peakConns is the most connections the database held over the last window.
+func peakConns(backend string, window time.Duration) float64 {
+	q := `max(max_over_time(mysql_global_status_threads_connected[%ds]))`
+	if strings.HasPrefix(backend, "postgres") {
+		q = `max_over_time(sum(pg_stat_database_numbackends)[%ds:1s])`
+	}
+	q = fmt.Sprintf(q, int(window.Seconds()))
+	for try := 0; try < 5; try++ {
+		if v, err := promValue(q); err == nil {
+			return v
+		}
+		time.Sleep(time.Second)
+	}
+	return -1
+}
+
+func promValue(q string) (float64, error) {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/api/v1/query?query=%s", 18090+offset, url.QueryEscape(q)))
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		Data struct {
+			Result []struct {
+				Value [2]any `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		return 0, err
+	}
+	if len(doc.Data.Result) != 1 {
+		return 0, fmt.Errorf("%s: %d series", q, len(doc.Data.Result))
+	}
+	s, _ := doc.Data.Result[0].Value[1].(string)
+	return strconv.ParseFloat(s, 64)
+}
+
+// load sends pages at a constant rate (open loop: a slow page does not
+// slow the sending), from the testbed's workload's page kinds. Each page
+// counts in the phase it was sent in, whenever it ends.
+type load struct {
+	rate   float64
+	sla    time.Duration
+	client *http.Client
+	done   chan struct{}
+	wg     sync.WaitGroup
+	phase  atomic.Int32
+	counts [3]counts
+	base   string
+}
+
+type counts struct {
+	sent, good, late, connErr, other atomic.Int64
+}
+
+func newLoad(rate float64, sla time.Duration) *load {
+	return &load{rate: rate, sla: sla, done: make(chan struct{}),
+		base:   fmt.Sprintf("http://127.0.0.1:%d", 18080+offset),
+		client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 200}}}
+}
+
+func (l *load) start() {
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		rng := rand.New(rand.NewPCG(1, 2))
+		tick := time.NewTicker(time.Duration(float64(time.Second) / l.rate))
+		defer tick.Stop()
+		for {
+			select {
+			case <-l.done:
+				return
+			case <-tick.C:
+				path, c := page(rng), &l.counts[l.phase.Load()]
+				l.wg.Add(1)
+				go func() { defer l.wg.Done(); l.one(c, path) }()
+			}
+		}
+	}()
+}
+
+func page(rng *rand.Rand) string {
+	switch rng.IntN(6) {
+	case 0:
+		return "/rubbos/StoriesOfTheDay"
+	case 1:
+		return fmt.Sprintf("/rubbos/ViewStory?storyId=%d", 1+rng.IntN(10000))
+	case 2:
+		return fmt.Sprintf("/rubbos/BrowseStoriesByCategory?category=%d&page=%d", 1+rng.IntN(20), rng.IntN(3))
+	case 3:
+		return fmt.Sprintf("/rubbos/ViewComment?commentId=%d", 1+rng.IntN(100000))
+	case 4:
+		return fmt.Sprintf("/rubbos/OlderStories?day=%d", 10+rng.IntN(31))
+	default:
+		return "/rubbos/Search?type=stories&search=" + []string{"apache", "tomcat", "pool", "queue", "kernel"}[rng.IntN(5)]
+	}
+}
+
+func (l *load) one(c *counts, path string) {
+	c.sent.Add(1)
+	t0 := time.Now()
+	resp, err := l.client.Get(l.base + path)
+	if err != nil {
+		c.other.Add(1)
+		return
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusOK && time.Since(t0) <= l.sla:
+		c.good.Add(1)
+	case resp.StatusCode == http.StatusOK:
+		c.late.Add(1)
+	case connRefused(string(body)):
+		c.connErr.Add(1)
+	default:
+		c.other.Add(1)
+	}
+}
+
+// connRefused: the database refused the app a connection.
+func connRefused(body string) bool {
+	b := strings.ToLower(body)
+	return strings.Contains(b, "too many connections") || strings.Contains(b, "too many clients") ||
+		strings.Contains(b, "remaining connection slots are reserved")
+}
+
+// phaseOf is phase i's counts, once its pages have ended.
+func (l *load) phaseOf(i int, d time.Duration) Phase {
+	c := &l.counts[i]
+	return Phase{Seconds: d.Seconds(), Sent: c.sent.Load(), Good: c.good.Load(), Goodput: float64(c.good.Load()) / d.Seconds(),
+		ConnErrors: c.connErr.Load(), OtherErrors: c.other.Load(), Late: c.late.Load()}
+}
+
+func (l *load) stop() {
+	close(l.done)
+	l.wg.Wait()
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func markdown(rep Report) string {
+	var b strings.Builder
+	w := bufio.NewWriter(&b)
+	fmt.Fprintf(w, "# Pools that follow the replica count: the testbed (issue 37)\n\n")
+	fmt.Fprintf(w, "Generated by `go run ./testbed/replicaeval` (testbed/replicaeval/main.go) on %s; do not edit.\n\n", rep.Generated)
+	fmt.Fprintf(w, "The Go testbed's app tier goes 1 -> 3 -> 2 replicas (`testbed.sh scale`, %.0f s at each count) under a constant %.0f pages/s "+
+		"(open loop: the workload's page kinds, a page later than %.0f s is not goodput). Caps %s (each app replica its own). "+
+		"The database's connection limit: %d (MariaDB's max_connections set to the plan's; PostgreSQL's at up). A phase starts when `scale` begins and its pages count where they were sent. The plan's pools per count (web threads - app threads - app connections per replica), "+
+		"recommend's answer for the range (critical: %s):", rep.PhaseSecs, rep.Rate, rep.SLA, rep.Caps, rep.Limit, rep.Critical)
+	var counts []int
+	for n := range rep.PlanPools {
+		counts = append(counts, n)
+	}
+	sort.Ints(counts)
+	for _, n := range counts {
+		fmt.Fprintf(w, " %d: %s;", n, rep.PlanPools[n])
+	}
+	fmt.Fprintf(w, "\n\n- **one**: the pools planned for 1 replica, kept; **three**: those for 3, kept; **watch**: `softalloc watch` applying each count's through `testbed.sh apply` (a rolling restart of the replicas).\n")
+	fmt.Fprintf(w, "- Connection errors: pages the database refused a connection; peak: the most connections the database held in the phase (its exporter, 1 s scrapes).\n\n")
+	fmt.Fprintf(w, "| back end | variant | replicas | sent (pages/s) | goodput (pages/s) | connection errors | other errors | late | peak DB connections | scale (s) |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rep.Runs {
+		for _, p := range r.Phases {
+			fmt.Fprintf(w, "| %s | %s | %d | %.1f | %.1f | %d | %d | %d | %.0f | %.1f |\n", r.Backend, r.Variant, p.Replicas, float64(p.Sent)/p.Seconds, p.Goodput, p.ConnErrors, p.OtherErrors, p.Late, p.PeakDBConns, p.ScaleSeconds)
+		}
+	}
+	keys := make([]string, 0, len(rep.Uptime))
+	for k := range rep.Uptime {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fmt.Fprintf(w, "\nLoad average (uptime):\n\n")
+	for _, k := range keys {
+		fmt.Fprintf(w, "- %s: `%s`\n", k, rep.Uptime[k])
+	}
+	for _, r := range rep.Runs {
+		if r.Watch != "" {
+			fmt.Fprintf(w, "\nwatch's decisions (%s), apply and hold lines:\n\n```\n", r.Backend)
+			for _, line := range strings.Split(r.Watch, "\n") {
+				if strings.Contains(line, "apply") || strings.Contains(line, "hold") {
+					fmt.Fprintln(w, line)
+				}
+			}
+			fmt.Fprintf(w, "```\n")
+		}
+	}
+	w.Flush()
+	return b.String()
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# measure.sh: docs/replica-evaluation.md from scratch: the plan (recommend on
+# plan.yaml, the simulator), then replicaeval on the Go testbed with MariaDB,
+# then with PostgreSQL behind PgBouncer, each back end brought up afresh with
+# the same caps. Run it under the measurement lock, beside the default
+# testbed with an offset of your own:
+#
+#   SOFTALLOC_TESTBED_PORT_OFFSET=400 SOFTALLOC_TESTBED_CGROUP=softalloc-mine SOFTALLOC_TESTBED_DIR=/tmp/tb-mine \
+#     flock /tmp/measure.lock testbed/replicaeval/measure.sh [RATE] [PHASE]
+set -euo pipefail
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$REPO"
+RATE=${1:-60}
+PHASE=${2:-30s}
+CAPS="web=0.5 app=0.5 db=0.3"
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+go build -o "$WORK/softalloc" ./cmd/softalloc
+go build -o "$WORK/replicaeval" ./testbed/replicaeval
+"$WORK/softalloc" recommend -f testbed/replicaeval/plan.yaml --output json --quiet >"$WORK/plan.json"
+limit=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["replicas"]["connectionLimit"]["max"])' "$WORK/plan.json")
+rm -f docs/replica-evaluation.json
+tb=testbed/testbed.sh
+for backend in mariadb pgbouncer; do
+  "$tb" down
+  case $backend in
+    mariadb) "$tb" up $CAPS ;;
+    pgbouncer) SOFTALLOC_TESTBED_DB=postgres SOFTALLOC_TESTBED_POOLER=pgbouncer SOFTALLOC_TESTBED_PG_MAX_CONNECTIONS=$limit "$tb" up $CAPS ;;
+  esac
+  # The load generator in the testbed's client group: neither capped nor
+  # crowded out by other work on the machine.
+  "$tb" exec-client "$WORK/replicaeval" -plan "$WORK/plan.json" -softalloc "$WORK/softalloc" -out docs -rate "$RATE" -phase "$PHASE"
+done
+"$tb" down
