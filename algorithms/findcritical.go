@@ -92,13 +92,15 @@ func FindCriticalResource(ctx context.Context, x Experimenter, d Deployment, s0 
 	doublings := 0
 	warmed, jumpedTo := false, -1
 	var last Observation
-	lastUsers := 0
+	lastUsers, prevUsers := 0, 0
 	var lastSoft []Saturation
 	var lastSoftThroughput Interval
 	// boundAt and boundTp are the workload and throughput where a pool full
 	// at saturation was last doubled.
 	boundAt, boundTp := -1, Interval{}
 	hwTest := func(o Observation) Verdict { return hardwareVerdict(o, opts.HardwareThreshold) }
+	probed := false
+scan:
 	for tpCurr.Versus(tpMax) == Above {
 		tpMax = tpCurr
 		if workload > opts.MaxWorkload {
@@ -115,7 +117,7 @@ func FindCriticalResource(ctx context.Context, x Experimenter, d Deployment, s0 
 			res.Warnings = append(res.Warnings, indistinguishableNote("the busiest hardware", workload, busiestInterval(o), opts.HardwareThreshold,
 				"decided by the mean"))
 		}
-		last, lastUsers = o, workload
+		last, lastUsers, prevUsers = o, workload, lastUsers
 		// The pseudo-code assigns TP; the loop tests TPcurr: they are one value.
 		tpCurr = o.ThroughputInterval()
 		res.MaxThroughput = math.Max(res.MaxThroughput, o.Throughput)
@@ -224,12 +226,33 @@ func FindCriticalResource(ctx context.Context, x Experimenter, d Deployment, s0 
 			}
 		}
 	}
+	if probe := plateauProbe(lastUsers, opts); !probed && opts.Mode == ModeEfficient && probe <= opts.MaxWorkload {
+		// A step near the knee of a closed system can rise within the
+		// noise while the critical resource still climbs towards the
+		// threshold (issue 36: WordPress's php-fpm CPU read 0.87-0.94 when
+		// one-user steps stopped rising). Confirm the plateau well past
+		// it: a saturated resource there is walked back to its first
+		// saturating step; a rise there resumes the scan.
+		probed = true
+		res.Warnings = append(res.Warnings, fmt.Sprintf(
+			"throughput did not rise from %d to %d users (%s -> %s pages/s) with no hardware resource at %.2f (busiest: %s): a trial at %d users checks the plateau",
+			prevUsers, lastUsers, tpMax, tpCurr, opts.HardwareThreshold, busiestHardware(last), probe))
+		workload, jumpedTo = probe, probe
+		tpCurr, tpMax = tpMax, Interval{Mean: -1}
+		goto scan
+	}
 	res.Trials, res.Experiments, res.Reserve = r.trials, len(r.trials), s
 	if c, ok := throttledCritical(res, last, lastUsers, opts); ok {
 		return c, nil
 	}
 	return res, fmt.Errorf("find-critical: throughput stopped growing at %d users (%s pages/s, after %s) with no hardware resource at or above %.2f (busiest: %s): %w",
 		lastUsers, tpCurr, tpMax, opts.HardwareThreshold, busiestHardware(last), ErrNoCriticalResource)
+}
+
+// plateauProbe is the workload at which a plateau read at users is
+// confirmed: a quarter more, at least one step, on the step grid.
+func plateauProbe(users int, opts Options) int {
+	return users + max(opts.Step, (users/4+opts.Step-1)/opts.Step*opts.Step)
 }
 
 // PredictSaturation predicts the workload (users) at which the busiest

@@ -54,11 +54,12 @@ func TestLiveWordPressStack(t *testing.T) {
 		var doc struct {
 			Critical critical `json:"critical"`
 		}
-		// At saturation the php-fpm tier's CPU read 0.964 and 0.973 under
-		// its 1-core cap, and 0.94 (throttled in 0.82 of its quota periods)
-		// in a clean-clone CI run: 0.95 splits that spread, 0.9 does not.
+		// The paper's threshold: one-user steps near this stack's knee
+		// (15-17 users) stopped rising with the php-fpm tier's CPU at
+		// 0.87-0.94, and find-critical now confirms such a plateau past it
+		// (TestFindCriticalConfirmsAPlateauBelowTheThreshold).
 		out := softalloc(t, "find-critical", "--output", "json", "--quiet", "--runner", "live", "-f", deployment,
-			"--journal", journal, "--hw-threshold", "0.9")
+			"--journal", journal)
 		require.NoError(t, json.Unmarshal(out, &doc), "%s", out)
 		c := doc.Critical
 		handWritten = c
