@@ -363,6 +363,27 @@ Include "$TB/apache/pools.conf"
 EOF
 }
 
+# web_mpm THREADS: mpm_event's pools for every stack's pools.conf. One
+# child process holds every thread (ThreadsPerChild = MaxRequestWorkers), so
+# that mod_proxy's per-process connection pool (max=) is the whole web
+# tier's; ServerLimit leaves room for a graceful restart's second child.
+# (examples/hooks/apache.sh sets the same directives in a user's own file.)
+# The caller checks THREADS (1..2048): a die here, inside the caller's
+# $(...), would not stop it.
+web_mpm() {
+  local threads=$1
+  cat <<MPM
+StartServers 1
+ServerLimit 4
+ThreadLimit 2048
+ThreadsPerChild $threads
+MaxRequestWorkers $threads
+MinSpareThreads 1
+MaxSpareThreads $((threads + 1))
+MaxConnectionsPerChild 0
+MPM
+}
+
 # web_start HEALTH-PATH: Apache in the web group, until HEALTH-PATH answers.
 web_start() {
   apache2 -t -f "$TB/apache/httpd.conf" >>"$LOGS/web.log" 2>&1 || die "Apache's configuration does not parse; see $LOGS/web.log"

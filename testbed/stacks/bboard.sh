@@ -77,14 +77,7 @@ web_config() {
   mkdir -p "$TB/apache"
   cat >"$TB/apache/pools.conf" <<CONF
 # Written by testbed.sh apply: web threads $threads.
-StartServers 1
-ServerLimit 4
-ThreadLimit 2048
-ThreadsPerChild $threads
-MaxRequestWorkers $threads
-MinSpareThreads 1
-MaxSpareThreads $((threads + 1))
-MaxConnectionsPerChild 0
+$(web_mpm "$threads")
 ProxyPass /rubbos/static/ !
 $(web_proxy "$threads")
 CONF

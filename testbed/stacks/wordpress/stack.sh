@@ -238,14 +238,7 @@ web_config() {
   mkdir -p "$TB/apache"
   cat >"$TB/apache/pools.conf" <<CONF
 # Written by testbed.sh apply: web threads $threads.
-StartServers 1
-ServerLimit 4
-ThreadLimit 2048
-ThreadsPerChild $threads
-MaxRequestWorkers $threads
-MinSpareThreads 1
-MaxSpareThreads $((threads + 1))
-MaxConnectionsPerChild 0
+$(web_mpm "$threads")
 <Proxy "fcgi://127.0.0.1:$APP_PORT">
   ProxySet max=$threads timeout=60
 </Proxy>
