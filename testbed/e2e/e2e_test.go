@@ -502,8 +502,11 @@ func TestLiveTestbed(t *testing.T) {
 				SaturationThroughput float64    `json:"saturationThroughput"`
 			} `json:"advice"`
 		}
-		// Prometheus has the window's last seconds once it has scraped past them.
-		time.Sleep(time.Until(end.Add(2 * time.Second)))
+		// Prometheus has the window's last seconds once it has scraped
+		// every target past them.
+		scraped, err := promAnswer("http://127.0.0.1:18090", fmt.Sprintf("min(timestamp(up)) >= %d", end.Unix()+1))
+		require.NoError(t, err, "Prometheus did not scrape past the traffic's end (%s)", end)
+		require.Positive(t, scraped)
 		out := run(t, exec.Command(binary, "advise", "-f", deployment, "--start", start.Format(time.RFC3339),
 			"--end", end.Format(time.RFC3339), "--step", "5s", "--output", "json"))
 		require.NoError(t, json.Unmarshal(out, &adv), "%s", out)
