@@ -20,7 +20,8 @@
 //	make build && flock /tmp/measure.lock go run ./testbed/wpeval -out docs
 //	testbed/testbed.sh down
 //
-// -render FILE draws the Markdown again from a JSON twin, without a trial.
+// -render FILE draws the Markdown again from a JSON twin, without a trial
+// (and writes the twin again with -note's lines added).
 package main
 
 import (
@@ -49,6 +50,7 @@ func main() {
 	flag.StringVar(&c.trial, "trial", "--fixed --ramp-up 3s --runtime 6s --ramp-down 1s", "the trials' flags, for the campaign and the grid")
 	flag.StringVar(&c.since, "advise-since", "", "advise's range (default: the campaign's span)")
 	flag.IntVar(&c.generous, "generous", 200, "the generous allocation's php-fpm children")
+	flag.StringVar(&c.threshold, "hw-threshold", "", "recommend's and advise's --hw-threshold (default: softalloc's)")
 	flag.Var(&c.notes, "note", "a line for the report's notes (repeatable): what the run met that the numbers do not say")
 	flag.Var(&c.also, "also", "another allocation for the grid, ROLE:WEB_THREADS:CHILDREN (repeatable)")
 	render := flag.String("render", "", "only write the Markdown again from this wordpress-evaluation.json")
@@ -62,6 +64,12 @@ func main() {
 		if err == nil {
 			r.Scores, r.ScoresByRole = scores(r.Grid, r.SLAs), byRole(r.Grid, r.SLAs)
 			r.Notes = append(r.Notes, c.notes...)
+			// The twin keeps the notes and scores the page shows.
+			if b, err = json.MarshalIndent(r, "", "  "); err == nil {
+				err = os.WriteFile(*render, append(b, '\n'), 0o644)
+			}
+		}
+		if err == nil {
 			err = os.WriteFile(filepath.Join(c.out, "wordpress-evaluation.md"), []byte(r.markdown()), 0o644)
 		}
 		if err != nil {
@@ -78,6 +86,7 @@ func main() {
 
 type config struct {
 	out, bin, work, users, slas, trial, since string
+	threshold                                 string
 	generous                                  int
 	notes, also                               list
 }
@@ -92,6 +101,7 @@ type Report struct {
 	Generated    string   `json:"generated"`
 	PortOffset   int      `json:"portOffset"`
 	Trial        string   `json:"trial"`
+	HWThreshold  string   `json:"hwThreshold,omitempty"`
 	SLAs         []string `json:"slas"`
 	Users        []int    `json:"users"`
 	UptimeBefore string   `json:"uptimeBefore"`
@@ -191,7 +201,7 @@ func run(c config) error {
 	if err != nil {
 		return err
 	}
-	r := &Report{Generated: time.Now().UTC().Format(time.RFC3339), PortOffset: offset, Trial: c.trial,
+	r := &Report{Generated: time.Now().UTC().Format(time.RFC3339), PortOffset: offset, Trial: c.trial, HWThreshold: c.threshold,
 		SLAs: strings.Split(c.slas, ","), Users: users, UptimeBefore: uptime()}
 	e := &evaluator{c: c, dep: dep}
 	fmt.Fprintf(os.Stderr, "wpeval: %s\n", r.UptimeBefore)
@@ -200,15 +210,19 @@ func run(c config) error {
 	// history that campaign left in Prometheus.
 	journal := filepath.Join(c.work, "campaign.jsonl")
 	_ = os.Remove(journal)
+	var threshold []string
+	if c.threshold != "" {
+		threshold = []string{"--hw-threshold", c.threshold}
+	}
 	t0 := time.Now()
-	r.Recommend = e.answer(append([]string{"recommend", "--runner", "live", "-f", dep, "--journal", journal, "-o", "json", "--quiet"}, strings.Fields(c.trial)...), nil)
+	r.Recommend = e.answer(append(append([]string{"recommend", "--runner", "live", "-f", dep, "--journal", journal, "-o", "json", "--quiet"}, threshold...), strings.Fields(c.trial)...), nil)
 	r.Recommend.Seconds = time.Since(t0).Seconds()
 	since := c.since
 	if since == "" {
 		since = fmt.Sprintf("%ds", int(time.Since(t0).Seconds())+10)
 	}
 	t1 := time.Now()
-	r.Advise = e.answer([]string{"advise", "-f", dep, "--since", since, "--step", "5s", "-o", "json"}, &r.AdviseEvidence)
+	r.Advise = e.answer(append([]string{"advise", "-f", dep, "--since", since, "--step", "5s", "-o", "json"}, threshold...), &r.AdviseEvidence)
 	r.Advise.Seconds = time.Since(t1).Seconds()
 
 	r.PHPMemoryMiB, r.ChildRSSMiB = phpMemory()
