@@ -30,6 +30,9 @@ func (r *Report) markdown() string {
 	p("about 0.25 s at low load). Workloads %s users (the stack saturates near 15-17).\n\n", joinInts(r.Users))
 
 	p("## softalloc's answers\n\n")
+	if r.HWThreshold != "" {
+		p("recommend and advise ran with `--hw-threshold %s`.\n\n", r.HWThreshold)
+	}
 	p("| | allocation | critical resource | minJobs | experiments | wall time |\n|---|---|---|---|---|---|\n")
 	for _, a := range []struct {
 		name string
