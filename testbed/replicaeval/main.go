@@ -19,7 +19,7 @@
 // testbed.sh); each run measures the back end that is up and merges its rows
 // into the JSON, so that MariaDB's and PgBouncer's runs share one report:
 //
-//	flock /tmp/measure.lock go run ./testbed/replicaeval -plan answer.json -softalloc bin/softalloc -out docs
+//	flock -o /tmp/measure.lock testbed/replicaeval/measure.sh
 package main
 
 import (
@@ -72,8 +72,10 @@ type Phase struct {
 	OtherErrors int64   `json:"otherErrors"`
 	Late        int64   `json:"late"`
 	PeakDBConns float64 `json:"peakDBConnections"`
-	// ScaleSeconds is how long testbed.sh scale took to reach this count.
-	ScaleSeconds float64 `json:"scaleSeconds"`
+	// ScaleSeconds is how long testbed.sh scale took to reach this count,
+	// ScaleDone when it returned (Prometheus then saw the count).
+	ScaleSeconds float64   `json:"scaleSeconds"`
+	ScaleDone    time.Time `json:"scaleDone"`
 }
 
 // Run is one variant on one back end.
@@ -112,7 +114,15 @@ func main() {
 	phase := flag.Duration("phase", 40*time.Second, "time at each replica count")
 	sla := flag.Duration("sla", 2*time.Second, "a page later than this is not goodput")
 	variants := flag.String("variants", "one,three,watch", "variants to run")
+	render := flag.Bool("render", false, "only write the Markdown again from -out's JSON")
 	flag.Parse()
+	if *render {
+		if err := rerender(*out); err != nil {
+			fmt.Fprintln(os.Stderr, "replicaeval:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*planPath, *bin, *out, *rate, *phase, *sla, strings.Split(*variants, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "replicaeval:", err)
 		os.Exit(1)
@@ -190,12 +200,11 @@ func run(planPath, bin, out string, rate float64, phase, sla time.Duration, vari
 	}
 	rep.Uptime[backend+" before"] = uptime()
 
+	mysqlSock = filepath.Join(dir, "run", "mysqld.sock")
 	if backend == "mariadb" && rep.Limit > 0 {
 		// The plan's limit is the database's: MariaDB's max_connections at run time.
-		cmd := exec.Command("mariadb", "--no-defaults", "--socket="+filepath.Join(dir, "run", "mysqld.sock"), "-uroot",
-			"-e", fmt.Sprintf("SET GLOBAL max_connections = %d", rep.Limit))
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("setting max_connections: %v: %s", err, b)
+		if _, err := mariadb(fmt.Sprintf("SET GLOBAL max_connections = %d", rep.Limit)); err != nil {
+			return err
 		}
 	}
 	for _, v := range variants {
@@ -231,6 +240,47 @@ func run(planPath, bin, out string, rate float64, phase, sla time.Duration, vari
 		return err
 	}
 	return os.WriteFile(filepath.Join(out, "replica-evaluation.md"), []byte(markdown(rep)), 0o644)
+}
+
+func rerender(out string) error {
+	var rep Report
+	b, err := os.ReadFile(filepath.Join(out, "replica-evaluation.json"))
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(out, "replica-evaluation.md"), []byte(markdown(rep)), 0o644)
+}
+
+var mysqlSock string
+
+// mariadb runs one statement as root over the testbed's socket, its rows
+// tab-separated without headers.
+func mariadb(stmt string) (string, error) {
+	b, err := exec.Command("mariadb", "--no-defaults", "--socket="+mysqlSock, "-uroot", "-N", "-B", "-e", stmt).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("mariadb -e %q: %v: %s", stmt, err, b)
+	}
+	return string(b), nil
+}
+
+// applied is when watch logged applying n replicas' pools, the first time
+// at or after since (the log's times are whole seconds).
+func applied(log string, n int, since time.Time) (time.Time, bool) {
+	want := fmt.Sprintf("watch: apply: app at %d replicas", n)
+	for _, line := range strings.Split(log, "\n") {
+		ts, rest, ok := strings.Cut(line, " ")
+		if !ok || !strings.HasPrefix(rest, want) {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339, ts)
+		if err == nil && !at.Before(since.Truncate(time.Second)) {
+			return at, true
+		}
+	}
+	return time.Time{}, false
 }
 
 func readTrim(path, def string) string {
@@ -283,6 +333,14 @@ func measure(backend, variant string, start []string, planPath, bin string, rate
 		// A phase starts when scale begins: the scaling's pages are its.
 		t0 := time.Now()
 		l.phase.Store(int32(i))
+		if backend == "mariadb" {
+			// Max_used_connections from here: FLUSH STATUS resets it to the
+			// connections open now.
+			if _, err := mariadb("FLUSH STATUS"); err != nil {
+				l.stop()
+				return r, err
+			}
+		}
 		var scale float64
 		if i > 0 {
 			if err := tb("scale", fmt.Sprintf("app=%d", n)); err != nil {
@@ -291,14 +349,25 @@ func measure(backend, variant string, start []string, planPath, bin string, rate
 			}
 			scale = time.Since(t0).Seconds()
 		}
+		done := time.Now()
 		time.Sleep(phase)
 		lengths[i] = time.Since(t0)
-		r.Phases = append(r.Phases, Phase{Replicas: n, ScaleSeconds: scale, PeakDBConns: peakConns(backend, lengths[i])})
+		peak := peakConns(backend, lengths[i])
+		if backend == "mariadb" {
+			// Exact, where Prometheus's 1 s samples miss a burst.
+			out, err := mariadb("SHOW GLOBAL STATUS LIKE 'Max_used_connections'")
+			if f := strings.Fields(out); err == nil && len(f) == 2 {
+				if v, err := strconv.ParseFloat(f[1], 64); err == nil {
+					peak = v
+				}
+			}
+		}
+		r.Phases = append(r.Phases, Phase{Replicas: n, ScaleSeconds: scale, ScaleDone: done, PeakDBConns: peak})
 	}
 	l.stop()
 	for i := range r.Phases {
 		ph := l.phaseOf(i, lengths[i])
-		ph.Replicas, ph.ScaleSeconds, ph.PeakDBConns = r.Phases[i].Replicas, r.Phases[i].ScaleSeconds, r.Phases[i].PeakDBConns
+		ph.Replicas, ph.ScaleSeconds, ph.ScaleDone, ph.PeakDBConns = r.Phases[i].Replicas, r.Phases[i].ScaleSeconds, r.Phases[i].ScaleDone, r.Phases[i].PeakDBConns
 		r.Phases[i] = ph
 		fmt.Fprintf(os.Stderr, "replicaeval: %s %s at %d replicas: sent %.1f/s, goodput %.1f/s, %d connection errors, %d other, %d late, peak %.0f DB connections\n",
 			backend, variant, ph.Replicas, float64(ph.Sent)/ph.Seconds, ph.Goodput, ph.ConnErrors, ph.OtherErrors, ph.Late, ph.PeakDBConns)
@@ -473,7 +542,7 @@ func markdown(rep Report) string {
 	fmt.Fprintf(w, "The Go testbed's app tier goes 1 -> 3 -> 2 replicas (`testbed.sh scale`, %.0f s at each count) under a constant %.0f pages/s "+
 		"(open loop: the workload's page kinds, a page later than %.0f s is not goodput). Caps %s (each app replica its own). "+
 		"The database's connection limit: %d (MariaDB's max_connections set to the plan's; PostgreSQL's at up). A phase starts when `scale` begins and its pages count where they were sent. The plan's pools per count (web threads - app threads - app connections per replica), "+
-		"recommend's answer for the range (critical: %s):", rep.PhaseSecs, rep.Rate, rep.SLA, rep.Caps, rep.Limit, rep.Critical)
+		"recommend's answer for testbed/replicaeval/plan.yaml on the simulator (critical: %s; the testbed's shape with the database critical, not measured on the testbed):", rep.PhaseSecs, rep.Rate, rep.SLA, rep.Caps, rep.Limit, rep.Critical)
 	var counts []int
 	for n := range rep.PlanPools {
 		counts = append(counts, n)
@@ -483,7 +552,7 @@ func markdown(rep Report) string {
 		fmt.Fprintf(w, " %d: %s;", n, rep.PlanPools[n])
 	}
 	fmt.Fprintf(w, "\n\n- **one**: the pools planned for 1 replica, kept; **three**: those for 3, kept; **watch**: `softalloc watch` applying each count's through `testbed.sh apply` (a rolling restart of the replicas).\n")
-	fmt.Fprintf(w, "- Connection errors: pages the database refused a connection; peak: the most connections the database held in the phase (its exporter, 1 s scrapes).\n\n")
+	fmt.Fprintf(w, "- Connection errors: pages the database refused a connection; peak: the most connections the database held in the phase, every client counted (MariaDB's Max_used_connections since a FLUSH STATUS at the phase's start; PostgreSQL's backends in 1 s samples, which can miss a burst).\n\n")
 	fmt.Fprintf(w, "| back end | variant | replicas | sent (pages/s) | goodput (pages/s) | connection errors | other errors | late | peak DB connections | scale (s) |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Runs {
 		for _, p := range r.Phases {
@@ -498,6 +567,17 @@ func markdown(rep Report) string {
 	fmt.Fprintf(w, "\nLoad average (uptime):\n\n")
 	for _, k := range keys {
 		fmt.Fprintf(w, "- %s: `%s`\n", k, rep.Uptime[k])
+	}
+	for _, r := range rep.Runs {
+		if r.Watch == "" {
+			continue
+		}
+		for _, p := range r.Phases[1:] {
+			if at, ok := applied(r.Watch, p.Replicas, p.ScaleDone); ok {
+				fmt.Fprintf(w, "\n%s: watch's hook for %d replicas returned %.0f s after scale did (Prometheus saw the count; 1 s scrapes, readings every 1 s, --hold 2, the hook a rolling restart).\n",
+					r.Backend, p.Replicas, at.Sub(p.ScaleDone.Truncate(time.Second)).Seconds())
+			}
+		}
 	}
 	for _, r := range rep.Runs {
 		if r.Watch != "" {

@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -29,12 +30,16 @@ func TestMarkdownHasEveryPhase(t *testing.T) {
 		Uptime: map[string]string{"mariadb before": "load average: 1.00", "mariadb after": "load average: 2.00"},
 		Runs: []Run{{Backend: "mariadb", Variant: "watch", Phases: []Phase{
 			{Replicas: 1, Seconds: 30, Sent: 1800, Good: 1790, Goodput: 59.7, PeakDBConns: 48},
-			{Replicas: 3, Seconds: 35, Sent: 2100, Good: 2000, Goodput: 57.1, ConnErrors: 3, PeakDBConns: 52, ScaleSeconds: 5},
-		}, Watch: "t watch: apply: app at 3 replicas (was 1)\nt watch: keep: app at 3 replicas\n"}}}
+			{Replicas: 3, Seconds: 35, Sent: 2100, Good: 2000, Goodput: 57.1, ConnErrors: 3, PeakDBConns: 52, ScaleSeconds: 5,
+				ScaleDone: time.Date(2026, 11, 27, 13, 0, 5, 300e6, time.UTC)},
+		}, Watch: "2026-11-27T13:00:02Z watch: apply: app at 1 replicas (nothing applied yet)\n" +
+			"2026-11-27T13:00:06Z watch: hold: app at 3 replicas (was 1)\n2026-11-27T13:00:12Z watch: apply: app at 3 replicas (was 1)\n" +
+			"2026-11-27T13:00:13Z watch: keep: app at 3 replicas\n"}}}
 	md := markdown(rep)
 	assert.Contains(t, md, "| mariadb | watch | 1 | 60.0 | 59.7 | 0 | 0 | 0 | 48 | 0.0 |")
 	assert.Contains(t, md, "| mariadb | watch | 3 | 60.0 | 57.1 | 3 | 0 | 0 | 52 | 5.0 |")
 	assert.Contains(t, md, "load average: 1.00")
 	assert.Contains(t, md, "apply: app at 3 replicas (was 1)")
 	assert.False(t, strings.Contains(md, "keep: app"), "only apply and hold lines")
+	assert.Contains(t, md, "watch's hook for 3 replicas returned 7 s after scale did", "from the scale's second to the apply's")
 }

@@ -6,7 +6,9 @@
 # testbed with an offset of your own:
 #
 #   SOFTALLOC_TESTBED_PORT_OFFSET=400 SOFTALLOC_TESTBED_CGROUP=softalloc-mine SOFTALLOC_TESTBED_DIR=/tmp/tb-mine \
-#     flock /tmp/measure.lock testbed/replicaeval/measure.sh [RATE] [PHASE]
+#     flock -o /tmp/measure.lock testbed/replicaeval/measure.sh [RATE] [PHASE]
+#
+# (-o: the servers it starts must not inherit the lock, or it outlives the run.)
 set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$REPO"
