@@ -44,13 +44,13 @@ func Recommend(ctx context.Context, x Experimenter, d Deployment, s0 Allocation,
 		return rec, err
 	}
 	// A pool full where minJobs was read bounds what it could read (issue
-	// 39), but doubling it there and reading again is not done: on the live
-	// Go testbed it read minJobs 2.6 at 60 users with the doubled pools,
-	// where 120 users had saturated the CPU with the first, and recommended
-	// 100-3-3, 0.67 of the grid's best (make test's TestLiveTestbed). A
-	// pool full before the critical resource saturates is still doubled by
-	// find-critical.
+	// 39): doubled, only it, and read again where the critical resource
+	// saturates with it, never lower (unbound.go).
+	c, m, err = unboundMinJobs(ctx, memo, d, c, m, opts)
 	rec.Critical, rec.MinJobs, rec.Experiments = c, m, len(memo.seen)
+	if err != nil {
+		return rec, err
+	}
 	sz, err := CalculateMinAllocation(d, c.Tier, m.MinJobs, m.Measurements)
 	if err != nil {
 		return rec, fmt.Errorf("calculate-min-allocation: %w", err)
