@@ -25,6 +25,10 @@ import (
 	"github.com/softalloc/softalloc/internal/runner/live"
 )
 
+// temurin is the virtual-thread variant's JDK, where every machine of this
+// kind has it (testbed/README.md, 6b).
+const temurin = "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java"
+
 // javaStep is the smoke test's find-critical step: the Java stack's app
 // saturates near 180 users under its default 0.1-core cap, so a handful of
 // trials reach it.
@@ -136,6 +140,54 @@ func TestLiveJavaStack(t *testing.T) {
 		assert.Less(t, time.Since(start), 20*time.Second, "the hook was stopped at its timeout")
 	})
 
+	// Issue 38: the same stack on virtual threads (Temurin 25), its app tier
+	// bounded by the limit's permits. up switches the app tier alone (a new
+	// JVM); the fault test below then runs on it, as on either variant.
+	t.Run("virtual threads: find-critical through the permits", func(t *testing.T) {
+		if _, err := os.Stat(temurin); err != nil {
+			msg := "no Temurin 25 at " + temurin + " (the virtual-thread variant's JDK)"
+			if os.Getenv("CI") == "true" {
+				t.Fatal(msg + "; in CI the end-to-end tests must run")
+			}
+			t.Skip("SKIPPED: " + msg)
+		}
+		up := exec.Command(tb, "up")
+		up.Env = append(os.Environ(), "STACK=java", "SOFTALLOC_TESTBED_JAVA_THREADS=virtual")
+		run(t, up)
+		vdeployment := filepath.Join("testbed", "deployment-java-vthreads.yaml")
+		vjournal := filepath.Join(dir, "java-vthreads.jsonl")
+		var doc struct {
+			Critical critical `json:"critical"`
+		}
+		out := softalloc(t, "find-critical", "--output", "json", "--quiet", "--step", strconv.Itoa(javaStep),
+			"--runner", "live", "-f", vdeployment, "--journal", vjournal)
+		require.NoError(t, json.Unmarshal(out, &doc), "%s", out)
+		c := doc.Critical
+		t.Logf("java stack on virtual threads (a cold JVM): %+v", c)
+		assert.Equal(t, "app", c.Tier)
+		assert.Contains(t, []string{"cpu", live.PinnedCarriers}, c.Resource)
+		assert.Positive(t, c.MaxThroughput)
+
+		// The permits are the app tier's threads, read from the limit's
+		// gauge; the carriers' pinned share is read, 0 or more.
+		app := lastAppObservation(t, vjournal)
+		pools := map[string]int{}
+		for _, p := range app.Pools {
+			pools[p.Name] = p.Size
+		}
+		assert.Positive(t, pools["threads"], "the limit's permits through bboard_limit_permits")
+		assert.Positive(t, pools["connections"], "HikariCP's maximumPoolSize through hikaricp_connections_max")
+		require.Contains(t, app.Resources, live.PinnedCarriers)
+		assert.GreaterOrEqual(t, app.Resources[live.PinnedCarriers], 0.0)
+		checkPresets(t, filepath.Join(repo, vdeployment))
+
+		// A platform deployment's hook on the virtual stack is refused in one line.
+		apply := exec.Command(tb, "apply", "100", "20", "10")
+		apply.Env = append(os.Environ(), "SOFTALLOC_TESTBED_JAVA_THREADS=platform")
+		msg := fails(t, apply)
+		assert.Contains(t, msg, "apply: the hook is for platform threads, and the Java stack up runs virtual threads")
+	})
+
 	t.Run("a JVM that fails to start shows its log", func(t *testing.T) {
 		// The JVM's heap of `up` is kept in run/java-opts: one too small for
 		// Tomcat makes the next restart fail.
@@ -172,8 +224,9 @@ func testbedDir() string {
 }
 
 type appObservation struct {
-	GCShare float64 `json:"gcShare"`
-	Pools   []struct {
+	GCShare   float64            `json:"gcShare"`
+	Resources map[string]float64 `json:"resources"`
+	Pools     []struct {
 		Name string `json:"name"`
 		Size int    `json:"size"`
 	} `json:"pools"`

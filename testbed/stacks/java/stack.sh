@@ -68,6 +68,15 @@ app_metrics_port() { echo $ADMIN_PORT; }
 # SOFTALLOC_TESTBED_JAVA_HOME, by default where this kind of machine has
 # Temurin 25; without it up fails with one line.
 java_variant_setup() {
+  java_variant_want
+  echo "$JAVA_WANT_THREADS" >"$RUN/java-threads"
+  echo "$JAVA_WANT_BIN" >"$RUN/java-bin"
+  echo "$JAVA_WANT_FLAGS" >"$RUN/java-flags"
+}
+
+# java_variant_want sets JAVA_WANT_THREADS, JAVA_WANT_BIN and JAVA_WANT_FLAGS
+# from the settings.
+java_variant_want() {
   local v=${SOFTALLOC_TESTBED_JAVA_THREADS:-platform} home bin
   case $v in
     platform) bin=java ;;
@@ -78,16 +87,30 @@ java_variant_setup() {
       ;;
     *) die "SOFTALLOC_TESTBED_JAVA_THREADS=$v: want platform or virtual" ;;
   esac
-  echo "$v" >"$RUN/java-threads"
-  echo "$bin" >"$RUN/java-bin"
-  echo "-virtual-threads $([ "$v" = virtual ] && echo true || echo false) -limit-wait ${SOFTALLOC_TESTBED_JAVA_LIMIT_WAIT:-2s} -connection-timeout ${SOFTALLOC_TESTBED_JAVA_CONN_TIMEOUT:-30s}" >"$RUN/java-flags"
+  JAVA_WANT_THREADS=$v
+  JAVA_WANT_BIN=$bin
+  JAVA_WANT_FLAGS="-virtual-threads $([ "$v" = virtual ] && echo true || echo false) -limit-wait ${SOFTALLOC_TESTBED_JAVA_LIMIT_WAIT:-2s} -connection-timeout ${SOFTALLOC_TESTBED_JAVA_CONN_TIMEOUT:-30s}"
 }
 
 java_threads() { cat "$RUN/java-threads" 2>/dev/null || echo platform; }
 
-# stack_up_to_date: up leaves a running Java stack alone only when it runs
-# the variant asked for.
-stack_up_to_date() { [ "$(java_threads)" = "${SOFTALLOC_TESTBED_JAVA_THREADS:-platform}" ]; }
+# stack_up_to_date: up leaves a running Java stack as it is when it runs the
+# variant asked for with the same JVM and flags; otherwise it restarts the
+# app tier alone (a new JVM, with the pools of run/pools: the same number is
+# the platform variant's maxThreads and the virtual variant's permits), since
+# the jar, the database and the monitoring are the same.
+stack_up_to_date() {
+  local pools
+  java_variant_want
+  [ "$(java_threads)" = "$JAVA_WANT_THREADS" ] && [ "$(cat "$RUN/java-bin" 2>/dev/null)" = "$JAVA_WANT_BIN" ] &&
+    [ "$(cat "$RUN/java-flags" 2>/dev/null)" = "$JAVA_WANT_FLAGS" ] && return 0
+  log "restarting the app tier: $(java_threads) threads, $(cat "$RUN/java-flags" 2>/dev/null) -> $JAVA_WANT_THREADS threads, $JAVA_WANT_FLAGS (a new JVM)"
+  java_variant_setup
+  cg_detect
+  read -r -a pools <"$RUN/pools"
+  stop_pid app
+  app_start "${pools[1]}" "${pools[2]}" "$(cat "$RUN/accept" 2>/dev/null || echo $DEFAULT_ACCEPT)"
+}
 
 # app_start THREADS CONNECTIONS [ACCEPT_COUNT]: embedded Tomcat in a JVM with
 # a small heap (the heap and any extra flags are those of `up`, kept in
