@@ -150,6 +150,10 @@ func listens(bind string, port int) bool {
 // others.
 func runLocust(ctx context.Context, c config, p plan, dir string, logf func(string, ...any)) (window, error) {
 	p.ConnectTimeout = c.ConnectTimeout.Duration().Seconds()
+	if p.Trial == "" {
+		// As the live runner names its trials: the start, in hex nanoseconds.
+		p.Trial = strconv.FormatInt(time.Now().UnixNano(), 16)
+	}
 	src, err := p.render()
 	if err != nil {
 		return window{}, err

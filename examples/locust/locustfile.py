@@ -25,6 +25,8 @@ import re
 import socket
 import time
 
+import itertools
+
 import gevent
 import locust.runners
 from locust import events, task
@@ -39,6 +41,11 @@ _PLACEHOLDER = re.compile(r"\{(rand|pick):([^}]*)\}")
 _BACK, _END = -1, -2
 _MAX_HISTORY = 64  # as the live runner: deeper Backs are vanishingly rare
 _HEADERS = {"Accept-Encoding": "identity"}
+# Each user's number on its worker: with the trial and the worker in its
+# User-Agent, it tells the users apart in an access log, where they all come
+# from a few addresses (softalloc workload --from-log keys sessions on the
+# address and the User-Agent), as the live runner's users name themselves.
+_USERS = itertools.count()
 
 
 def _render(path, rng):
@@ -67,6 +74,9 @@ class Visitor(FastHttpUser):
     connection_timeout = PLAN["requestTimeout"] if PLAN else 60.0
 
     def on_start(self):
+        self.headers = dict(_HEADERS)
+        self.headers["User-Agent"] = "softalloc-locust (trial %s; worker %s; user %d)" % (
+            PLAN.get("trial", "") if PLAN else "", _window["worker"] or _label(self.environment), next(_USERS))
         self.rng = random.Random()
         self.history = []
         self.steps = 0
@@ -97,7 +107,7 @@ class Visitor(FastHttpUser):
     def _get(self, path):
         """Fetches path; returns None, or the cause of its failure."""
         # As the live runner: no compressed answers, no redirects followed.
-        r = self.client.get(path, name="GET", allow_redirects=False, headers=_HEADERS)
+        r = self.client.get(path, name="GET", allow_redirects=False, headers=self.headers)
         err = getattr(r, "error", None)  # only an ErrorResponse (no answer) has one
         if err is None and 0 < r.status_code < 400:
             return None

@@ -153,6 +153,8 @@ type site struct {
 	*httptest.Server
 	mu    sync.Mutex
 	pages map[string]int
+	// agents counts the requests by User-Agent.
+	agents map[string]int
 }
 
 func newSite(t *testing.T, w *workload.Workload, delay time.Duration) *site {
@@ -169,8 +171,11 @@ func newSite(t *testing.T, w *workload.Workload, delay time.Duration) *site {
 		q = regexp.MustCompile(`\\\{pick:[^}]*\\\}`).ReplaceAllString(q, `[a-z]+`)
 		pats = append(pats, pat{it.Name, regexp.MustCompile("^" + q + "$")})
 	}
-	s := &site{pages: map[string]int{}}
+	s := &site{pages: map[string]int{}, agents: map[string]int{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.agents[r.UserAgent()]++
+		s.mu.Unlock()
 		time.Sleep(delay)
 		for _, p := range pats {
 			if p.re.MatchString(r.URL.RequestURI()) {
@@ -307,6 +312,25 @@ func TestLocustTwoWorkersAgainstALocalServer(t *testing.T) {
 		assert.InDelta(t, w.ThinkTime.Mean.Duration().Seconds(), z, 0.05, "the think time slept")
 		// A page is its path and its embedded logo, each at least the delay.
 		assert.Greater(t, r, 0.9*2*delay.Seconds())
+	})
+
+	// softalloc workload --from-log keys sessions on the address and the
+	// User-Agent: every user of the run names itself, as the live runner's do.
+	t.Run("each user names itself in its User-Agent", func(t *testing.T) {
+		re := regexp.MustCompile(`^softalloc-locust \(trial ([0-9a-f]+); worker ([^;]+); user ([0-9]+)\)$`)
+		trials, named := map[string]bool{}, map[string]bool{}
+		bySite.mu.Lock()
+		defer bySite.mu.Unlock()
+		for agent := range bySite.agents {
+			m := re.FindStringSubmatch(agent)
+			if !assert.NotNil(t, m, "User-Agent %q", agent) {
+				continue
+			}
+			trials[m[1]] = true
+			named[m[2]+"/"+m[3]] = true
+		}
+		assert.Len(t, trials, 1, "one run")
+		assert.Len(t, named, users, "one User-Agent per user: %v", named)
 	})
 
 	t.Run("the walk gives the live runner's page mix", func(t *testing.T) {

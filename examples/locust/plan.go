@@ -45,6 +45,8 @@ type plan struct {
 	// sets it): the users must run by it plus half the ramp-up from the
 	// master's start.
 	ConnectTimeout float64 `json:"connectTimeout"`
+	// Trial names the run in every user's User-Agent (runLocust sets it).
+	Trial string `json:"trial,omitempty"`
 }
 
 type planThink struct {
