@@ -35,6 +35,15 @@ const (
 // (MaxConnections) instead of being a pool of its own.
 const PoolChildren = "children"
 
+// PoolPermits is the deployment file's name for the pool of a tier on
+// virtual threads: with a thread per request the thread pool bounds nothing,
+// and the jobs inside the tier are bounded by a concurrency limit, a
+// semaphore of permits (a servlet filter, Spring's concurrency throttle,
+// Quarkus's or Jetty's limit). The model keeps the permits as the tier's
+// threads, as it keeps php-fpm's children, and marks the tier Permits; its
+// connections stay a pool of their own.
+const PoolPermits = "permits"
+
 // What a tier runs (Tier.Software): it chooses the config snippets and
 // validate's named baselines, which mean nothing for other software.
 const (
@@ -67,6 +76,9 @@ type Tier struct {
 	// Children says the tier's threads are worker processes that each hold
 	// their own connections to the next tier (PoolChildren).
 	Children bool `json:"children,omitempty"`
+	// Permits says the tier's threads are the permits of a concurrency limit
+	// in front of virtual threads (PoolPermits).
+	Permits bool `json:"permits,omitempty"`
 	// Scaling is the tier's replica range and rollout surge when the
 	// deployment gives them (nil: a fixed count and no surge); Replicas is
 	// then the range's lower end, where experiments run (replicas.go).
@@ -83,8 +95,11 @@ type Tier struct {
 
 // PoolLabel names one of the tier's pools for people: "php-fpm children"
 // for a php-fpm tier's workers, "children" for another children tier's,
-// else the pool's name.
+// "permits" for a virtual-thread tier's limit, else the pool's name.
 func (t Tier) PoolLabel(pool string) string {
+	if pool == PoolThreads && t.Permits {
+		return PoolPermits
+	}
 	if pool == PoolThreads && t.Children {
 		if t.Software == SoftwarePHPFPM {
 			return "php-fpm children"

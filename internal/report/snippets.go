@@ -139,8 +139,12 @@ func SnippetsWith(d algorithms.Deployment, recs []algorithms.TierRecommendation,
 					}
 				}
 				out = append(out, s)
+			case f == "tomcat" && t.Permits:
+				out = append(out, permitsSnippet(t, r))
 			case f == "tomcat":
 				out = append(out, tomcatSnippet(d, t, r))
+			case f == "hikari" && r.ConnectionsPerServer != nil && t.Permits:
+				out = append(out, permitsHikari(hikariSnippet(t, r)))
 			case f == "hikari" && r.ConnectionsPerServer != nil:
 				out = append(out, hikariSnippet(t, r))
 			case f == "mysql" && r.MaxConnections != nil:

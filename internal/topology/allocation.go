@@ -164,6 +164,9 @@ func keyedPools(d algorithms.Deployment) []keyedPool {
 			if pool == algorithms.PoolThreads && t.Children {
 				name = algorithms.PoolChildren
 			}
+			if pool == algorithms.PoolThreads && t.Permits {
+				name = algorithms.PoolPermits
+			}
 			out = append(out, keyedPool{tier: t.Name, pool: name, model: pool})
 		}
 	}
@@ -251,9 +254,9 @@ func ParseAllocationIn(d algorithms.Deployment, s string) (algorithms.Allocation
 			return fail("unknown tier %q: deployment %q has %s", tier, d.Topology, orList(tierNames(d)))
 		}
 		t := d.Tiers[ti]
-		if pool != algorithms.PoolThreads && pool != algorithms.PoolConnections && pool != algorithms.PoolChildren {
-			return fail("%s: unknown pool %q: want %s, %s or %s", tier, pool,
-				algorithms.PoolThreads, algorithms.PoolConnections, algorithms.PoolChildren)
+		if pool != algorithms.PoolThreads && pool != algorithms.PoolConnections && pool != algorithms.PoolChildren && pool != algorithms.PoolPermits {
+			return fail("%s: unknown pool %q: want %s, %s, %s or %s", tier, pool,
+				algorithms.PoolThreads, algorithms.PoolConnections, algorithms.PoolChildren, algorithms.PoolPermits)
 		}
 		p, ok := byKey[key]
 		if !ok {
@@ -266,6 +269,8 @@ func ParseAllocationIn(d algorithms.Deployment, s string) (algorithms.Allocation
 			switch {
 			case len(has) == 0:
 				return fail("%s: tier %q has no pools in deployment %q: %s", key, tier, d.Topology, want())
+			case t.Permits && pool == algorithms.PoolThreads:
+				return fail("%s: tier %q's jobs are bounded by its permits (a concurrency limit over virtual threads), not threads: write %s=N", key, tier, has[0])
 			case t.Children && pool == algorithms.PoolThreads:
 				return fail("%s: tier %q's workers are its children (each opens its own connections), not threads: write %s=N", key, tier, has[0])
 			default:

@@ -300,11 +300,20 @@ func (p *parser) tier(i int, ft *fileTier, seen map[string]int) (algorithms.Tier
 	}
 	for j := 0; j+1 < len(pn.Content); j += 2 {
 		k, v := resolve(pn.Content[j]), pn.Content[j+1]
+		if k.Kind == yaml.ScalarNode && k.Value == algorithms.PoolPermits {
+			if err := permitsPool(&t, &pools, v, fail); err != nil {
+				return t, pools, err
+			}
+			continue
+		}
 		if k.Kind == yaml.ScalarNode && k.Value == algorithms.PoolChildren {
 			// The children are the tier's workers, and each opens its own
 			// connections: the model keeps them as its threads.
 			if t.Children {
 				return t, pools, fail("pools: children given twice")
+			}
+			if t.Permits {
+				return t, pools, mixed(algorithms.PoolPermits)
 			}
 			for _, other := range []string{algorithms.PoolThreads, algorithms.PoolConnections} {
 				if pools.Size(other) != 0 {
@@ -319,11 +328,14 @@ func (p *parser) tier(i int, ft *fileTier, seen map[string]int) (algorithms.Tier
 			continue
 		}
 		if k.Kind != yaml.ScalarNode || (k.Value != algorithms.PoolThreads && k.Value != algorithms.PoolConnections) {
-			return t, pools, fail("pools: unknown pool %s; want %s, %s or %s",
-				describe(k), algorithms.PoolThreads, algorithms.PoolConnections, algorithms.PoolChildren)
+			return t, pools, fail("pools: unknown pool %s; want %s, %s, %s or %s",
+				describe(k), algorithms.PoolThreads, algorithms.PoolConnections, algorithms.PoolChildren, algorithms.PoolPermits)
 		}
 		if t.Children {
 			return t, pools, mixed(k.Value)
+		}
+		if t.Permits && k.Value == algorithms.PoolThreads {
+			return t, pools, fail("%s", permitsAndThreads)
 		}
 		if pools.Size(k.Value) != 0 {
 			return t, pools, fail("pools: %s given twice", k.Value)

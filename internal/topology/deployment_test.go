@@ -118,7 +118,7 @@ func TestParseDeploymentErrors(t *testing.T) {
 			`tiers[0] ("a b"): name: want letters, digits, '-', '_' or '.' (at most 64, starting with a letter or digit), got "a b"`},
 		{"duplicate name", "tiers: [" + web + ", {name: web, role: app, replicas: 1}]\n", `tiers[1] ("web"): name: tiers[0] is already named "web"`},
 		{"unknown pool", "tiers: [{name: web, role: web, replicas: 1, pools: {thread: 5}}]\n",
-			`tiers[0] ("web"): pools: unknown pool "thread"; want threads, connections or children`},
+			`tiers[0] ("web"): pools: unknown pool "thread"; want threads, connections, children or permits`},
 		{"zero pool", "tiers: [{name: web, role: web, replicas: 1, pools: {threads: 0}}]\n",
 			`tiers[0] ("web"): pools: threads: want a positive integer, got 0`},
 		{"huge pool", "tiers: [{name: web, role: web, replicas: 1, pools: {threads: 200000}}]\n",

@@ -70,7 +70,7 @@ func TestParseAllocationInErrors(t *testing.T) {
 		{"php.yaml", "web.threads=150", `php.children, db.connections missing: ` + phpWant},
 		{"php.yaml", "web.threads=150,php.children=20,db.connections=51,cache.threads=4",
 			`unknown tier "cache": deployment "php" has web, php or db`},
-		{"php.yaml", "web.thread=150,php.children=20,db.connections=51", `web: unknown pool "thread": want threads, connections or children`},
+		{"php.yaml", "web.thread=150,php.children=20,db.connections=51", `web: unknown pool "thread": want threads, connections, children or permits`},
 		{"php.yaml", "web.threads=150,php.threads=20,db.connections=51",
 			`php.threads: tier "php"'s workers are its children (each opens its own connections), not threads: write php.children=N`},
 		{"php.yaml", "web.threads=150,php.children=20,db.threads=51",

@@ -108,7 +108,7 @@ func TestReplicaRangeErrors(t *testing.T) {
 		{"pooler pool zero", "{name: pgb, role: pooler, replicas: 1, pools: {max_client_conn: 0}}, " + db,
 			`tiers[0] ("pgb"): pools: max_client_conn: want a positive integer, got 0`, true},
 		{"pgbouncer names elsewhere", "{name: app, role: app, replicas: 1, pools: {default_pool_size: 5}}, " + db,
-			`tiers[0] ("app"): pools: unknown pool "default_pool_size"; want threads, connections or children`, true},
+			`tiers[0] ("app"): pools: unknown pool "default_pool_size"; want threads, connections, children or permits`, true},
 	}
 	s := schematest.Deployment(t)
 	for _, tt := range tests {

@@ -107,7 +107,7 @@ func FormatTopology(d algorithms.Deployment) string {
 	parts := make([]string, len(d.Tiers))
 	for i, t := range d.Tiers {
 		w := want[i]
-		if t.Name != w.Name || t.Role != w.Role || t.Cores != w.Cores || !slices.Equal(t.Pools, w.Pools) || t.Children ||
+		if t.Name != w.Name || t.Role != w.Role || t.Cores != w.Cores || !slices.Equal(t.Pools, w.Pools) || t.Children || t.Permits ||
 			t.Replicas < 1 || t.Replicas > MaxReplicas {
 			return ""
 		}

@@ -79,8 +79,8 @@ type Hook struct {
 }
 
 var (
-	hookVar  = regexp.MustCompile(`\{[A-Za-z0-9][A-Za-z0-9_.-]*\.(threads|connections|children)\}`)
-	hookOpen = regexp.MustCompile(`\{[A-Za-z0-9][A-Za-z0-9_.-]*\.(threads|connections|children)$`)
+	hookVar  = regexp.MustCompile(`\{[A-Za-z0-9][A-Za-z0-9_.-]*\.(threads|connections|children|permits)\}`)
+	hookOpen = regexp.MustCompile(`\{[A-Za-z0-9][A-Za-z0-9_.-]*\.(threads|connections|children|permits)$`)
 )
 
 // Expand gives the hook's argv for a.
@@ -90,6 +90,7 @@ func (h Hook) Expand(a algorithms.Allocation) ([]string, error) {
 		if p.Threads > 0 {
 			vars[tier+"."+algorithms.PoolThreads] = strconv.Itoa(p.Threads)
 			vars[tier+"."+algorithms.PoolChildren] = strconv.Itoa(p.Threads)
+			vars[tier+"."+algorithms.PoolPermits] = strconv.Itoa(p.Threads)
 		}
 		if p.Connections > 0 {
 			vars[tier+"."+algorithms.PoolConnections] = strconv.Itoa(p.Connections)

@@ -53,6 +53,8 @@ type Tier struct {
 	// the keys and records of tiers without them stay what they were.
 	Software string `json:"software,omitempty"`
 	Children bool   `json:"children,omitempty"`
+	// Permits: the tier's threads are a concurrency limit's permits (virtual threads).
+	Permits bool `json:"permits,omitempty"`
 }
 
 // Pools are one tier's per-server pool sizes (0: the tier has no such pool).
@@ -176,7 +178,7 @@ func FromDeployment(d algorithms.Deployment) Deployment {
 		w.Tiers = make([]Tier, len(d.Tiers))
 		for i, t := range d.Tiers {
 			w.Tiers[i] = Tier{Name: t.Name, Role: t.Role, Replicas: t.Replicas, Cores: t.Cores, Pools: t.Pools,
-				Software: t.Software, Children: t.Children}
+				Software: t.Software, Children: t.Children, Permits: t.Permits}
 		}
 	}
 	return w
@@ -214,7 +216,7 @@ func (d Deployment) Algorithms() algorithms.Deployment {
 		x.Tiers = make([]algorithms.Tier, len(d.Tiers))
 		for i, t := range d.Tiers {
 			x.Tiers[i] = algorithms.Tier{Name: t.Name, Role: t.Role, Replicas: t.Replicas, Cores: t.Cores, Pools: t.Pools,
-				Software: t.Software, Children: t.Children}
+				Software: t.Software, Children: t.Children, Permits: t.Permits}
 		}
 	}
 	return x

@@ -412,6 +412,10 @@ func hookArgv(hook []string, a algorithms.Allocation) ([]string, error) {
 			if t, ok := strings.CutSuffix(name, "."+algorithms.PoolChildren); ok {
 				name = t + "." + algorithms.PoolThreads
 			}
+			// A virtual-thread tier's limit ({permits: N}): its threads too.
+			if t, ok := strings.CutSuffix(name, "."+algorithms.PoolPermits); ok {
+				name = t + "." + algorithms.PoolThreads
+			}
 			if v, ok := vars[name]; ok {
 				return v
 			}
