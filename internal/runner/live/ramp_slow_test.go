@@ -1,4 +1,10 @@
+//go:build !race
+
 package live
+
+// make test's second pass runs these (TestSlow, !race): each starts a real
+// Prometheus and runs a ramp of 20-30 s, twice that under the race detector
+// (they passed under it: go test -race -run TestSlowLive).
 
 import (
 	"context"
@@ -127,7 +133,7 @@ func rampDeployment(workers int) (algorithms.Deployment, algorithms.Allocation) 
 // page of the ramp comes from one trial's users, numbered on as they are
 // added, and each level is a window read from a real Prometheus, its CPU
 // and busy threads growing with the load.
-func TestLiveRampRisesWithoutAReset(t *testing.T) {
+func TestSlowLiveRampRisesWithoutAReset(t *testing.T) {
 	app := startRampApp(t, 4, 10*time.Millisecond)
 	r, log := rampRunner(t, app, 40*time.Millisecond)
 	d, a := rampDeployment(4)
@@ -183,7 +189,7 @@ func TestLiveRampRisesWithoutAReset(t *testing.T) {
 // find-critical's ramp on the live runner: the CPU saturates as the users
 // rise, and the answer rests on windows of the one ramp. One worker of
 // 20 ms saturates at about 50 pages/s, a load even a busy machine sends.
-func TestLiveFindCriticalRamp(t *testing.T) {
+func TestSlowLiveFindCriticalRamp(t *testing.T) {
 	app := startRampApp(t, 1, 20*time.Millisecond)
 	r, log := rampRunner(t, app, 100*time.Millisecond)
 	d, a := rampDeployment(1)
