@@ -209,11 +209,13 @@ func runAdvise(o *adviseOptions) error {
 		// closed model when the windows count no users: an open one holds
 		// at the critical resource a queue no closed population builds.
 		if sec := o.deployment.loaded.Runner; sec["name"] == "live" && o.thinkTime == 0 {
+			// A workload file advise cannot read costs the model, not the run:
+			// advise never needed it before.
 			think, file, err := live.WorkloadThinkTime(sec, o.deployment.file)
 			if err != nil {
-				return configError(fmt.Errorf("advise: deployment %q: %w", o.deployment.file, err))
+				fmt.Fprintf(s.Err, "advise: warning: deployment %q: %v: no think time from it (--think-time gives one)\n", o.deployment.file, err)
 			}
-			if think > 0 {
+			if err == nil && think > 0 {
 				opts.WorkloadThinkTime = think.Seconds()
 				opts.WorkloadThinkTimeSource = fmt.Sprintf("the runner's workload file %s (--think-time overrides it)", file)
 			}
