@@ -5,7 +5,7 @@
 // share, and the jobs inside its pools.
 //
 //	make build && SOFTALLOC_TESTBED_PORT_OFFSET=200 SOFTALLOC_TESTBED_CGROUP=softalloc-me \
-//	  SOFTALLOC_TESTBED_DIR=/tmp/tb-me flock /tmp/measure.lock go run ./testbed/vthreadseval -out docs
+//	  SOFTALLOC_TESTBED_DIR=/tmp/tb-me flock -o /tmp/measure.lock go run ./testbed/vthreadseval -out docs
 //
 // It drives testbed.sh (up with each variant and HikariCP timeout, on the
 // ports of SOFTALLOC_TESTBED_PORT_OFFSET) and the built softalloc's
@@ -80,11 +80,21 @@ func main() {
 	webUnbounded := flag.Int("web", 400, "web threads of the no-limit configurations: more than the users, so that Apache bounds nothing")
 	runtime := flag.Duration("runtime", 6*time.Second, "runtime of each trial (3 s ramp-up and 1 s ramp-down around it)")
 	warm := flag.Duration("warm", 30*time.Second, "warm-up trial at the first workload before each configuration's trials")
+	warmTrials := flag.Int("warm-trials", 1, "warm-up trials of -warm each before each configuration's trials")
+	note := flag.String("note", "", "a note for the report's end (what the figures cannot show)")
+	render := flag.String("render", "", "only draw the Markdown again from this live-evaluation-vthreads.json, with -note (no trial)")
 	flag.Parse()
 	if *vrec == "" {
 		*vrec = *rec
 	}
-	if err := run(*out, *bin, *work, *usersFlag, *slas, *rec, *vrec, *webUnbounded, *runtime, *warm); err != nil {
+	if *render != "" {
+		if err := rerender(*render, *out, *note); err != nil {
+			fmt.Fprintf(os.Stderr, "vthreadseval: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(*out, *bin, *work, *usersFlag, *slas, *rec, *vrec, *webUnbounded, *runtime, *warm, *warmTrials, *note); err != nil {
 		fmt.Fprintf(os.Stderr, "vthreadseval: %v\n", err)
 		os.Exit(1)
 	}
@@ -106,7 +116,27 @@ func split3(s string) ([3]int, error) {
 	return v, nil
 }
 
-func run(out, bin, work, usersFlag, slas, rec, vrec string, web int, runtime, warm time.Duration) error {
+// rerender draws the Markdown again from the JSON, with a note.
+func rerender(path, out, note string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var rep report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if note != "" {
+		rep.Note = note
+	}
+	b, _ = json.MarshalIndent(rep, "", "  ")
+	if err := os.WriteFile(filepath.Join(out, "live-evaluation-vthreads.json"), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(out, "live-evaluation-vthreads.md"), []byte(rep.markdown()), 0o644)
+}
+
+func run(out, bin, work, usersFlag, slas, rec, vrec string, web int, runtime, warm time.Duration, warmTrials int, note string) error {
 	repo, err := os.Getwd()
 	if err != nil {
 		return err
@@ -162,13 +192,15 @@ func run(out, bin, work, usersFlag, slas, rec, vrec string, web int, runtime, wa
 	for _, c := range configs {
 		fmt.Fprintf(os.Stderr, "vthreadseval: %s (%s)\n", c.Name, c.Alloc)
 		up := exec.Command(filepath.Join(repo, "testbed", "testbed.sh"), "up")
-		up.Env = append(os.Environ(), "STACK=java", "SOFTALLOC_TESTBED_JAVA_THREADS="+c.Threads, "SOFTALLOC_TESTBED_JAVA_CONN_TIMEOUT="+c.ConnTO)
+		// A new JVM for each configuration, so that each starts as cold as the others.
+		up.Env = append(os.Environ(), "STACK=java", "SOFTALLOC_TESTBED_JAVA_THREADS="+c.Threads, "SOFTALLOC_TESTBED_JAVA_CONN_TIMEOUT="+c.ConnTO,
+			"SOFTALLOC_TESTBED_JAVA_RESTART=1")
 		up.Stdout, up.Stderr = os.Stderr, os.Stderr
 		if err := up.Run(); err != nil {
 			return fmt.Errorf("testbed.sh up (%s threads): %w", c.Threads, err)
 		}
 		// A warm-up trial: a JVM under its 0.1-core cap compiles its hot code for minutes.
-		if warm > 0 {
+		for i := 0; warm > 0 && i < warmTrials; i++ {
 			if _, err := simulate(bin, c, users[0], slas, warm); err != nil {
 				return err
 			}
@@ -184,7 +216,8 @@ func run(out, bin, work, usersFlag, slas, rec, vrec string, web int, runtime, wa
 	}
 	after := uptime()
 	rep := report{Generated: time.Now().UTC().Format(time.RFC3339), Minutes: time.Since(start).Minutes(), UptimeBefore: before,
-		UptimeAfter: after, Runtime: runtime.String(), Warm: warm.String(), Configs: configs, Users: users, Rows: rows, SLAs: strings.Split(slas, ",")}
+		UptimeAfter: after, Runtime: runtime.String(), Warm: fmt.Sprintf("%d x %s", warmTrials, warm), Configs: configs, Users: users, Rows: rows,
+		SLAs: strings.Split(slas, ","), Note: note}
 	b, _ := json.MarshalIndent(rep, "", "  ")
 	if err := os.WriteFile(filepath.Join(out, "live-evaluation-vthreads.json"), append(b, '\n'), 0o644); err != nil {
 		return err
@@ -250,16 +283,17 @@ type report struct {
 	Configs      []config `json:"configs"`
 	Users        []int    `json:"users"`
 	Rows         []row    `json:"rows"`
+	Note         string   `json:"note,omitempty"`
 }
 
 func (r report) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Virtual threads: where the concurrency limit goes (issue 38)\n\n")
-	fmt.Fprintf(&b, "Generated by `go run ./testbed/vthreadseval -out docs` (under `flock /tmp/measure.lock`) on %s, in %.0f minutes, on the\n", r.Generated, r.Minutes)
+	fmt.Fprintf(&b, "Generated by `go run ./testbed/vthreadseval -out docs` (under `flock -o /tmp/measure.lock`: without -o the JVMs it starts inherit the lock) on %s, in %.0f minutes, on the\n", r.Generated, r.Minutes)
 	fmt.Fprintf(&b, "testbed's Java stack (Apache -> embedded Tomcat 11 with HikariCP 7 -> MariaDB, caps web 0.5, app 0.1, db 0.6 cores) on one 2-core\n")
 	fmt.Fprintf(&b, "machine shared with other work. Trials: 3 s ramp-up, %s runtime, 1 s ramp-down, the RUBBoS browse-only mix with 0.5 s think\n", r.Runtime)
-	fmt.Fprintf(&b, "time, one trial per cell (no repetition: read differences under ~10%% as noise); a %s warm-up trial at %d users before each\n", r.Warm, r.Users[0])
-	fmt.Fprintf(&b, "configuration. Load before: `%s`; after: `%s`.\n\n", r.UptimeBefore, r.UptimeAfter)
+	fmt.Fprintf(&b, "time, one trial per cell (no repetition: read differences under ~10%% as noise); warm-up trials (%s) at %d users\n", r.Warm, r.Users[0])
+	fmt.Fprintf(&b, "before each configuration. Load before: `%s`; after: `%s`.\n\n", r.UptimeBefore, r.UptimeAfter)
 	fmt.Fprintf(&b, "| configuration | allocation | JVM | HikariCP connectionTimeout |\n|---|---|---|---|\n")
 	for _, c := range r.Configs {
 		jvm := "OpenJDK 17, Tomcat's thread pool"
@@ -319,6 +353,9 @@ func (r report) markdown() string {
 		b.WriteString("\n")
 	}
 	b.WriteString(r.summary(byConfig))
+	if r.Note != "" {
+		fmt.Fprintf(&b, "\n## Note\n\n%s\n", r.Note)
+	}
 	return b.String()
 }
 

@@ -21,6 +21,9 @@
 #                                 a 503 (default 2s)
 #   SOFTALLOC_TESTBED_JAVA_CONN_TIMEOUT  HikariCP's connectionTimeout (default 30s,
 #                                 HikariCP's own)
+#   SOFTALLOC_TESTBED_JAVA_RESTART  set: up on a running Java stack starts a new JVM
+#                                 even when it runs what up asks for (a cold start
+#                                 for each configuration of a measurement)
 
 # shellcheck source=../bboard.sh
 . "$REPO/testbed/stacks/bboard.sh"
@@ -102,8 +105,8 @@ java_threads() { cat "$RUN/java-threads" 2>/dev/null || echo platform; }
 stack_up_to_date() {
   local pools
   java_variant_want
-  [ "$(java_threads)" = "$JAVA_WANT_THREADS" ] && [ "$(cat "$RUN/java-bin" 2>/dev/null)" = "$JAVA_WANT_BIN" ] &&
-    [ "$(cat "$RUN/java-flags" 2>/dev/null)" = "$JAVA_WANT_FLAGS" ] && return 0
+  [ -z "${SOFTALLOC_TESTBED_JAVA_RESTART:-}" ] && [ "$(java_threads)" = "$JAVA_WANT_THREADS" ] &&
+    [ "$(cat "$RUN/java-bin" 2>/dev/null)" = "$JAVA_WANT_BIN" ] && [ "$(cat "$RUN/java-flags" 2>/dev/null)" = "$JAVA_WANT_FLAGS" ] && return 0
   log "restarting the app tier: $(java_threads) threads, $(cat "$RUN/java-flags" 2>/dev/null) -> $JAVA_WANT_THREADS threads, $JAVA_WANT_FLAGS (a new JVM)"
   java_variant_setup
   cg_detect
