@@ -255,6 +255,9 @@ type TierRecommendation struct {
 	// Workers names the tier's threads when they are children
 	// ("php-fpm children"): each opens its own connections to the next tier.
 	Workers string `json:"workers,omitempty"`
+	// Permits says the tier's threads are the permits of a concurrency
+	// limit over virtual threads (Tier.Permits): the limit is what to set.
+	Permits bool `json:"permits,omitempty"`
 	// MaxConnections is, for the tier behind a children tier, the
 	// connection limit its servers need.
 	MaxConnections *MaxConnections `json:"maxConnections,omitempty"`
@@ -363,6 +366,7 @@ func RecommendAllocation(d Deployment, sizing Sizing, reserve Allocation) (Alloc
 		if t.Children {
 			rec.Workers = t.PoolLabel(PoolThreads)
 		}
+		rec.Permits = t.Permits
 		rec.MaxConnections = derived
 		recs = append(recs, rec)
 	}

@@ -39,3 +39,20 @@ func TestSnippetsOfAPermitsTier(t *testing.T) {
 		}
 	}
 }
+
+// The recommendation names the limit as the soft resource to set.
+func TestRecommendationOfAPermitsTierNamesTheLimit(t *testing.T) {
+	d := algorithms.Deployment{Topology: "v", Tiers: []algorithms.Tier{
+		{Name: "web", Role: algorithms.RoleWeb, Replicas: 1, Cores: 1, Pools: []string{"threads"}},
+		{Name: "app", Role: algorithms.RoleApp, Replicas: 1, Cores: 1, Pools: []string{"threads", "connections"}, Permits: true},
+		{Name: "db", Role: algorithms.RoleDB, Replicas: 1, Cores: 1},
+	}}
+	sz, err := algorithms.CalculateMinAllocation(d, "app", 19, []algorithms.TierMeasurement{
+		{Tier: "web", Throughput: 200, ResponseTime: 0.05}, {Tier: "app", Throughput: 200, ResponseTime: 0.04}})
+	require.NoError(t, err)
+	_, recs := algorithms.RecommendAllocation(d, sz, nil)
+	var b strings.Builder
+	require.NoError(t, WriteTiersTable(&b, recs))
+	assert.Contains(t, b.String(), "app: its threads are the permits of a concurrency limit over virtual threads: set the limit "+
+		"(--format tomcat), not maxThreads, which bounds nothing there\n")
+}

@@ -192,6 +192,10 @@ func writeTierNotes(w io.Writer, tiers []algorithms.TierRecommendation) {
 		if t.Workers != "" {
 			fmt.Fprintf(w, "%s: its threads are %s, each opening its own connections to the next tier\n", t.Name, t.Workers)
 		}
+		if t.Permits {
+			fmt.Fprintf(w, "%s: its threads are the permits of a concurrency limit over virtual threads: set the limit "+
+				"(--format tomcat), not maxThreads, which bounds nothing there\n", t.Name)
+		}
 		if t.MaxConnections != nil {
 			fmt.Fprintf(w, "%s: max_connections %s\n", t.Name, t.MaxConnections)
 		}
