@@ -57,10 +57,28 @@ func ReplicasMarkdownTo(w io.Writer, rep ReplicasReport) error {
 		"practitioners' anchors, the web pool the answer's, at six workloads from 1,000 users below the count's saturation.\n" +
 		"*extrapolated* is what `recommend` answers without `--per-count`: the arithmetic on the range's lowest count's campaign\n" +
 		"(`algorithms.PlanReplicas`), judged on the same grid. The total connections are the app tier's, per replica times the\n" +
-		"count, beside the critical tier's minJobs (the budget the forced flow law splits) and the grid best's total.\n\n")
+		"count, beside the critical tier's minJobs and the grid best's total. A connection is held while its query is in C-JDBC\n" +
+		"and in the database, so the connections' total is Formula 3's for the connection pool, a multiple of the critical\n" +
+		"tier's minJobs; where the critical tier sits behind the app tier, the forced flow law keeps that total whatever the\n" +
+		"count, and the replicas split it.\n\n")
 	fmt.Fprintf(&b, "Target: at every count, at least %.2f of that count's grid best at the campaign's SLA (%s s).\n\n", c.Target, key)
+	planned, judged := 0, 0
+	for _, r := range c.Ranges {
+		if d, err := ParseRangedTopology(r); err == nil {
+			sc := d.Tiers[RangedTier(d)].Scaling
+			planned += (sc.Max - sc.Min + 1) * len(c.Seeds)
+		}
+	}
+	for _, r := range rep.Ranges {
+		judged += len(r.Counts)
+	}
+	every := "Every count"
+	if judged < planned {
+		fmt.Fprintf(&b, "**This run was cut short: %d of %d counts judged**; the others are not in the tables.\n\n", judged, planned)
+		every = "Every count judged"
+	}
 	if len(rep.Misses) == 0 {
-		b.WriteString("**Every count reaches the target.**\n\n")
+		fmt.Fprintf(&b, "**%s reaches the target.**\n\n", every)
 	} else {
 		fmt.Fprintf(&b, "**%d counts miss the target:**\n\n", len(rep.Misses))
 		for _, m := range rep.Misses {
