@@ -36,3 +36,24 @@ func TestPerCountUsageErrors(t *testing.T) {
 		assert.NoFileExists(t, j, "refused before the journal opens")
 	}
 }
+
+// evaluate --replicas refuses, before measuring anything, a topology
+// without a range and the flags of the other evaluation.
+func TestEvaluateReplicasUsageErrors(t *testing.T) {
+	out := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--topologies", "1/2/1/2"}, `--topologies: ranged topology "1/2/1/2": want a topology with one tier's replicas as a range min..max, e.g. 1/2..8/1/2`},
+		{[]string{"--topologies", "1/2..8/1/2,1/8..2/1/4"}, `range "8..2": the lower end 8 is above the upper end 2`},
+		{[]string{"--fixed"}, "--replicas with --fixed: the replicas evaluation judges each count on a grid of its own"},
+		{[]string{"--precision", "0"}, "--replicas with --precision 0"},
+	} {
+		stdout, stderr, code := run(t, "", append([]string{"evaluate", "--replicas", "--out", out, "--progress", "none"}, tc.args...)...)
+		assert.Equal(t, 2, code, "%v: %s", tc.args, stderr)
+		assert.Contains(t, stderr, tc.want, tc.args)
+		assert.Empty(t, stdout, tc.args)
+	}
+	assert.NoFileExists(t, filepath.Join(out, "replicas-evaluation.md"))
+}
