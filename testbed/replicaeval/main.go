@@ -58,6 +58,7 @@ type Plan struct {
 			Replicas   int                       `json:"replicas"`
 			Allocation map[string]map[string]int `json:"allocation"`
 		} `json:"counts"`
+		Warnings []string `json:"warnings"`
 	} `json:"replicas"`
 }
 
@@ -89,16 +90,18 @@ type Run struct {
 
 // Report is docs/replica-evaluation.json.
 type Report struct {
-	Generated string            `json:"generated"`
-	Rate      float64           `json:"rate"`
-	PhaseSecs float64           `json:"phaseSeconds"`
-	SLA       float64           `json:"slaSeconds"`
-	Caps      string            `json:"caps"`
-	Limit     int               `json:"connectionLimit"`
-	PlanPools map[int]string    `json:"planPools"`
-	Critical  string            `json:"critical"`
-	Uptime    map[string]string `json:"uptime"`
-	Runs      []Run             `json:"runs"`
+	Generated string         `json:"generated"`
+	Rate      float64        `json:"rate"`
+	PhaseSecs float64        `json:"phaseSeconds"`
+	SLA       float64        `json:"slaSeconds"`
+	Caps      string         `json:"caps"`
+	Limit     int            `json:"connectionLimit"`
+	PlanPools map[int]string `json:"planPools"`
+	Critical  string         `json:"critical"`
+	// PlanWarnings are the plan's own (a range that does not fit the limit).
+	PlanWarnings []string          `json:"planWarnings"`
+	Uptime       map[string]string `json:"uptime"`
+	Runs         []Run             `json:"runs"`
 }
 
 var (
@@ -187,7 +190,7 @@ func run(planPath, bin, out string, rate float64, phase, sla time.Duration, vari
 		}
 	}
 	rep.Rate, rep.PhaseSecs, rep.SLA, rep.Caps = rate, phase.Seconds(), sla.Seconds(), strings.Join(caps, " ")
-	rep.Critical = p.Critical
+	rep.Critical, rep.PlanWarnings = p.Critical, p.Warnings
 	if p.ConnectionLimit != nil {
 		rep.Limit = p.ConnectionLimit.Max
 	}
@@ -550,6 +553,9 @@ func markdown(rep Report) string {
 	sort.Ints(counts)
 	for _, n := range counts {
 		fmt.Fprintf(w, " %d: %s;", n, rep.PlanPools[n])
+	}
+	for _, warn := range rep.PlanWarnings {
+		fmt.Fprintf(w, "\n\nThe plan's warning: %s.", warn)
 	}
 	fmt.Fprintf(w, "\n\n- **one**: the pools planned for 1 replica, kept; **three**: those for 3, kept; **watch**: `softalloc watch` applying each count's through `testbed.sh apply` (a rolling restart of the replicas).\n")
 	fmt.Fprintf(w, "- Connection errors: pages the database refused a connection; peak: the most connections the database held in the phase, every client counted (MariaDB's Max_used_connections since a FLUSH STATUS at the phase's start; PostgreSQL's backends in 1 s samples, which can miss a burst).\n\n")
