@@ -73,3 +73,44 @@ func FuzzParseObservation(f *testing.F) {
 		require.Equal(t, string(b), string(b2), "round trip")
 	})
 }
+
+// FuzzParseWindow feeds arbitrary lines to the parser of a ramp's window
+// (protocol version 2). What parses must validate, be at the level asked
+// for with its edges a window of its runtime, and read back the same once
+// written; what does not must say why on one line.
+func FuzzParseWindow(f *testing.F) {
+	pos := &RampWindow{Users: 6000, StartSeconds: 20, EndSeconds: 30}
+	valid, err := json.Marshal(Response{ProtocolVersion: RampProtocolVersion, Observation: wire.FromObservation(testObservation()), Ramp: pos})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(valid)
+	trial, err := json.Marshal(Response{ProtocolVersion: RampProtocolVersion, Observation: wire.FromObservation(testObservation())})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(trial)
+	for _, s := range []string{"", "{}", `{"protocolVersion": 2, "ramp": {}}`, `{"protocolVersion": 2, "ramp": {"users": 6000, "startSeconds": 1, "endSeconds": 0}}`,
+		`{"ramp": {"users": -1, "startSeconds": 1e400, "endSeconds": "x"}}`, `{"ramp": null}`, string(valid[:len(valid)/2])} {
+		f.Add([]byte(s))
+	}
+	e := testExperiment()
+	f.Fuzz(func(t *testing.T, line []byte) {
+		o, w, err := ParseWindow(line, e)
+		if err != nil {
+			fuzzcheck.RequireOneLine(t, err)
+			return
+		}
+		require.NoError(t, o.Validate())
+		require.Equal(t, e.Workload.Users, w.Users)
+		require.Greater(t, w.EndSeconds, w.StartSeconds)
+		b, err := json.Marshal(Response{ProtocolVersion: RampProtocolVersion, Observation: wire.FromObservation(o), Ramp: &w})
+		require.NoError(t, err)
+		o2, w2, err := ParseWindow(b, e)
+		require.NoError(t, err, "the parsed window, written back: %s", b)
+		require.Equal(t, w, w2)
+		b2, err := json.Marshal(Response{ProtocolVersion: RampProtocolVersion, Observation: wire.FromObservation(o2), Ramp: &w2})
+		require.NoError(t, err)
+		require.Equal(t, string(b), string(b2), "round trip")
+	})
+}
