@@ -77,6 +77,7 @@ fuzz:
 # Inputs of these are kilobytes: minimizing each new one for the default 60 s
 # would take all the time, so minimization is cut short.
 	$(GO) test ./internal/runner/exec -run '^$$' -fuzz FuzzParseObservation -fuzztime 140000x -fuzzminimizetime 3s
+	$(GO) test ./internal/runner/exec -run '^$$' -fuzz FuzzParseWindow -fuzztime 60000x -fuzzminimizetime 3s
 	$(GO) test ./internal/runner/replay -run '^$$' -fuzz FuzzRead -fuzztime 50000x -fuzzminimizetime 3s
 	$(GO) test ./internal/workload -run '^$$' -fuzz FuzzParse -fuzztime 60000x -fuzzminimizetime 3s
 	$(GO) test ./internal/sim/classes -run '^$$' -fuzz FuzzParse -fuzztime 23000x -fuzzminimizetime 3s
