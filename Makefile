@@ -9,15 +9,16 @@ build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/softalloc
 
 # The race pass covers every package but two kinds of long test: tests that run
-# many simulated trials live in files with `//go:build !race` and are named
-# TestPaper*, TestMVAAgreement, TestBehaviour* or TestSlow* (each trial is one
-# goroutine; the race detector would make them ten times slower), and the
-# testbed's end-to-end tests drive real servers for minutes. Both run after it,
-# without -race.
+# many simulated trials are named TestPaper*, TestMVAAgreement, TestBehaviour*
+# or TestSlow* (each trial is one goroutine; the race detector would make them
+# ten times slower; most live in files with `//go:build !race`, and the race
+# pass skips the rest by name), and the testbed's end-to-end tests drive real
+# servers for minutes. Both run after it, without -race.
+LONG_TESTS = ^Test(Paper|MVAAgreement|Behaviour|Slow)
 PACKAGES = $$($(GO) list ./... | grep -v /testbed/e2e)
 test: test-deps lint
-	$(GO) test -race -count=1 -timeout 20m $(PACKAGES)
-	$(GO) test -count=1 -run '^Test(Paper|MVAAgreement|Behaviour|Slow)' $(PACKAGES)
+	$(GO) test -race -count=1 -timeout 20m -skip '$(LONG_TESTS)' $(PACKAGES)
+	$(GO) test -count=1 -run '$(LONG_TESTS)' $(PACKAGES)
 	$(GO) test -count=1 -timeout 35m ./testbed/e2e/
 
 # What a fresh Debian machine lacks for the tests: the real servers (as root,

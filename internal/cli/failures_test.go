@@ -145,7 +145,7 @@ func TestSimulateReportsFailedPages(t *testing.T) {
 
 // recommend, find-critical and check report the failed pages of the trials
 // they ran, and recommend's scan points each their own.
-func TestCampaignsReportFailedPages(t *testing.T) {
+func TestSlowCampaignsReportFailedPages(t *testing.T) {
 	dir := t.TempDir()
 	j := filepath.Join(dir, "j.jsonl")
 	base := []string{"--topology", "1/2/1/2", "--ramp-up", "10s", "--runtime", "20s", "--output", "json"}

@@ -160,7 +160,7 @@ func TestFailedPushKeepsTheMetricsFile(t *testing.T) {
 	assert.Contains(t, stderr, "want LABEL=VALUE")
 }
 
-func TestCheckExitCodes(t *testing.T) {
+func TestSlowCheckExitCodes(t *testing.T) {
 	dir := t.TempDir()
 	j := filepath.Join(dir, "journal.jsonl")
 	common := []string{"check", "--topology", "1/2/1/2", "--ramp-up", "10s", "--runtime", "20s", "--journal", j}
@@ -345,7 +345,7 @@ func TestPushWithBasicAuthAndTLS(t *testing.T) {
 }
 
 // Issue 24: check --junit, one test case per check, failures marked.
-func TestCheckJUnit(t *testing.T) {
+func TestSlowCheckJUnit(t *testing.T) {
 	dir := t.TempDir()
 	report := filepath.Join(dir, "capacity.xml")
 	_, stderr, code := run(t, "", "check", "--topology", "1/2/1/2", "--runtime", "20s", "--ramp-up", "10s", "--no-journal",

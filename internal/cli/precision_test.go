@@ -10,7 +10,7 @@ import (
 
 // Trials are adaptive by default; --precision sets the precision (2% or
 // 0.02), --fixed (or --precision 0) gives the paper's fixed trials.
-func TestPrecisionFlags(t *testing.T) {
+func TestSlowPrecisionFlags(t *testing.T) {
 	sim := []string{"simulate", "-t", "1/2/1/2", "--users", "2000", "--runtime", "2m", "--output", "observation", "--no-journal"}
 	observe := func(args ...string) map[string]any {
 		stdout, stderr, code := run(t, "", append(append([]string{}, sim...), args...)...)
@@ -53,7 +53,7 @@ func TestPrecisionFlags(t *testing.T) {
 
 // --output json carries the measured time and the intervals: simulate's
 // rows, and recommend's scan points.
-func TestJSONCarriesIntervals(t *testing.T) {
+func TestSlowJSONCarriesIntervals(t *testing.T) {
 	stdout, stderr, code := run(t, "", "simulate", "-t", "1/2/1/2", "--users", "3000", "--runtime", "2m", "--sla", "2", "--output", "json", "--no-journal")
 	require.Equal(t, 0, code, stderr)
 	var rows []map[string]any
@@ -84,7 +84,7 @@ func TestJSONCarriesIntervals(t *testing.T) {
 }
 
 // validate says which allocations cannot be told from the grid's best.
-func TestValidateSaysWhatIsWithinTheNoise(t *testing.T) {
+func TestSlowValidateSaysWhatIsWithinTheNoise(t *testing.T) {
 	stdout, stderr, code := run(t, "", "validate", "-t", "1/2/1/2", "--recommended", "400-21-21", "--users", "5000,5500",
 		"--grid-threads", "21,150", "--grid-connections", "1,21", "--runtime", "1m", "--output", "json", "--no-journal", "--quiet")
 	require.Equal(t, 0, code, stderr)

@@ -13,7 +13,7 @@ const autoscaledDeployment = "../../testdata/deployments/autoscaled.yaml"
 
 // recommend -f with app replicas 2..12, surge 25% and max_connections 500
 // (48 reserved): an answer at every count, in JSON, the table and snippets.
-func TestRecommendAnswersForAReplicaRange(t *testing.T) {
+func TestSlowRecommendAnswersForAReplicaRange(t *testing.T) {
 	args := []string{"recommend", "-f", autoscaledDeployment, "--ramp-up", "10s", "--runtime", "20s", "--no-journal", "--progress", "none"}
 	out, stderr, code := run(t, "", append(args, "-o", "json")...)
 	require.Equal(t, 0, code, stderr)
