@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -142,7 +141,7 @@ func waitPools(t *testing.T, n, conns int, within time.Duration) {
 	deadline := time.Now().Add(within)
 	last := ""
 	for time.Now().Before(deadline) {
-		v, err := promScalar(q)
+		v, err := promValue("http://127.0.0.1:18090", q)
 		if err == nil && v == float64(n) {
 			return
 		}
@@ -174,19 +173,6 @@ func promQuery(q string) ([]struct {
 		return nil, fmt.Errorf("query %s: %w", q, err)
 	}
 	return doc.Data.Result, nil
-}
-
-// promScalar is a query's one value (an error when it has none or several).
-func promScalar(q string) (float64, error) {
-	r, err := promQuery(q)
-	if err != nil {
-		return 0, err
-	}
-	if len(r) != 1 {
-		return 0, fmt.Errorf("query %s: %d series", q, len(r))
-	}
-	s, _ := r[0].Value[1].(string)
-	return strconv.ParseFloat(s, 64)
 }
 
 func promVector(q string) (string, error) {
