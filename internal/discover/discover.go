@@ -235,6 +235,11 @@ func discover(ctx context.Context, q querier, now time.Time) (Proposal, error) {
 		if err := softwareOf(&p.Tiers[i], vector); err != nil {
 			return p, err
 		}
+		if p.Tiers[i].Software == "postgres" {
+			if err := pgDatabases(&p, &p.Tiers[i], vector); err != nil {
+				return p, err
+			}
+		}
 	}
 	if err := dbLatency(&p, vector); err != nil {
 		return p, err
@@ -405,6 +410,44 @@ func readPools(t *Tier, vector func(string) (model.Vector, error)) error {
 				t.Pools[pool] = int(vec[0].Value)
 			}
 		}
+	}
+	return nil
+}
+
+// pgMaintenance names PostgreSQL's own databases: postgres, where Debian's
+// postgres_exporter connects, and the templates.
+var pgMaintenance = []string{"postgres", "template0", "template1"}
+
+// pgDatabases sets each PostgreSQL server's {dbName}, the databases whose
+// active backends the postgres preset counts: every database but
+// PostgreSQL's own, so that the exporter's backends stay out. With none, the
+// user decides, and the runner refuses the file until {dbName} is set.
+func pgDatabases(p *Proposal, t *Tier, vector func(string) (model.Vector, error)) error {
+	var named []string
+	for _, srv := range t.Servers {
+		vec, err := vector(fmt.Sprintf(`group by (datname) (pg_stat_activity_count{instance=%q})`, srv["instance"]))
+		if err != nil {
+			return fmt.Errorf("tier %s: %w", t.Name, err)
+		}
+		var dbs []string
+		for _, s := range vec {
+			if db := string(s.Metric["datname"]); db != "" && !slices.Contains(pgMaintenance, db) {
+				dbs = append(dbs, db)
+			}
+		}
+		if len(dbs) == 0 {
+			p.Decide = append(p.Decide, fmt.Sprintf("tier %s: no application database on %s (postgres_exporter's pg_stat_activity_count names only %s): set dbName in its servers entry to the application's databases, a regular expression (softalloc presets postgres)",
+				t.Name, srv["instance"], strings.Join(pgMaintenance, ", ")))
+			continue
+		}
+		sort.Strings(dbs)
+		srv["dbName"] = strings.Join(dbs, "|")
+		if !slices.Contains(named, strings.Join(dbs, ", ")) {
+			named = append(named, strings.Join(dbs, ", "))
+		}
+	}
+	if len(named) > 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("busy backends are those of the databases %s (dbName): check that these are the application's", strings.Join(named, "; ")))
 	}
 	return nil
 }

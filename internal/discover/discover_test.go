@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/softalloc/softalloc/internal/promtest"
+	"github.com/softalloc/softalloc/internal/runner/live"
 	"github.com/softalloc/softalloc/internal/topology"
 )
 
@@ -183,4 +184,54 @@ func TestInitProposesAPHPStack(t *testing.T) {
 	assert.Equal(t, 20, d.Allocation["app"].Threads, "children are the model's threads")
 	assert.True(t, d.Deployment.Tiers[1].Children)
 	assert.Equal(t, 151, d.Allocation["db"].Connections)
+}
+
+// A PostgreSQL tier's busy backends are its application's databases'
+// (the postgres preset's {dbName}): init names every database but
+// PostgreSQL's own (postgres, where Debian's exporter connects, and the
+// templates), or asks the user when there is none, so that the file never
+// counts the exporter's backends nor leaves {dbName} without a value unsaid.
+func TestInitNamesPostgreSQLsApplicationDatabases(t *testing.T) {
+	t.Parallel()
+	pg := "pg_up 1\npg_settings_max_connections 100\n"
+	for _, db := range []string{"postgres", "template0", "template1"} {
+		pg += fmt.Sprintf("pg_stat_activity_count{datname=%q,state=\"active\"} 1\n", db)
+	}
+	apps := pg + "pg_stat_activity_count{datname=\"shop\",state=\"active\"} 3\npg_stat_activity_count{datname=\"reports\",state=\"idle\"} 0\n"
+	for name, tc := range map[string]struct{ text, dbName string }{
+		"apps": {apps, "reports|shop"},
+		"none": {pg, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			prom := prometheusScraping(t, exporter(t, apacheText), exporter(t, tc.text))
+			p, err := Discover(context.Background(), prom, nil)
+			require.NoError(t, err)
+			require.Len(t, p.Tiers, 2)
+			db := p.Tiers[1]
+			require.Equal(t, "postgres", db.Software)
+			require.Contains(t, db.Presets, "postgres")
+			decide := strings.Join(p.Decide, "\n")
+			if tc.dbName == "" {
+				assert.NotContains(t, db.Servers[0], "dbName", "no database to guess: the runner refuses the file rather than count none")
+				assert.Contains(t, decide, "tier db: no application database")
+				return
+			}
+			assert.Equal(t, tc.dbName, db.Servers[0]["dbName"])
+			assert.Contains(t, strings.Join(db.Notes, "\n"), "reports, shop")
+			assert.NotContains(t, decide, "application database")
+			// Every placeholder of the proposed presets has a value.
+			runners := map[string]bool{}
+			for _, ph := range live.RunnerPlaceholders {
+				runners[ph.Name] = true
+			}
+			for _, preset := range db.Presets {
+				for _, ph := range live.Presets[preset].Placeholders() {
+					if !runners[ph] {
+						assert.Contains(t, db.Servers[0], ph, "preset %s's {%s}", preset, ph)
+					}
+				}
+			}
+		})
+	}
 }
