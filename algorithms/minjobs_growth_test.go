@@ -1,0 +1,118 @@
+package algorithms_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/softalloc/softalloc/algorithms"
+)
+
+// The Go testbed's app spends less CPU per page as load rises, and whether
+// demandDrift's share is crossed is up to the noise: at load average 10
+// recommend read minJobs 5.4 at the CPU's crossing at 90 users, 0.74 of the
+// grid's best. The batching fake below its drift limit is that run: the
+// saturation reading must be checked against throughput past it.
+func TestSaturationReadingIsCheckedAgainstThroughputPastIt(t *testing.T) {
+	d := deployment(t, "1/2/1/2")
+	ctx := context.Background()
+	opts := shortOptions()
+	// The fake's CPU per request falls by about 30%: a limit of 0.5
+	// keeps demandDrift quiet, as the noise did on the testbed.
+	opts.DemandDrift = 0.5
+	x := batching{rubbosFake(), "app"}
+	c, err := algorithms.FindCriticalResource(ctx, x, d, allocation(t, "400-150-60"), opts)
+	require.NoError(t, err)
+	require.Equal(t, "app", c.Tier)
+
+	// Without either check (today's reading with the drift unnoticed):
+	// minJobs is read at the CPU's crossing, while throughput still grows
+	// past it by more than the CPU's headroom allows.
+	off := opts
+	off.DemandDrift = -1
+	trusting, err := algorithms.InferMinConcurrentJobs(ctx, x, d, c, off)
+	require.NoError(t, err)
+	require.Equal(t, "saturation", trusting.Reading)
+	at := trusting.Points[len(trusting.Points)-1]
+	require.Equal(t, trusting.WLmin, at.Workload)
+	// A quarter further, on the step grid (find-critical's plateau probe).
+	probe := trusting.WLmin + max(opts.Step, (trusting.WLmin/4+opts.Step-1)/opts.Step*opts.Step)
+	past, err := x.RunExperiment(ctx, algorithms.Experiment{Deployment: d, Allocation: c.Reserve,
+		Workload: algorithms.Workload{Users: probe}, Timing: opts.Timing})
+	require.NoError(t, err)
+	require.Greater(t, past.Throughput, 1.02*at.Throughput/at.CriticalUtilization,
+		"the fake's throughput grows past the crossing beyond the utilisation law's headroom")
+
+	m, err := algorithms.InferMinConcurrentJobs(ctx, x, d, c, opts)
+	require.NoError(t, err)
+	warnings := strings.Join(m.Warnings, "\n")
+	assert.NotContains(t, warnings, "CPU per request fell", "demandDrift stays quiet")
+	assert.Contains(t, warnings, "throughput still grew past the saturation reading")
+	assert.Contains(t, warnings, fmt.Sprintf("pages/s at %d users", trusting.WLmin), "names the reading's workload")
+	assert.Contains(t, warnings, fmt.Sprintf("pages/s at %d users", probe), "and the probe's, a quarter further")
+	assert.Equal(t, "throughput-peak", m.Reading)
+	top := 0.0
+	for _, p := range m.Points {
+		top = math.Max(top, p.Throughput)
+	}
+	var read algorithms.ScanPoint
+	for _, p := range m.Points {
+		if p.Workload == m.WLmin {
+			read = p
+		}
+	}
+	assert.Equal(t, top, read.Throughput, "read at the scan's peak")
+	assert.Greater(t, m.WLmin, trusting.WLmin)
+	assert.Greater(t, m.MinJobs, trusting.MinJobs)
+
+	// Find-critical's own trial past the bracket is evidence enough: no probe.
+	withPast := c
+	withPast.Trials = append(append([]algorithms.Trial(nil), c.Trials...), algorithms.Trial{Procedure: "find-critical",
+		Experiment:  algorithms.Experiment{Deployment: d, Allocation: c.Reserve, Workload: algorithms.Workload{Users: probe}, Timing: opts.Timing},
+		Observation: past})
+	free, err := algorithms.InferMinConcurrentJobs(ctx, x, d, withPast, opts)
+	require.NoError(t, err)
+	assert.Equal(t, "throughput-peak", free.Reading)
+	assert.Contains(t, strings.Join(free.Warnings, "\n"), "throughput still grew past the saturation reading")
+	for _, tr := range free.Trials {
+		assert.NotEqual(t, probe, tr.Experiment.Workload.Users, "the probe's workload was measured by find-critical")
+	}
+}
+
+// A server whose demand holds (the plain model) keeps the saturation
+// reading, with no trial past the bracket: its CPU per request did not
+// fall, and throughput past it stays within the CPU's headroom.
+func TestSaturationReadingWithConstantDemandNeedsNoProbe(t *testing.T) {
+	d := deployment(t, "1/2/1/2")
+	ctx := context.Background()
+	opts := shortOptions()
+	x := rubbosFake()
+	c, err := algorithms.FindCriticalResource(ctx, x, d, allocation(t, "400-150-60"), opts)
+	require.NoError(t, err)
+	m, err := algorithms.InferMinConcurrentJobs(ctx, x, d, c, opts)
+	require.NoError(t, err)
+	assert.Equal(t, "saturation", m.Reading)
+	assert.Empty(t, m.Warnings)
+	for _, tr := range m.Trials {
+		assert.LessOrEqual(t, tr.Experiment.Workload.Users, c.SaturationWorkload, "no trial past find-critical's saturating step")
+	}
+
+	// Throughput a quarter further, had it been measured, is within the
+	// headroom: given as find-critical's trial, it leaves the reading be.
+	probe := c.SaturationWorkload + max(opts.Step, (c.SaturationWorkload/4+opts.Step-1)/opts.Step*opts.Step)
+	e := algorithms.Experiment{Deployment: d, Allocation: c.Reserve, Workload: algorithms.Workload{Users: probe}, Timing: opts.Timing}
+	past, err := x.RunExperiment(ctx, e)
+	require.NoError(t, err)
+	withPast := c
+	withPast.Trials = append(append([]algorithms.Trial(nil), c.Trials...), algorithms.Trial{Procedure: "find-critical", Experiment: e, Observation: past})
+	again, err := algorithms.InferMinConcurrentJobs(ctx, x, d, withPast, opts)
+	require.NoError(t, err)
+	assert.Equal(t, "saturation", again.Reading)
+	assert.Equal(t, m.WLmin, again.WLmin)
+	assert.Empty(t, again.Warnings)
+}
