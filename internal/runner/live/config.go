@@ -346,7 +346,7 @@ func (c Config) path(p string) string {
 // The presets of presets_*.go join these: presets_host.go's read CPU from
 // what deployments run (node_exporter, process-exporter, a client library's
 // process counter, cAdvisor, the kubelet).
-var Presets = joinPresets(builtinPresets, hostPresets, phpPresets, vthreadPresets, pgPresets)
+var Presets = joinPresets(builtinPresets, hostPresets, phpPresets, vthreadPresets, pgPresets, pgbouncerPresets)
 
 var builtinPresets = map[string]Queries{
 	"cgroup": {
