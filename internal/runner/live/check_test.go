@@ -95,7 +95,7 @@ func TestTimesTheRunnerCannotKeep(t *testing.T) {
 // The repository's own deployment files pass the check (the testbed's e2e
 // tests would otherwise fail before their first trial).
 func TestRepositoryDeploymentFilesPassTheCheck(t *testing.T) {
-	for _, name := range []string{"deployment.yaml", "deployment-java.yaml", "deployment-java-vthreads.yaml", "deployment-wordpress.yaml"} {
+	for _, name := range []string{"deployment.yaml", "deployment-java.yaml", "deployment-java-vthreads.yaml", "deployment-wordpress.yaml", "deployment-pgbouncer.yaml"} {
 		path := filepath.Join("..", "..", "..", "testbed", name)
 		df, err := topology.LoadDeployment(path)
 		require.NoError(t, err, name)

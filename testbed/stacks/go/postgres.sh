@@ -1,10 +1,12 @@
 # stacks/go/postgres.sh: the Go stack's PostgreSQL back end, beside
 # MariaDB's (SOFTALLOC_TESTBED_DB=postgres at up), optionally behind
 # PgBouncer (SOFTALLOC_TESTBED_POOLER=pgbouncer): Debian's postgresql,
-# pgbouncer and prometheus-postgres-exporter. Debian's
-# prometheus-pgbouncer-exporter (1.7, for PgBouncer before 1.8) fails every
-# scrape of PgBouncer 1.18 (KeyError: 'total_requests', a column 1.8
-# renamed), so PgBouncer is not scraped here yet.
+# pgbouncer and prometheus-postgres-exporter. PgBouncer is scraped by
+# prometheus-pgbouncer-exporter 2.1.2 from PyPI, in a virtual environment
+# (examples/pgbouncer-exporter/install-pgbouncer-exporter.sh, the pgbouncer
+# preset's exporter): Debian's package (1.7, for PgBouncer before 1.8) fails
+# every scrape of PgBouncer 1.18 (KeyError: 'total_requests', a column 1.8
+# renamed).
 # PostgreSQL and PgBouncer run as the postgres user (neither runs as root),
 # both in the db group, under its cap; the data is sql/schema-pg.sql and
 # sql/data-pg.sql, the same rows as MariaDB's. The app reaches PostgreSQL
@@ -20,6 +22,7 @@
 PG_PORT=$((18432 + PORT_OFFSET))
 PGBOUNCER_PORT=$((18632 + PORT_OFFSET))
 PG_EXP_PORT=$((18187 + PORT_OFFSET))
+PGBOUNCER_EXP_PORT=$((18127 + PORT_OFFSET))
 
 # PG_UP=1 (up) reads the engine and pooler from the environment, any other
 # command from what up kept in run/.
@@ -65,7 +68,7 @@ pg_globals() {
 pg_procs() {
   [ "$(db_engine)" = postgres ] || return 0
   echo pg-exporter
-  if [ "$(db_pooler)" = pgbouncer ]; then echo pooler; fi
+  if [ "$(db_pooler)" = pgbouncer ]; then echo pooler pooler-exporter; fi
 }
 
 as_postgres() { setpriv --reuid=postgres --regid=postgres --init-groups "$@"; }
@@ -149,6 +152,28 @@ INI
   chown -R postgres "$dir"
   start pooler db setpriv --reuid=postgres --regid=postgres --init-groups pgbouncer "$dir/pgbouncer.ini"
   wait_for PgBouncer 30 pg_client -p "$PGBOUNCER_PORT" -d pgbouncer -c 'SHOW VERSION' -o /dev/null
+  pgbouncer_exporter_start
+}
+
+# pgbouncer_exporter_start: prometheus-pgbouncer-exporter (installed once
+# into a virtual environment from PyPI) on PGBOUNCER_EXP_PORT, reading
+# PgBouncer's admin console as postgres (the pgbouncer preset).
+pgbouncer_exporter_start() {
+  local exporter conf=$TB/pgbouncer/exporter.yaml
+  exporter=$("$REPO/examples/pgbouncer-exporter/install-pgbouncer-exporter.sh" 2>>"$LOGS/pgbouncer-exporter-install.log") ||
+    die "cannot install prometheus-pgbouncer-exporter (examples/pgbouncer-exporter/install-pgbouncer-exporter.sh: python3 with venv and PyPI); see $LOGS/pgbouncer-exporter-install.log"
+  cat >"$conf" <<YAML
+# Written by testbed.sh up.
+exporter_host: 127.0.0.1
+exporter_port: $PGBOUNCER_EXP_PORT
+pgbouncers:
+  - dsn: postgresql://postgres@127.0.0.1:$PGBOUNCER_PORT/pgbouncer
+    exclude_databases: [pgbouncer]
+YAML
+  # Its log goes to stderr (no --log-file stdout: 2.1.2 would write a file
+  # named stdout).
+  start pooler-exporter monitor "$exporter" --config "$conf"
+  wait_for prometheus-pgbouncer-exporter 30 http_ok /metrics "$PGBOUNCER_EXP_PORT"
 }
 
 # pg_dsn: the app's data source name: PgBouncer's port when it runs.
@@ -162,11 +187,15 @@ pg_scrape_jobs() {
   [ "$(db_engine)" = postgres ] || return 0
   echo "  - job_name: postgres"
   echo "    static_configs: [{targets: ['127.0.0.1:$PG_EXP_PORT'], labels: {tier: db}}]"
+  [ "$(db_pooler)" = pgbouncer ] || return 0
+  echo "  - job_name: pgbouncer"
+  echo "    static_configs: [{targets: ['127.0.0.1:$PGBOUNCER_EXP_PORT'], labels: {tier: pooler}}]"
 }
 
 # pg_stop: the exporters and PgBouncer; the core stops PostgreSQL (db)
 # after the app.
 pg_stop() {
   stop_pid pg-exporter
+  stop_pid pooler-exporter
   stop_pid pooler
 }
