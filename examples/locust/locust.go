@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/softalloc/softalloc/internal/procattr"
+	"github.com/softalloc/softalloc/internal/runner/exec"
 )
 
 // proc is a started master or worker.
@@ -144,157 +145,143 @@ func listens(bind string, port int) bool {
 	return true
 }
 
+// session is a started Locust run: its master and workers.
+type session struct {
+	c         config
+	p         plan
+	out       string
+	port      int
+	master    *proc
+	workers   []*proc
+	specs     []worker
+	listenBy  time.Time
+	listening bool
+	began     time.Time
+}
+
 // runLocust runs the trial: the master, then the workers, and returns the
 // window the master wrote. A worker that ends before the master fails the
 // trial at once: its users' pages are lost, and Locust would go on with the
 // others.
 func runLocust(ctx context.Context, c config, p plan, dir string, logf func(string, ...any)) (window, error) {
-	p.ConnectTimeout = c.ConnectTimeout.Duration().Seconds()
-	if p.Trial == "" {
-		// As the live runner names its trials: the start, in hex nanoseconds.
-		p.Trial = strconv.FormatInt(time.Now().UnixNano(), 16)
+	if p.Ramp {
+		return window{}, errors.New("a ramp's plan: run it with runRamp")
 	}
-	src, err := p.render()
+	s, err := launch(c, p, dir, logf)
 	if err != nil {
 		return window{}, err
 	}
-	if dir, err = filepath.Abs(dir); err != nil {
+	defer s.stopAll()
+	if err := s.watch(ctx, nil); err != nil {
 		return window{}, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return window{}, err
-	}
-	lf := filepath.Join(dir, "softalloc_locustfile.py")
-	if err := os.WriteFile(lf, []byte(src), 0o644); err != nil {
-		return window{}, err
-	}
-	locust := c.Locust
-	if !strings.Contains(locust, "/") {
-		if locust, err = osexec.LookPath(locust); err != nil {
-			return window{}, fmt.Errorf("locust %q: not found on PATH; set locust: in the settings to the executable (examples/locust/install-locust.sh installs one)", c.Locust)
-		}
-	}
-	port := c.MasterPort
-	if port == 0 {
-		if port, err = freePort(c.MasterBind); err != nil {
-			return window{}, fmt.Errorf("a port for the master: %w", err)
-		}
-	}
-	out := filepath.Join(dir, "window.json")
-	_ = os.Remove(out)
-	_ = os.Remove(out + ".workers")
-	total := p.Timing.RampUp + p.Timing.Runtime + p.Timing.RampDown
-	// Users start over the first half of the ramp-up, as in the live
-	// runner, so that the second half lets queues settle. The window opens
-	// once they all run, at least the ramp-up after the test's start and
-	// half of it after the last user's (the locustfile's open_when_running).
-	rate := float64(p.Users) / math.Max(p.Timing.RampUp/2, 0.001)
-	// The locustfile ends the run itself; --run-time only stops a master
-	// whose window clock failed; the window may open up to connectTimeout late.
-	backstop := int(math.Ceil(total + p.ConnectTimeout + p.ReplyTimeout + 60))
-	masterArgs := []string{locust, "-f", lf, "--master", "--headless",
-		"--master-bind-host", c.MasterBind, "--master-bind-port", strconv.Itoa(port),
-		"--expect-workers", strconv.Itoa(p.Workers), "--expect-workers-max-wait", strconv.Itoa(int(math.Ceil(c.ConnectTimeout.Duration().Seconds()))),
-		"-u", strconv.Itoa(p.Users), "-r", strconv.FormatFloat(rate, 'f', 3, 64), "--run-time", strconv.Itoa(backstop) + "s",
-		"--stop-timeout", "0", "--exit-code-on-error", "0", "--only-summary", "--loglevel", "INFO",
-		"--softalloc-out", out}
-	active := c.active(p.Users)
-	if p.Workers != len(active) {
-		return window{}, fmt.Errorf("a plan of %d workers for %d users, want %d", p.Workers, p.Users, len(active))
-	}
-	of := ""
-	if len(active) < len(c.Workers) {
-		of = fmt.Sprintf("%d of ", len(active))
-	}
-	logf("locust: %d users on %s%d workers (%s), master %s:%d, %g+%g+%g s; files in %s",
-		p.Users, of, len(c.Workers), strings.Join(active, ", "), c.MasterHost, port, p.Timing.RampUp, p.Timing.Runtime, p.Timing.RampDown, dir)
-	// The master's start, on its clock (this machine's): its users must run
-	// by connectTimeout + half the ramp-up after it.
-	masterArgs = append(masterArgs, "--softalloc-began", strconv.FormatFloat(float64(time.Now().UnixMicro())/1e6, 'f', 6, 64))
-	master, err := start("master", masterArgs, nil, dir, "master.log")
-	if err != nil {
-		return window{}, err
-	}
-	// Locust's own wait for workers (--expect-workers-max-wait) starts only
-	// once the master is up: a master that never listens (a wrapper that
-	// hangs, an import that never ends) would be waited for until the exec
-	// runner's timeout. No worker can connect before it listens, so it must
-	// by connectTimeout.
-	listenBy := time.Now().Add(c.ConnectTimeout.Duration())
-	listening := false
-	var workers []*proc
-	// All at once, within the exec runner's 5 s grace after its SIGTERM.
-	stopAll := func() {
-		var wg sync.WaitGroup
-		for _, p := range append([]*proc{master}, workers...) {
-			wg.Add(1)
-			go func() { defer wg.Done(); p.stop(3 * time.Second) }()
-		}
-		wg.Wait()
-	}
-	defer stopAll()
-	specs := c.workers(locust, c.MasterHost, port)[:len(active)]
-	for _, s := range specs {
-		var env []string
-		if s.Host == localWorker {
-			// A worker writes the locustfile it gets from the master to
-			// $TMPDIR under the master's file name, and deletes it on exit:
-			// two workers sharing one TMPDIR truncate each other's copy while
-			// the other imports it (seen as a worker refusing
-			// --softalloc-worker, its locustfile read empty).
-			tmp := filepath.Join(dir, fmt.Sprintf("worker-%d.tmp", s.Index))
-			if err := os.MkdirAll(tmp, 0o700); err != nil {
-				return window{}, fmt.Errorf("worker %s: %w", s.Name, err)
-			}
-			env = []string{"TMPDIR=" + tmp}
-		}
-		w, err := start("worker "+s.Name, s.Argv, env, dir, fmt.Sprintf("worker-%d.log", s.Index))
-		if err != nil {
-			return window{}, err
-		}
-		workers = append(workers, w)
-	}
-	began := time.Now()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for !master.exited() {
-		select {
-		case <-ctx.Done():
-			return window{}, fmt.Errorf("interrupted %.1f s into the trial; stopped the master and the workers: %w", time.Since(began).Seconds(), ctx.Err())
-		case <-master.done:
-		case <-tick.C:
-			if !listening {
-				if listening = listens(c.MasterBind, port); !listening && time.Now().After(listenBy) {
-					return window{}, fmt.Errorf("the Locust master did not listen on %s within connectTimeout %v, so no worker could connect; it was still running (last output: %s; log %s)",
-						net.JoinHostPort(dialHost(c.MasterBind), strconv.Itoa(port)), c.ConnectTimeout.Duration(), master.lastLine(), master.log)
-				}
-			}
-			for _, w := range workers {
-				// Once the master wrote the window, it tells the workers to quit.
-				if _, err := os.Stat(out); w.exited() && err != nil {
-					return window{}, fmt.Errorf("%s %s %.1f s into the trial, before the master ended it: its users' pages are lost, so the trial is not a measurement (last output: %s; log %s)",
-						w.name, w.status(), time.Since(began).Seconds(), w.lastLine(), w.log)
-				}
-			}
-		}
-	}
-	win, err := readWindow(out)
+	win, err := readWindow(s.out)
 	if errors.Is(err, os.ErrNotExist) {
-		return window{}, masterFailed(master, specs, workers, out, c, port)
+		return window{}, masterFailed(s.master, s.specs, s.workers, s.out, c, s.port)
 	}
 	if err != nil {
 		return window{}, err
 	}
-	// The master told the workers to quit: give them a moment to.
-	for _, w := range workers {
-		select {
-		case <-w.done:
-		case <-time.After(5 * time.Second):
-		}
-	}
+	s.awaitWorkers()
 	if err := win.check(p.Workers); err != nil {
-		return win, fmt.Errorf("locust: %w (log %s)", err, master.log)
+		return win, fmt.Errorf("locust: %w (log %s)", err, s.master.log)
 	}
+	logWorkers(win, logf)
+	return win, nil
+}
+
+// runRamp runs a ramp (exec protocol version 2) as one Locust run whose
+// users rise level by level without a reset (the locustfile's
+// SoftallocRamp, Locust's own load shape): after each level's window it
+// calls next with the window, and passes the step next returns on to the
+// master; a step of 0 users ends the run. The windows are checked as a
+// trial's is (every user of the level running when it opened and when it
+// closed); the checks of a trial's run (the master listens, no worker ends
+// before the master) hold over the whole ramp.
+func runRamp(ctx context.Context, c config, p plan, dir string, logf func(string, ...any), next func(window) (exec.RampStep, error)) error {
+	if !p.Ramp {
+		return errors.New("a trial's plan: run it with runLocust")
+	}
+	s, err := launch(c, p, dir, logf)
+	if err != nil {
+		return err
+	}
+	defer s.stopAll()
+	here := filepath.Dir(s.out)
+	i, users, ended := 0, p.Users, false
+	poll := func() error {
+		if ended {
+			return nil
+		}
+		w, err := readWindow(filepath.Join(here, fmt.Sprintf("window-%d.json", i)))
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if w.Users != users {
+			return fmt.Errorf("locust: window %d at %d users, want %d (log %s)", i, w.Users, users, s.master.log)
+		}
+		if err := w.check(p.Workers); err != nil {
+			return fmt.Errorf("locust: window %d at %d users: %w (log %s)", i, users, err, s.master.log)
+		}
+		logWorkers(w, logf)
+		step, err := next(w)
+		if err != nil {
+			return err
+		}
+		switch {
+		case step.Users < 0:
+			return fmt.Errorf("the step after window %d: %d users, want 0 (end) or more", i, step.Users)
+		case step.Users != 0 && step.Users < users:
+			return fmt.Errorf("the step after window %d: from %d down to %d users; a ramp only rises", i, users, step.Users)
+		case step.Users > p.RampMaxUsers:
+			return fmt.Errorf("the step after window %d: %d users; want at most %d (the runner section's maxUsers)", i, step.Users, p.RampMaxUsers)
+		}
+		b, _ := json.Marshal(exec.RampStep{Users: step.Users})
+		if err := writeAtomic(filepath.Join(here, fmt.Sprintf("step-%d.json", i)), b); err != nil {
+			return err
+		}
+		if step.Users == 0 {
+			ended = true
+		} else if step.Users != users {
+			logf("locust: window %d done; rising to %d users", i, step.Users)
+		}
+		i, users = i+1, max(users, step.Users)
+		return nil
+	}
+	if err := s.watch(ctx, poll); err != nil {
+		return err
+	}
+	end, err := readWindow(s.out)
+	if errors.Is(err, os.ErrNotExist) {
+		return masterFailed(s.master, s.specs, s.workers, s.out, c, s.port)
+	}
+	if err != nil {
+		return err
+	}
+	s.awaitWorkers()
+	switch {
+	case end.Error != "":
+		return fmt.Errorf("locust: window %d at %d users: %s (log %s)", i, users, end.Error, s.master.log)
+	case !ended || !end.Ended:
+		return fmt.Errorf("locust: the master ended the run before the ramp ended (at %d users, window %d); log %s", users, i, s.master.log)
+	}
+	return nil
+}
+
+// writeAtomic writes b to path through a rename, so that a reader polling
+// for path never reads it half written.
+func writeAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func logWorkers(win window, logf func(string, ...any)) {
 	for _, x := range win.Workers {
 		lag := 0.0
 		if x.Thinks > 0 {
@@ -303,7 +290,177 @@ func runLocust(ctx context.Context, c config, p plan, dir string, logf func(stri
 		logf("locust: worker %s: %d users, %d pages in the window, %d failed, its CPU %.0f%% of a core, thinks %.1f ms longer than drawn",
 			x.Worker, x.UsersAtOpen, x.Total.NumRequests, x.Total.NumFailures, 100*x.CPU, 1000*lag)
 	}
-	return win, nil
+}
+
+// launch writes the locustfile and starts the master, then the workers.
+func launch(c config, p plan, dir string, logf func(string, ...any)) (*session, error) {
+	p.ConnectTimeout = c.ConnectTimeout.Duration().Seconds()
+	if p.Trial == "" {
+		// As the live runner names its trials: the start, in hex nanoseconds.
+		p.Trial = strconv.FormatInt(time.Now().UnixNano(), 16)
+	}
+	src, err := p.render()
+	if err != nil {
+		return nil, err
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	lf := filepath.Join(dir, "softalloc_locustfile.py")
+	if err := os.WriteFile(lf, []byte(src), 0o644); err != nil {
+		return nil, err
+	}
+	locust := c.Locust
+	if !strings.Contains(locust, "/") {
+		if locust, err = osexec.LookPath(locust); err != nil {
+			return nil, fmt.Errorf("locust %q: not found on PATH; set locust: in the settings to the executable (examples/locust/install-locust.sh installs one)", c.Locust)
+		}
+	}
+	port := c.MasterPort
+	if port == 0 {
+		if port, err = freePort(c.MasterBind); err != nil {
+			return nil, fmt.Errorf("a port for the master: %w", err)
+		}
+	}
+	out := filepath.Join(dir, "window.json")
+	_ = os.Remove(out)
+	_ = os.Remove(out + ".workers")
+	total := p.Timing.RampUp + p.Timing.Runtime + p.Timing.RampDown
+	masterArgs := []string{locust, "-f", lf, "--master", "--headless",
+		"--master-bind-host", c.MasterBind, "--master-bind-port", strconv.Itoa(port),
+		"--expect-workers", strconv.Itoa(p.Workers), "--expect-workers-max-wait", strconv.Itoa(int(math.Ceil(c.ConnectTimeout.Duration().Seconds())))}
+	if !p.Ramp {
+		// Users start over the first half of the ramp-up, as in the live
+		// runner, so that the second half lets queues settle. The window opens
+		// once they all run, at least the ramp-up after the test's start and
+		// half of it after the last user's (the locustfile's open_when_running).
+		// A ramp's load shape sets its own users and rate at each level.
+		rate := float64(p.Users) / math.Max(p.Timing.RampUp/2, 0.001)
+		// The locustfile ends the run itself; --run-time only stops a master
+		// whose window clock failed; the window may open up to connectTimeout
+		// late. (Locust ignores it under a load shape: a ramp's master is
+		// stopped by the exec runner's timeout of each window.)
+		backstop := int(math.Ceil(total + p.ConnectTimeout + p.ReplyTimeout + 60))
+		masterArgs = append(masterArgs, "-u", strconv.Itoa(p.Users), "-r", strconv.FormatFloat(rate, 'f', 3, 64), "--run-time", strconv.Itoa(backstop)+"s")
+	}
+	masterArgs = append(masterArgs, "--stop-timeout", "0", "--exit-code-on-error", "0", "--only-summary", "--loglevel", "INFO",
+		"--softalloc-out", out)
+	most := p.Users
+	if p.Ramp {
+		most = p.RampMaxUsers
+	}
+	active := c.active(most)
+	if p.Workers != len(active) {
+		return nil, fmt.Errorf("a plan of %d workers for %d users, want %d", p.Workers, most, len(active))
+	}
+	of := ""
+	if len(active) < len(c.Workers) {
+		of = fmt.Sprintf("%d of ", len(active))
+	}
+	what := fmt.Sprintf("%d users", p.Users)
+	if p.Ramp {
+		what = fmt.Sprintf("a ramp from %d users", p.Users)
+	}
+	logf("locust: %s on %s%d workers (%s), master %s:%d, %g+%g+%g s; files in %s",
+		what, of, len(c.Workers), strings.Join(active, ", "), c.MasterHost, port, p.Timing.RampUp, p.Timing.Runtime, p.Timing.RampDown, dir)
+	// The master's start, on its clock (this machine's): its users must run
+	// by connectTimeout + half the ramp-up after it.
+	masterArgs = append(masterArgs, "--softalloc-began", strconv.FormatFloat(float64(time.Now().UnixMicro())/1e6, 'f', 6, 64))
+	master, err := start("master", masterArgs, nil, dir, "master.log")
+	if err != nil {
+		return nil, err
+	}
+	s := &session{c: c, p: p, out: out, port: port, master: master,
+		// Locust's own wait for workers (--expect-workers-max-wait) starts
+		// only once the master is up: a master that never listens (a wrapper
+		// that hangs, an import that never ends) would be waited for until
+		// the exec runner's timeout. No worker can connect before it
+		// listens, so it must by connectTimeout.
+		listenBy: time.Now().Add(c.ConnectTimeout.Duration())}
+	s.specs = c.workers(locust, c.MasterHost, port)[:len(active)]
+	for _, w := range s.specs {
+		var env []string
+		if w.Host == localWorker {
+			// A worker writes the locustfile it gets from the master to
+			// $TMPDIR under the master's file name, and deletes it on exit:
+			// two workers sharing one TMPDIR truncate each other's copy while
+			// the other imports it (seen as a worker refusing
+			// --softalloc-worker, its locustfile read empty).
+			tmp := filepath.Join(dir, fmt.Sprintf("worker-%d.tmp", w.Index))
+			if err := os.MkdirAll(tmp, 0o700); err != nil {
+				s.stopAll()
+				return nil, fmt.Errorf("worker %s: %w", w.Name, err)
+			}
+			env = []string{"TMPDIR=" + tmp}
+		}
+		wp, err := start("worker "+w.Name, w.Argv, env, dir, fmt.Sprintf("worker-%d.log", w.Index))
+		if err != nil {
+			s.stopAll()
+			return nil, err
+		}
+		s.workers = append(s.workers, wp)
+	}
+	s.began = time.Now()
+	return s, nil
+}
+
+// stopAll stops the master and the workers, all at once, within the exec
+// runner's 5 s grace after its SIGTERM.
+func (s *session) stopAll() {
+	var wg sync.WaitGroup
+	for _, p := range append([]*proc{s.master}, s.workers...) {
+		wg.Add(1)
+		go func() { defer wg.Done(); p.stop(3 * time.Second) }()
+	}
+	wg.Wait()
+}
+
+// watch waits for the master to end, and fails at once if it does not
+// listen by connectTimeout or a worker ends before the master wrote its
+// last file. poll, if not nil, runs every tick; its error ends the run.
+func (s *session) watch(ctx context.Context, poll func() error) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for !s.master.exited() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("interrupted %.1f s into the trial; stopped the master and the workers: %w", time.Since(s.began).Seconds(), ctx.Err())
+		case <-s.master.done:
+		case <-tick.C:
+			if !s.listening {
+				if s.listening = listens(s.c.MasterBind, s.port); !s.listening && time.Now().After(s.listenBy) {
+					return fmt.Errorf("the Locust master did not listen on %s within connectTimeout %v, so no worker could connect; it was still running (last output: %s; log %s)",
+						net.JoinHostPort(dialHost(s.c.MasterBind), strconv.Itoa(s.port)), s.c.ConnectTimeout.Duration(), s.master.lastLine(), s.master.log)
+				}
+			}
+			for _, w := range s.workers {
+				// Once the master wrote the window, it tells the workers to quit.
+				if _, err := os.Stat(s.out); w.exited() && err != nil {
+					return fmt.Errorf("%s %s %.1f s into the trial, before the master ended it: its users' pages are lost, so the trial is not a measurement (last output: %s; log %s)",
+						w.name, w.status(), time.Since(s.began).Seconds(), w.lastLine(), w.log)
+				}
+			}
+			if poll != nil {
+				if err := poll(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// awaitWorkers gives the workers a moment to quit, as the master told them.
+func (s *session) awaitWorkers() {
+	for _, w := range s.workers {
+		select {
+		case <-w.done:
+		case <-time.After(5 * time.Second):
+		}
+	}
 }
 
 // masterFailed explains a master that wrote no window: most often it gave up

@@ -15,6 +15,15 @@ significant digits), recorded on the worker only between the master's
 worker sends its entry to the master, which merges them with Locust's own
 StatsEntry.extend and writes them, per worker and merged, to the file named
 by --softalloc-out.
+
+A ramp (PLAN["ramp"], exec protocol version 2) is one run whose users rise
+level by level without a reset: Locust's own load shape (SoftallocRamp, a
+LoadTestShape) holds the level, and Locust's master moves the workers to it
+(runner.start on a running test adds users and keeps the running ones and
+the statistics). Each level's window is measured as a trial's is and
+written to window-<i>.json beside --softalloc-out; the master then waits
+for softalloc-locust's step-<i>.json: the next level, the same one (another
+window), or 0 to end the run.
 """
 
 import json
@@ -29,7 +38,7 @@ import itertools
 
 import gevent
 import locust.runners
-from locust import events, task
+from locust import LoadTestShape, events, task
 from locust.contrib.fasthttp import FastHttpUser
 from locust.runners import STATE_STOPPED, STATE_STOPPING, MasterRunner, WorkerRunner
 from locust.stats import RequestStats, StatsEntry
@@ -246,14 +255,14 @@ class _Master:
     def name(self, cid):
         return self.names.get(cid, cid)
 
-    def running(self):
+    def running(self, users):
         """Every user runs: Locust's master has dispatched them all
         (spawning_complete) and the workers report them running. It fires
         spawning_complete after waiting a second for the workers' reports,
         whether or not they came, so the reports are counted as well."""
-        return self.spawned and self.runner.user_count >= PLAN["users"]
+        return self.spawned and self.runner.user_count >= users
 
-    def open_when_running(self, start):
+    def open_when_running(self, start, users=None, step=None, settle=True):
         """Waits to open the window, as the live runner's generator does: until
         every user runs and the ramp-up has passed since the test's start, and
         then at least half the ramp-up more, so that queues settle after the
@@ -264,85 +273,107 @@ class _Master:
         connectTimeout, the one allowance for Locust's start, the workers'
         connections and their users' start together), so the window opens by
         connectTimeout + ramp-up from it: a trial lasts at most as long as it
-        could before, and within the exec runner's default timeout."""
+        could before, and within the exec runner's default timeout.
+
+        A ramp's later level (users) waits the same way, from step (the time
+        of the step to it) rather than the test's start; another window at
+        the same level (settle False) opens as soon as its users run."""
         t = PLAN["timing"]
-        due = self.began + PLAN["connectTimeout"] + t["rampUp"] / 2
-        while not self.running():
+        if users is None:
+            users = PLAN["users"]
+        origin, what = self.began, "the master's start"
+        if step is not None:
+            origin, what = step, "the step to %d users" % users
+        due = origin + PLAN["connectTimeout"] + t["rampUp"] / 2
+        while not self.running(users):
             if self.runner.state in (STATE_STOPPED, STATE_STOPPING):
                 raise _Failed("Locust stopped the test %.1f s in, before the window opened, with %d of %d users "
                               "running; see the master's log" % (time.time() - start, self.runner.user_count,
-                                                                 PLAN["users"]))
+                                                                 users))
             if time.time() >= due:
                 split = ", ".join(sorted("%s %d" % (self.name(c.id), c.user_count) for c in self.runner.clients.all))
-                raise _Failed("%d of %d users were running %.1f s after the master's start (%s), past connectTimeout "
+                raise _Failed("%d of %d users were running %.1f s after %s (%s), past connectTimeout "
                               "%g s + half the ramp-up: the workers did not start them in time" % (
-                                  self.runner.user_count, PLAN["users"], time.time() - self.began,
+                                  self.runner.user_count, users, time.time() - origin, what,
                                   split or "no workers", PLAN["connectTimeout"]))
             gevent.sleep(0.05)
         ready = time.time()
-        logging.info("softalloc: all %d users running %.1f s into the test" % (PLAN["users"], ready - start))
-        gevent.sleep(max(0.0, max(start + t["rampUp"], ready + t["rampUp"] / 2) - time.time()))
+        logging.info("softalloc: all %d users running %.1f s into the test" % (users, ready - start))
+        if settle:
+            since = start if step is None else step
+            gevent.sleep(max(0.0, max(since + t["rampUp"], ready + t["rampUp"] / 2) - time.time()))
 
     def lost(self, expected):
         """The workers of expected that are gone or missing, by name."""
         present = {c.id: c for c in self.runner.clients.all}
         return sorted(self.name(c) for c in expected if c not in present or present[c].state == "missing")
 
+    def measure(self, start, users):
+        """Measures one window of users (every one running: open_when_running
+        returned) and returns its statistics, the workers' merged by Locust."""
+        t = PLAN["timing"]
+        result = {"users": users, "workers": []}
+        expected = [c.id for c in self.runner.clients.all if c.state != "missing"]
+        if len(expected) < PLAN["workers"]:
+            raise _Failed("%d of %d workers running when the window opened (%s)" % (
+                len(expected), PLAN["workers"], ", ".join(sorted(self.name(c) for c in expected)) or "none"))
+        _liveness(_WINDOW_LIVENESS)
+        for c in self.runner.clients.all:
+            c.heartbeat = min(c.heartbeat, _WINDOW_LIVENESS)
+        self.replies = {}
+        opened = time.time()
+        self.runner.send_message("softalloc_open")
+        logging.info("softalloc: the window opened %.1f s into the test" % (opened - start))
+        while time.time() < opened + t["runtime"]:
+            gevent.sleep(min(0.5, max(0.0, opened + t["runtime"] - time.time())))
+            gone = self.lost(expected)
+            if gone:
+                raise _Failed("worker %s stopped answering the master's heartbeats %.1f s into the "
+                              "measured window" % (", ".join(gone), time.time() - opened))
+        self.runner.send_message("softalloc_close")
+        closed = time.time()
+        result["window"] = {"start": opened, "end": closed, "seconds": closed - opened}
+        deadline = closed + max(t["rampDown"], PLAN["replyTimeout"])
+        while set(expected) - set(self.replies) and time.time() < deadline:
+            gevent.sleep(0.05)
+        silent = sorted(self.name(c) for c in expected if c not in self.replies)
+        if silent:
+            raise _Failed("worker %s sent no statistics within %.0f s of the window's end" % (
+                ", ".join(silent), max(t["rampDown"], PLAN["replyTimeout"])))
+        total = StatsEntry(self.runner.stats, "Aggregated", "PAGE", use_response_times_cache=False)
+        errors, pages = {}, {}
+        for cid in expected:
+            r = self.replies[cid]
+            if "problem" in r:
+                raise _Failed("worker %s: %s" % (self.name(cid), r["problem"]))
+            # Locust's own merge of workers' statistics.
+            total.extend(StatsEntry.unserialize(r["total"], self.runner.stats))
+            for k, v in r["errors"].items():
+                errors[k] = errors.get(k, 0) + v
+            for k, v in r["pages"].items():
+                pages[k] = pages.get(k, 0) + v
+            result["workers"].append(dict(r, clientId=cid))
+        result["total"] = total.serialize()
+        result["errors"] = errors
+        result["pages"] = pages
+        if self.runner.exceptions:
+            # A failing user is no emulated user: its pages are missing.
+            first = next(iter(self.runner.exceptions.values()))
+            raise _Failed("the users raised %d exceptions, the first: %s" % (
+                sum(x["count"] for x in self.runner.exceptions.values()), first["msg"]))
+        return result
+
     def run(self):
+        if PLAN.get("ramp"):
+            return self.run_ramp()
         t = PLAN["timing"]
         start = time.time()
         result = {"users": PLAN["users"], "workers": []}
         try:
             self.open_when_running(start)
-            expected = [c.id for c in self.runner.clients.all if c.state != "missing"]
-            if len(expected) < PLAN["workers"]:
-                raise _Failed("%d of %d workers running when the window opened (%s)" % (
-                    len(expected), PLAN["workers"], ", ".join(sorted(self.name(c) for c in expected)) or "none"))
-            _liveness(_WINDOW_LIVENESS)
-            for c in self.runner.clients.all:
-                c.heartbeat = min(c.heartbeat, _WINDOW_LIVENESS)
-            opened = time.time()
-            self.runner.send_message("softalloc_open")
-            logging.info("softalloc: the window opened %.1f s into the test" % (opened - start))
-            while time.time() < opened + t["runtime"]:
-                gevent.sleep(min(0.5, max(0.0, opened + t["runtime"] - time.time())))
-                gone = self.lost(expected)
-                if gone:
-                    raise _Failed("worker %s stopped answering the master's heartbeats %.1f s into the "
-                                  "measured window" % (", ".join(gone), time.time() - opened))
-            self.runner.send_message("softalloc_close")
-            closed = time.time()
-            result["window"] = {"start": opened, "end": closed, "seconds": closed - opened}
-            deadline = closed + max(t["rampDown"], PLAN["replyTimeout"])
-            while set(expected) - set(self.replies) and time.time() < deadline:
-                gevent.sleep(0.05)
-            silent = sorted(self.name(c) for c in expected if c not in self.replies)
-            if silent:
-                raise _Failed("worker %s sent no statistics within %.0f s of the window's end" % (
-                    ", ".join(silent), max(t["rampDown"], PLAN["replyTimeout"])))
-            total = StatsEntry(self.runner.stats, "Aggregated", "PAGE", use_response_times_cache=False)
-            errors, pages = {}, {}
-            for cid in expected:
-                r = self.replies[cid]
-                if "problem" in r:
-                    raise _Failed("worker %s: %s" % (self.name(cid), r["problem"]))
-                # Locust's own merge of workers' statistics.
-                total.extend(StatsEntry.unserialize(r["total"], self.runner.stats))
-                for k, v in r["errors"].items():
-                    errors[k] = errors.get(k, 0) + v
-                for k, v in r["pages"].items():
-                    pages[k] = pages.get(k, 0) + v
-                result["workers"].append(dict(r, clientId=cid))
-            result["total"] = total.serialize()
-            result["errors"] = errors
-            result["pages"] = pages
-            if self.runner.exceptions:
-                # A failing user is no emulated user: its pages are missing.
-                first = next(iter(self.runner.exceptions.values()))
-                raise _Failed("the users raised %d exceptions, the first: %s" % (
-                    sum(x["count"] for x in self.runner.exceptions.values()), first["msg"]))
+            result = self.measure(start, PLAN["users"])
             # The ramp-down: the load goes on past the window, as in a live trial.
-            gevent.sleep(max(0.0, closed + t["rampDown"] - time.time()))
+            gevent.sleep(max(0.0, result["window"]["end"] + t["rampDown"] - time.time()))
         except _Failed as e:
             result["error"] = str(e)
         except Exception as e:  # anything else must still end the run, and say why
@@ -351,6 +382,80 @@ class _Master:
         if "error" in result:
             self.env.process_exit_code = 3
         self.runner.quit()
+
+    def run_ramp(self):
+        """The ramp: a window per level, each written as window-<i>.json as
+        it ends; the next level comes in step-<i>.json. The users of a new
+        level start over half the ramp-up, and its window opens as a trial's
+        does once they all run; another window at the same level opens at
+        once. --softalloc-out gets {"ended": true} (or the error) last."""
+        t = PLAN["timing"]
+        start = time.time()
+        here = os.path.dirname(os.path.abspath(self.out))
+        users, step, settle = PLAN["users"], None, True
+        result = {"users": users, "ended": False}
+        try:
+            for i in itertools.count():
+                self.open_when_running(start, users, step, settle)
+                w = self.measure(start, users)
+                w["index"], w["began"] = i, start
+                _write(os.path.join(here, "window-%d.json" % i), w)
+                asked = self.await_step(os.path.join(here, "step-%d.json" % i), i)["users"]
+                if asked == 0:
+                    break
+                if asked != users:
+                    step, settle = time.time(), True
+                    self.spawned = False
+                    _RAMP["rate"] = (asked - users) / max(t["rampUp"] / 2, 0.001)
+                    _RAMP["users"] = users = asked
+                    logging.info("softalloc: window %d done; rising to %d users" % (i, users))
+                else:
+                    # The same users, already running: another window at once.
+                    settle = False
+            result = {"users": users, "ended": True}
+        except _Failed as e:
+            result["error"] = str(e)
+        except Exception as e:  # anything else must still end the run, and say why
+            result["error"] = "the locustfile's window clock failed: %r" % (e,)
+        _write(self.out, result)
+        if "error" in result:
+            self.env.process_exit_code = 3
+        self.runner.quit()
+
+    def await_step(self, path, i):
+        """Waits for softalloc-locust's step after window i, watching the
+        workers meanwhile (the load goes on)."""
+        expected = [c.id for c in self.runner.clients.all if c.state != "missing"]
+        while not os.path.exists(path):
+            gone = self.lost(expected)
+            if gone:
+                raise _Failed("worker %s stopped answering the master's heartbeats after window %d" % (", ".join(gone), i))
+            if self.runner.state in (STATE_STOPPED, STATE_STOPPING):
+                raise _Failed("Locust stopped the test after window %d; see the master's log" % i)
+            gevent.sleep(0.05)
+        with open(path) as f:
+            step = json.load(f)
+        if not isinstance(step.get("users"), int) or step["users"] < 0:
+            raise _Failed("%s: want {\"users\": N >= 0}, got %r" % (path, step))
+        return step
+
+
+# The ramp's level: the users SoftallocRamp asks Locust for, and the rate at
+# which the last step's users start.
+_RAMP = {"users": 0, "rate": 1.0}
+
+if PLAN and PLAN.get("ramp"):
+    _RAMP["users"] = PLAN["users"]
+    _RAMP["rate"] = PLAN["users"] / max(PLAN["timing"]["rampUp"] / 2, 0.001)
+
+    class SoftallocRamp(LoadTestShape):
+        """Locust's own load shape for a ramp: the master asks for the level
+        the window clock set (Locust's shape worker ticks every second, and
+        moves the workers when the level changes, adding users to the
+        running ones). The window clock ends the run itself."""
+
+        def tick(self):
+            return _RAMP["users"], _RAMP["rate"]
 
 
 class _Failed(Exception):

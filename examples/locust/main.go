@@ -12,6 +12,11 @@
 // queries. So the client's side of the observation comes from Locust's
 // statistics of the measured window (locustfile.py), and the servers' side
 // from Prometheus exactly as the live runner reads it.
+//
+// It speaks exec protocol versions 1 and 2 (run it with --runner-protocol 2
+// or runner.protocol: 2): a version-2 ramp is one Locust run whose users
+// rise level by level as softalloc's steps on stdin say, a window per level
+// on stdout (runRamp).
 package main
 
 import (
@@ -52,11 +57,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	var req exec.Request
-	if err := json.NewDecoder(stdin).Decode(&req); err != nil {
+	// A ramp's steps follow the experiment on stdin: one decoder for all.
+	dec := json.NewDecoder(stdin)
+	if err := dec.Decode(&req); err != nil {
 		return fmt.Errorf("read experiment: %w", err)
 	}
-	if req.ProtocolVersion != exec.ProtocolVersion {
-		return fmt.Errorf("protocol version %d: this program speaks %d", req.ProtocolVersion, exec.ProtocolVersion)
+	if req.ProtocolVersion < exec.ProtocolVersion || req.ProtocolVersion > exec.RampProtocolVersion {
+		return fmt.Errorf("protocol version %d: this program speaks %d and %d", req.ProtocolVersion, exec.ProtocolVersion, exec.RampProtocolVersion)
+	}
+	if req.Ramp && req.ProtocolVersion < exec.RampProtocolVersion {
+		return fmt.Errorf("a ramp in protocol version %d: ramps are version %d", req.ProtocolVersion, exec.RampProtocolVersion)
 	}
 	e, err := experiment(req)
 	if err != nil {
@@ -86,6 +96,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err := lr.Prepare(ctx, e.Allocation); err != nil {
 		return err
 	}
+	if req.Ramp {
+		return ramp(ctx, c, lr, req, e, dec, dir, stdout, logf)
+	}
 	p, err := makePlan(lr.Workload(), lc.Target, lc.ThinkTime.Duration(), lc.RequestTimeout.Duration(),
 		e.Workload.Users, len(c.active(e.Workload.Users)), e.Timing, c.ReplyTimeout.Duration())
 	if err != nil {
@@ -107,7 +120,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err := obs.Validate(); err != nil {
 		return fmt.Errorf("the observation: %w", err)
 	}
-	out, err := json.Marshal(exec.Response{ProtocolVersion: exec.ProtocolVersion, Observation: wire.FromObservation(obs)})
+	out, err := json.Marshal(exec.Response{ProtocolVersion: req.ProtocolVersion, Observation: wire.FromObservation(obs)})
 	if err != nil {
 		return err
 	}
@@ -116,6 +129,86 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	_, err = fmt.Fprintf(stdout, "%s\n", out)
 	return err
+}
+
+// ramp runs a ramp (protocol version 2) in one Locust run: after each
+// level's window it prints the window's observation, with its "ramp" field,
+// and reads the next step; a step of 0 users (or the end of stdin:
+// softalloc is gone) ends the run. Each window is measured for the
+// experiment's runtimeSeconds, at least its rampUpSeconds after the step
+// (once every user runs); a step's precision is not used, since the
+// adapter measures fixed windows (docs/exec-protocol.md: a program may
+// ignore the precision). Every window's observation is also written to
+// window-<i>.observation.json in the attempt's directory.
+func ramp(ctx context.Context, c config, lr *live.Runner, req exec.Request, e algorithms.Experiment, dec *json.Decoder,
+	dir string, stdout io.Writer, logf func(string, ...any)) error {
+	lc := lr.Config()
+	p, err := makePlan(lr.Workload(), lc.Target, lc.ThinkTime.Duration(), lc.RequestTimeout.Duration(),
+		e.Workload.Users, len(c.active(lc.MaxUsers)), e.Timing, c.ReplyTimeout.Duration())
+	if err != nil {
+		return err
+	}
+	p.Ramp, p.RampMaxUsers = true, lc.MaxUsers
+	// softalloc's steps, read as they come, so that an interrupt is not
+	// held up by a read.
+	type stepOrErr struct {
+		step exec.RampStep
+		err  error
+	}
+	steps := make(chan stepOrErr, 1)
+	go func() {
+		for {
+			var s exec.RampStep
+			err := dec.Decode(&s)
+			steps <- stepOrErr{s, err}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	next := func(w window) (exec.RampStep, error) {
+		obs, err := clientSide(w, *lc.MaxErrorShare, logf)
+		if err != nil {
+			return exec.RampStep{}, fmt.Errorf("window %d at %d users: %w", w.Index, w.Users, err)
+		}
+		ew := e
+		ew.Workload.Users = w.Users
+		ew.Timing.Runtime = time.Duration(w.Window.Seconds * float64(time.Second)).Round(time.Millisecond)
+		if obs.Servers, err = lr.Servers(ctx, ew, w.End()); err != nil {
+			return exec.RampStep{}, fmt.Errorf("window %d at %d users: servers: %w", w.Index, w.Users, err)
+		}
+		if err := obs.Validate(); err != nil {
+			return exec.RampStep{}, fmt.Errorf("window %d at %d users: the observation: %w", w.Index, w.Users, err)
+		}
+		out, err := json.Marshal(exec.Response{ProtocolVersion: req.ProtocolVersion, Observation: wire.FromObservation(obs),
+			Ramp: &exec.RampWindow{Users: w.Users, StartSeconds: w.Window.Start - w.Began, EndSeconds: w.Window.End - w.Began}})
+		if err != nil {
+			return exec.RampStep{}, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("window-%d.observation.json", w.Index)), append(out, '\n'), 0o644); err != nil {
+			return exec.RampStep{}, err
+		}
+		if _, err := fmt.Fprintf(stdout, "%s\n", out); err != nil {
+			return exec.RampStep{}, err
+		}
+		select {
+		case s := <-steps:
+			switch {
+			case errors.Is(s.err, io.EOF):
+				logf("stdin ended after window %d: softalloc is gone; ending the ramp", w.Index)
+				return exec.RampStep{}, nil
+			case s.err != nil:
+				return exec.RampStep{}, fmt.Errorf("read the step after window %d: %w", w.Index, s.err)
+			}
+			if s.step.Users > lc.MaxUsers {
+				return exec.RampStep{}, fmt.Errorf("the step after window %d: %d users; want at most %d (the runner section's maxUsers)", w.Index, s.step.Users, lc.MaxUsers)
+			}
+			return s.step, nil
+		case <-ctx.Done():
+			return exec.RampStep{}, fmt.Errorf("interrupted after window %d; stopped the master and the workers: %w", w.Index, ctx.Err())
+		}
+	}
+	return runRamp(ctx, c, p, dir, logf, next)
 }
 
 // experiment converts the message into the experiment the live runner's

@@ -47,6 +47,12 @@ type plan struct {
 	ConnectTimeout float64 `json:"connectTimeout"`
 	// Trial names the run in every user's User-Agent (runLocust sets it).
 	Trial string `json:"trial,omitempty"`
+	// Ramp makes the run a ramp (exec protocol version 2): Users is its
+	// first level, Timing a window's (the least settling time after a step,
+	// the window, the wait for the workers' statistics), and the levels
+	// rise as runRamp's steps say, up to RampMaxUsers.
+	Ramp         bool `json:"ramp,omitempty"`
+	RampMaxUsers int  `json:"rampMaxUsers,omitempty"`
 }
 
 type planThink struct {

@@ -57,6 +57,12 @@ type window struct {
 	// Pages counts the window's successful pages by interaction.
 	Pages map[string]int64 `json:"pages"`
 	Error string           `json:"error"`
+	// A ramp's window (window-<i>.json): its index, and the load's start
+	// (Unix seconds, the master's clock) its edges count from. A ramp's
+	// window.json says Ended once the ramp ended as asked.
+	Index int     `json:"index"`
+	Began float64 `json:"began"`
+	Ended bool    `json:"ended"`
 }
 
 func readWindow(path string) (window, error) {

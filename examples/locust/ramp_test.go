@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/softalloc/softalloc/internal/runner/exec"
+)
+
+// The adapter speaks exec protocol versions 1 and 2 (the ramp), and says
+// so when given another, or a ramp in version 1.
+func TestTheAdapterSpeaksVersions1And2(t *testing.T) {
+	dir := t.TempDir()
+	settings := writeFile(t, filepath.Join(dir, "s.yaml"), "deployment: missing.yaml\nworkers: [local]\n")
+	req := func(version int, ramp bool) io.Reader {
+		return strings.NewReader(fmt.Sprintf(`{"protocolVersion":%d,"experimentId":"x","attempt":1,"topology":"local","ramp":%t,`+
+			`"tiers":[{"name":"web","role":"web","replicas":1,"cores":1,"pools":{"threads":10},"servers":["web-1"]}],`+
+			`"workload":{"users":10},"timing":{"rampUpSeconds":2,"runtimeSeconds":4,"rampDownSeconds":1,"precision":0.02}}`+"\n", version, ramp))
+	}
+	var out, errb strings.Builder
+	err := run(context.Background(), []string{settings}, req(3, false), &out, &errb)
+	require.EqualError(t, err, "protocol version 3: this program speaks 1 and 2")
+	err = run(context.Background(), []string{settings}, req(1, true), &out, &errb)
+	require.EqualError(t, err, "a ramp in protocol version 1: ramps are version 2")
+	// Past the version, to the deployment file (absent here).
+	for _, v := range []int{1, 2} {
+		err = run(context.Background(), []string{settings}, req(v, v == 2), &out, &errb)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "missing.yaml", "version %d", v)
+	}
+	assert.Empty(t, out.String())
+}
+
+// fakeRampMaster writes a "locust" that plays a ramp's master with the
+// file handshake of the locustfile's run_ramp: for each level it writes
+// window-<i>.json (every user running) and waits for step-<i>.json; a step
+// of 0 users ends the run with {"ended": true}. As a worker it waits for
+// the master's last file, as a Locust worker waits for the master's quit.
+// Real Locust is not needed: the handshake is softalloc-locust's.
+func fakeRampMaster(t *testing.T, dir string) string {
+	t.Helper()
+	return writeExec(t, filepath.Join(dir, "fake-locust"), `#!/usr/bin/env python3
+import json, os, socket, sys, time
+args = sys.argv[1:]
+if "--master" not in args:
+    while not os.path.exists("window.json"):
+        time.sleep(0.02)
+    sys.exit(0)
+opt = lambda k: args[args.index(k) + 1]
+out = opt("--softalloc-out")
+here = os.path.dirname(out)
+s = socket.socket()
+s.bind((opt("--master-bind-host"), int(opt("--master-bind-port"))))
+s.listen()
+line = [l for l in open(opt("-f")).read().split("\n") if l.startswith("PLAN = json.loads(")][0]
+plan = json.loads(json.loads(line[len("PLAN = json.loads("):-1]))
+users, began = plan["users"], time.time()
+def write(path, doc):
+    open(path + ".tmp", "w").write(json.dumps(doc))
+    os.replace(path + ".tmp", path)
+for i in range(100):
+    n = plan["workers"]
+    per = [users // n + (1 if k < users % n else 0) for k in range(n)]
+    opened = time.time()
+    write(os.path.join(here, "window-%d.json" % i), {"users": users, "index": i, "began": began,
+        "window": {"start": opened, "end": opened + 1, "seconds": 1},
+        "workers": [{"worker": "%d@local" % (k + 1), "usersAtOpen": per[k], "usersAtClose": per[k]} for k in range(n)],
+        "total": {"num_requests": 0, "num_failures": 0, "total_response_time": 0, "response_times": {}}})
+    step = os.path.join(here, "step-%d.json" % i)
+    while not os.path.exists(step):
+        time.sleep(0.02)
+    asked = json.load(open(step))["users"]
+    if asked == 0:
+        break
+    users = asked
+write(out, {"users": users, "ended": True})
+`)
+}
+
+func writeExec(t *testing.T, path, text string) string {
+	t.Helper()
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o755))
+	return path
+}
+
+// fakeRamp runs runRamp on the fake master with two local workers, from
+// 10 users, answering each window with the next of steps.
+func fakeRamp(t *testing.T, steps ...int) ([]window, string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	c, err := loadConfig(writeFile(t, filepath.Join(dir, "s.yaml"),
+		fmt.Sprintf("deployment: d.yaml\nlocust: %s\nworkers: [local, local]\nconnectTimeout: 5s\n", fakeRampMaster(t, dir))))
+	require.NoError(t, err)
+	p := plan{Target: "http://127.0.0.1:1", Users: 10, Workers: 2, ReplyTimeout: 1, Ramp: true, RampMaxUsers: 50}
+	p.Timing.RampUp, p.Timing.Runtime, p.Timing.RampDown = 2, 1, 0
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var wins []window
+	run := filepath.Join(dir, "run")
+	err = runRamp(ctx, c, p, run, func(string, ...any) {}, func(w window) (exec.RampStep, error) {
+		wins = append(wins, w)
+		return exec.RampStep{Users: steps[len(wins)-1]}, nil
+	})
+	return wins, run, err
+}
+
+// Each window goes to next as the master wrote it, and each step back to
+// the master, until a step of 0 users ends the run: another window at the
+// same level, then a rise, then the end.
+func TestARampPassesEachStepToTheMaster(t *testing.T) {
+	wins, run, err := fakeRamp(t, 10, 30, 0)
+	require.NoError(t, err)
+	require.Len(t, wins, 3)
+	for i, users := range []int{10, 10, 30} {
+		assert.Equal(t, i, wins[i].Index)
+		assert.Equal(t, users, wins[i].Users)
+	}
+	for i, users := range []int{10, 30, 0} {
+		b, err := os.ReadFile(filepath.Join(run, fmt.Sprintf("step-%d.json", i)))
+		require.NoError(t, err)
+		var s exec.RampStep
+		require.NoError(t, json.Unmarshal(b, &s))
+		assert.Equal(t, users, s.Users, "step %d", i)
+	}
+}
+
+// A step down, or past the runner section's maxUsers, ends the ramp with
+// an error naming it; the master is stopped.
+func TestARampRefusesABadStep(t *testing.T) {
+	_, _, err := fakeRamp(t, 30, 20)
+	require.EqualError(t, err, "the step after window 1: from 30 down to 20 users; a ramp only rises")
+	_, _, err = fakeRamp(t, 60)
+	require.EqualError(t, err, "the step after window 0: 60 users; want at most 50 (the runner section's maxUsers)")
+}
