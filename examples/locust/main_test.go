@@ -594,7 +594,8 @@ func burnCPU(t *testing.T, n int) {
 // runner: it opens the window only once Locust's spawning_complete fired and
 // the workers report every user, half the ramp-up after that; it fails naming
 // each worker's users once connectTimeout + half the ramp-up from the
-// master's start have passed, and at once when Locust stops the test.
+// master's start have passed, and at once when Locust stops the test; a
+// ramp's later level fails once they have passed from the step to it.
 func TestTheWindowWaitsForEveryUser(t *testing.T) {
 	locust := locustPath(t)
 	dir := t.TempDir()
@@ -624,9 +625,9 @@ def master(began):
     env = types.SimpleNamespace(runner=Runner(), parsed_options=types.SimpleNamespace(softalloc_out="", softalloc_began=began))
     return lf._Master(env)
 
-def attempt(m, start):
+def attempt(m, start, *level):
     try:
-        m.open_when_running(start)
+        m.open_when_running(start, *level)
         return "opened"
     except lf._Failed as e:
         return str(e)
@@ -656,6 +657,13 @@ print(attempt(m, time.time()))
 m = master(time.time())
 m.runner.state = "stopped"
 print(attempt(m, time.time()))
+
+# A ramp's later level: its users must run by connectTimeout + half the
+# ramp-up from the step to it, whatever the master's start.
+m = master(time.time())
+m.spawned = True
+m.runner.clients.all[0].user_count = 2
+print(attempt(m, time.time(), 6, time.time() - 10))
 `)
 	python := filepath.Join(filepath.Dir(locust), "python")
 	cmd := osexec.Command(python, "drive.py")
@@ -663,8 +671,9 @@ print(attempt(m, time.time()))
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	require.Len(t, lines, 3, "%s", out)
+	require.Len(t, lines, 4, "%s", out)
 	assert.Equal(t, "['reported', 'opened'] True True", lines[0])
 	assert.Regexp(t, `^2 of 4 users were running 1[0-9]\.[0-9] s after the master's start \(a 2, b 0\), past connectTimeout 1 s \+ half the ramp-up: the workers did not start them in time$`, lines[1])
 	assert.Equal(t, "Locust stopped the test 0.0 s in, before the window opened, with 0 of 4 users running; see the master's log", lines[2])
+	assert.Regexp(t, `^2 of 6 users were running 1[0-9]\.[0-9] s after the step to 6 users \(a 2, b 0\), past connectTimeout 1 s \+ half the ramp-up: the workers did not start them in time$`, lines[3])
 }
