@@ -389,7 +389,6 @@ class _Master:
         level start over half the ramp-up, and its window opens as a trial's
         does once they all run; another window at the same level opens at
         once. --softalloc-out gets {"ended": true} (or the error) last."""
-        t = PLAN["timing"]
         start = time.time()
         here = os.path.dirname(os.path.abspath(self.out))
         users, step, settle = PLAN["users"], None, True
@@ -404,10 +403,8 @@ class _Master:
                 if asked == 0:
                     break
                 if asked != users:
-                    step, settle = time.time(), True
-                    self.spawned = False
-                    _RAMP["rate"] = (asked - users) / max(t["rampUp"] / 2, 0.001)
-                    _RAMP["users"] = users = asked
+                    step, settle = self.rise(users, asked), True
+                    users = asked
                     logging.info("softalloc: window %d done; rising to %d users" % (i, users))
                 else:
                     # The same users, already running: another window at once.
@@ -421,6 +418,18 @@ class _Master:
         if "error" in result:
             self.env.process_exit_code = 3
         self.runner.quit()
+
+    def rise(self, users, asked):
+        """Sets the level SoftallocRamp gives Locust to asked, its added
+        users started over half the ramp-up, and returns the step's time."""
+        self.spawned = False
+        # The added users start: the workers get connectTimeout's allowance
+        # of heartbeats again until the next window, as before the first
+        # (measure() restores the window's).
+        _liveness(max(_WINDOW_LIVENESS, int(PLAN["connectTimeout"])))
+        _RAMP["rate"] = (asked - users) / max(PLAN["timing"]["rampUp"] / 2, 0.001)
+        _RAMP["users"] = asked
+        return time.time()
 
     def await_step(self, path, i):
         """Waits for softalloc-locust's step after window i, watching the

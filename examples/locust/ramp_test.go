@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -141,4 +142,37 @@ func TestARampRefusesABadStep(t *testing.T) {
 	require.EqualError(t, err, "the step after window 1: from 30 down to 20 users; a ramp only rises")
 	_, _, err = fakeRamp(t, 60)
 	require.EqualError(t, err, "the step after window 0: 60 users; want at most 50 (the runner section's maxUsers)")
+}
+
+// A step's level, on Locust's Python: the ramp's load shape gives Locust
+// the new level with its added users started over half the ramp-up, the
+// window waits for Locust's spawning_complete again, and the workers get
+// connectTimeout's allowance of heartbeats until the next window opens
+// (the window's own, 3, before it), as before a trial's window.
+func TestARampsStepRaisesTheShapesLevel(t *testing.T) {
+	locust := locustPath(t)
+	dir := t.TempDir()
+	p := plan{Target: "http://127.0.0.1:1", Users: 40, Workers: 2, ConnectTimeout: 30, Ramp: true, RampMaxUsers: 200}
+	p.Timing.RampUp, p.Timing.Runtime, p.Timing.RampDown = 4, 6, 1
+	src, err := p.render()
+	require.NoError(t, err)
+	writeFile(t, filepath.Join(dir, "softalloc_locustfile.py"), src)
+	writeFile(t, filepath.Join(dir, "drive.py"), `import types
+import locust.runners
+import softalloc_locustfile as lf
+
+shape = lf.SoftallocRamp()
+print(shape.tick())
+env = types.SimpleNamespace(runner=None, parsed_options=types.SimpleNamespace(softalloc_out="", softalloc_began=0))
+m = lf._Master(env)
+m.spawned = True
+lf._liveness(lf._WINDOW_LIVENESS)
+m.rise(40, 100)
+print(shape.tick(), m.spawned, locust.runners.HEARTBEAT_LIVENESS)
+`)
+	cmd := osexec.Command(filepath.Join(filepath.Dir(locust), "python"), "drive.py")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Equal(t, "(40, 20.0)\n(100, 30.0) False 30\n", string(out))
 }
