@@ -174,16 +174,15 @@ func (c *oneCore) seconds() float64 {
 	return c.busy.Seconds()
 }
 
-// softalloc find-critical --ramp through softalloc-locust (exec protocol
-// version 2) against a local server of one core, observed by a real
-// Prometheus: each ramp is one Locust run, every window an observation of
-// its level, and the answer is the server's CPU, at a saturation workload
-// the closed loop puts within the bounds below.
-func TestSlowFindCriticalRampThroughLocust(t *testing.T) {
+// oneCoreSetup builds softalloc and softalloc-locust, starts a oneCore
+// server of service and a Prometheus scraping it every second, and writes a
+// deployment of it (the live runner's section) and the adapter's settings
+// (two local workers) in dir.
+func oneCoreSetup(t *testing.T, service time.Duration) (softalloc, adapter, dir, deployment, settings string) {
+	t.Helper()
 	locust := locustPath(t)
 	promtest.Binary(t, t.Name())
-	softalloc, adapter := testBinaries(t)
-	const service = 8 * time.Millisecond
+	softalloc, adapter = testBinaries(t)
 	c := &oneCore{service: service}
 	site := httptest.NewServer(http.HandlerFunc(c.serve))
 	t.Cleanup(site.Close)
@@ -193,12 +192,12 @@ func TestSlowFindCriticalRampThroughLocust(t *testing.T) {
 	t.Cleanup(metrics.Close)
 	prom := promtest.Scraping(t, t.Name(), time.Second, 2*time.Second, metrics.URL)
 
-	dir := t.TempDir()
+	dir = t.TempDir()
 	wb, err := os.ReadFile(filepath.Join("..", "..", "testbed", "workload.yaml"))
 	require.NoError(t, err)
 	writeFile(t, filepath.Join(dir, "workload.yaml"), string(wb))
 	instance := strings.TrimPrefix(metrics.URL, "http://")
-	deployment := writeFile(t, filepath.Join(dir, "deployment.yaml"), fmt.Sprintf(`name: local
+	deployment = writeFile(t, filepath.Join(dir, "deployment.yaml"), fmt.Sprintf(`name: local
 tiers:
   - {name: web, role: web, replicas: 1, cores: 1}
 runner:
@@ -209,8 +208,19 @@ runner:
   maxUsers: 400
   tiers: {web: {presets: [process], servers: [{instance: "%s"}]}}
 `, site.URL, prom, instance))
-	settings := writeFile(t, filepath.Join(dir, "locust.yaml"),
+	settings = writeFile(t, filepath.Join(dir, "locust.yaml"),
 		fmt.Sprintf("deployment: deployment.yaml\nlocust: %s\nworkers: [local, local]\nresults: results\n", locust))
+	return softalloc, adapter, dir, deployment, settings
+}
+
+// softalloc find-critical --ramp through softalloc-locust (exec protocol
+// version 2) against a local server of one core, observed by a real
+// Prometheus: each ramp is one Locust run, every window an observation of
+// its level, and the answer is the server's CPU, at a saturation workload
+// the closed loop puts within the bounds below.
+func TestSlowFindCriticalRampThroughLocust(t *testing.T) {
+	const service = 8 * time.Millisecond
+	softalloc, adapter, dir, deployment, settings := oneCoreSetup(t, service)
 	cmd := osexec.Command(softalloc, "find-critical", "-f", deployment, "--runner", "exec", "--runner-cmd", adapter+" "+settings,
 		"--runner-protocol", "2", "--ramp", "--ramp-up", "2s", "--runtime", "3s", "--ramp-down", "0s", "--step", "20",
 		"--no-journal", "--output", "json")
