@@ -111,7 +111,7 @@ func TestSimulateOutputs(t *testing.T) {
 	assert.Contains(t, stderr, `threshold "fast" is not a positive time`)
 }
 
-func TestValidateAgainstAGrid(t *testing.T) {
+func TestSlowValidateAgainstAGrid(t *testing.T) {
 	dir := t.TempDir()
 	plot := filepath.Join(dir, "goodput.svg")
 	out, stderr, code := run(t, "", "validate", "--topology", "1/2/1/2", "--recommended", "400-15-15", "--users", "5000,6000",

@@ -339,7 +339,7 @@ func TestRenamedFlags(t *testing.T) {
 }
 
 // Issue 24: CSV wherever there is a table.
-func TestCSVWhereverThereIsATable(t *testing.T) {
+func TestSlowCSVWhereverThereIsATable(t *testing.T) {
 	short := []string{"--runtime", "10s", "--ramp-up", "5s", "--no-journal", "-q", "-o", "csv"}
 	for name, args := range map[string][]string{
 		"find-critical":  append([]string{"find-critical", "-t", "1/2/1/2"}, short...),

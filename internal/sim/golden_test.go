@@ -84,9 +84,9 @@ func withoutIntervals(o algorithms.Observation) algorithms.Observation {
 	return o
 }
 
-// TestGoldenObservations checks that the simulator's results are
+// TestSlowGoldenObservations checks that the simulator's results are
 // bit-identical to the recorded ones.
-func TestGoldenObservations(t *testing.T) {
+func TestSlowGoldenObservations(t *testing.T) {
 	path := filepath.Join("testdata", "golden-observations.json")
 	got := map[string]string{}
 	for _, g := range goldenCases {
