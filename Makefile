@@ -14,12 +14,24 @@ build:
 # ten times slower; most live in files with `//go:build !race`, and the race
 # pass skips the rest by name), and the testbed's end-to-end tests drive real
 # servers for minutes. Both run after it, without -race.
+#
+# The end-to-end tests mostly wait on capped servers, whose groups outweigh
+# any process outside the testbed (TestTestbedHoldsItsCapsBesideOtherWork),
+# so the long simulated tests, all CPU, run beside them at nice 19, and their
+# output follows the end-to-end tests'. The long tests that drive servers
+# or processes of their own on a clock (LONG_BY_CLOCK) run before, alone.
 LONG_TESTS = ^Test(Paper|MVAAgreement|Behaviour|Slow)
 PACKAGES = $$($(GO) list ./... | grep -v /testbed/e2e)
+LONG_BY_CLOCK = ./examples/locust ./internal/runner/live
+LONG_BESIDE_E2E = $$($(GO) list ./... | grep -v -e /testbed/e2e -e /examples/locust$$ -e /internal/runner/live$$)
 test: test-deps lint
 	$(GO) test -race -count=1 -timeout 20m -skip '$(LONG_TESTS)' $(PACKAGES)
-	$(GO) test -count=1 -run '$(LONG_TESTS)' $(PACKAGES)
-	$(GO) test -count=1 -timeout 35m ./testbed/e2e/
+	$(GO) test -count=1 -run '$(LONG_TESTS)' $(LONG_BY_CLOCK)
+	@long=$$(mktemp); nice -n 19 $(GO) test -count=1 -run '$(LONG_TESTS)' $(LONG_BESIDE_E2E) >$$long 2>&1 & pid=$$!; \
+	echo "$(GO) test -count=1 -timeout 35m ./testbed/e2e/ (and the long simulated tests beside it, nice 19)"; \
+	$(GO) test -count=1 -timeout 35m ./testbed/e2e/; e2e=$$?; \
+	wait $$pid; long_rc=$$?; echo "== the long simulated tests, run beside the end-to-end tests:"; cat $$long; rm -f $$long; \
+	[ $$e2e -eq 0 ] && [ $$long_rc -eq 0 ]
 
 # What a fresh Debian machine lacks for the tests: the real servers (as root,
 # or with passwordless sudo; else it says what is missing), the Go modules,
