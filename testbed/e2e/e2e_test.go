@@ -464,10 +464,7 @@ func TestLiveTestbed(t *testing.T) {
 		recommended = rec.Allocation
 		t.Logf("recommendation %s (minJobs %.1f, read at the %s, %d users); warnings: %q",
 			rec.Allocation, rec.MinJobs, rec.Evidence.Reading, rec.Evidence.WLmin, rec.Warnings)
-		parts := strings.Split(rec.Allocation, "-")
-		require.Len(t, parts, 3)
-		threads, _ := strconv.Atoi(parts[1])
-		conns, _ := strconv.Atoi(parts[2])
+		require.Len(t, strings.Split(rec.Allocation, "-"), 3)
 		// Past saturation, where the allocations differ.
 		users := measured.SaturationWorkload + measured.SaturationWorkload/4
 		var val struct {
@@ -484,11 +481,13 @@ func TestLiveTestbed(t *testing.T) {
 				MaxGoodput float64 `json:"maxGoodput"`
 			} `json:"grid"`
 		}
-		// Trials twice the campaign's: the ratio compares single trials.
+		// Trials twice the campaign's: the ratio compares single trials. The
+		// grid is the under-allocated app pool 1 beside validate's named
+		// baselines, whose generous 400-150-60 was the best of the runs
+		// quoted below; twice the recommended threads, in the grid until
+		// then, never was (244 and 163.7 pages/s against 261 and 165.4).
 		out = softalloc(t, append([]string{"validate", "--output", "json", "--parallel", "1", "--runtime", "12s", "--recommended", rec.Allocation,
-			"--users", strconv.Itoa(users),
-			"--grid-threads", fmt.Sprintf("1,%d", 2*threads),
-			"--grid-connections", fmt.Sprintf("1,%d", conns)}, common...)...)
+			"--users", strconv.Itoa(users), "--grid-threads", "1", "--grid-connections", "1"}, common...)...)
 		require.NoError(t, json.Unmarshal(out, &val), "%s", out)
 		under := -1.0
 		for _, g := range val.Grid {
