@@ -326,8 +326,18 @@ func launch(c config, p plan, dir string, logf func(string, ...any)) (*session, 
 		}
 	}
 	out := filepath.Join(dir, "window.json")
-	_ = os.Remove(out)
-	_ = os.Remove(out + ".workers")
+	// The same experiment run again (without a journal) has the same
+	// directory: none of an earlier run's files may pass for this run's.
+	stale := []string{out, out + ".workers"}
+	for _, pat := range []string{"window-*.json", "step-*.json", "window-*.observation.json"} {
+		m, _ := filepath.Glob(filepath.Join(dir, pat))
+		stale = append(stale, m...)
+	}
+	for _, f := range stale {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("an earlier run's file: %w", err)
+		}
+	}
 	total := p.Timing.RampUp + p.Timing.Runtime + p.Timing.RampDown
 	masterArgs := []string{locust, "-f", lf, "--master", "--headless",
 		"--master-bind-host", c.MasterBind, "--master-bind-port", strconv.Itoa(port),

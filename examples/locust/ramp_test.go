@@ -98,7 +98,11 @@ func writeExec(t *testing.T, path, text string) string {
 // 10 users, answering each window with the next of steps.
 func fakeRamp(t *testing.T, steps ...int) ([]window, string, error) {
 	t.Helper()
-	dir := t.TempDir()
+	return fakeRampIn(t, t.TempDir(), steps...)
+}
+
+func fakeRampIn(t *testing.T, dir string, steps ...int) ([]window, string, error) {
+	t.Helper()
 	c, err := loadConfig(writeFile(t, filepath.Join(dir, "s.yaml"),
 		fmt.Sprintf("deployment: d.yaml\nlocust: %s\nworkers: [local, local]\nconnectTimeout: 5s\n", fakeRampMaster(t, dir))))
 	require.NoError(t, err)
@@ -175,4 +179,22 @@ print(shape.tick(), m.spawned, locust.runners.HEARTBEAT_LIVENESS)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	assert.Equal(t, "(40, 20.0)\n(100, 30.0) False 30\n", string(out))
+}
+
+// The same experiment run again (a campaign without a journal) gets the
+// same attempt directory: its windows are its own, not the files an
+// earlier run left there. (An earlier run's window-0.json was read at once
+// as this run's first window, and its step-0.json by the master as this
+// run's first step.)
+func TestARampInAnEarlierRunsDirectoryReadsOnlyItsOwnWindows(t *testing.T) {
+	dir := t.TempDir()
+	_, _, err := fakeRampIn(t, dir, 30, 40, 0)
+	require.NoError(t, err)
+	wins, run, err := fakeRampIn(t, dir, 20, 0)
+	require.NoError(t, err)
+	require.Len(t, wins, 2)
+	assert.Equal(t, 10, wins[0].Users)
+	assert.Equal(t, 20, wins[1].Users)
+	_, err = os.Stat(filepath.Join(run, "window-2.json"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "the earlier run's third window is gone")
 }
