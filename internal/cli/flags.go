@@ -359,7 +359,7 @@ func (f *algorithmFlags) register(fs *pflag.FlagSet, scope algorithmScope) {
 	fs.IntVar(&f.scanSpan, "scan-span", d.ScanSpan, "efficient mode: the knee scan starts this many users below the saturation workload (on the exec and live runners, unless given: 3 steps)")
 	fs.Var((*seconds)(&f.kneeThreshold), "knee-threshold", "response time at which SLO satisfaction is measured for the knee (default: --knee-factor x the page response time at the scan's lowest workload; the SLA in paper mode)")
 	fs.Float64Var(&f.kneeFactor, "knee-factor", d.KneeFactor, "see --knee-threshold")
-	fs.Float64Var(&f.demandDrift, "demand-drift", d.DemandDrift, "the saturation reading trusts the utilisation law: if the critical server's CPU per request falls by more than this share between low load and saturation, minJobs is read where throughput stops growing instead, the peak of a small-step scan (0: no check)")
+	fs.Float64Var(&f.demandDrift, "demand-drift", d.DemandDrift, "the saturation reading trusts the utilisation law: if the critical server's CPU per request falls by more than this share between low load and saturation, or throughput past the reading grows beyond what the saturated CPU could serve (checked with a trial a quarter further when it fell 5% or more), minJobs is read where throughput stops growing instead, the peak of a small-step scan (0: neither check)")
 }
 
 // seconds is a duration flag that also takes plain seconds: --sla 2 and
