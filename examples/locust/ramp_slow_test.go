@@ -147,21 +147,28 @@ func TestSlowLocustRampRisesInOneRun(t *testing.T) {
 // process_cpu_seconds_total that Prometheus scrapes from /metrics, as the
 // live runner's "process" preset reads a server's own. Its CPU is thus
 // exactly the share of time it served, whatever else the machine runs, and
-// saturates at 1/service pages per second.
+// saturates at 1/service pages per second. Its requests and their time in
+// it (the wait for the core included) are counters too, the tier's
+// throughput and response time.
 type oneCore struct {
-	core    sync.Mutex
-	service time.Duration
-	mu      sync.Mutex
-	busy    time.Duration
+	core     sync.Mutex
+	service  time.Duration
+	mu       sync.Mutex
+	busy     time.Duration
+	requests int
+	resident time.Duration
 }
 
 func (c *oneCore) serve(rw http.ResponseWriter, r *http.Request) {
 	if !strings.HasSuffix(r.URL.Path, ".gif") {
+		came := time.Now()
 		c.core.Lock()
 		began := time.Now()
 		time.Sleep(c.service)
 		c.mu.Lock()
 		c.busy += time.Since(began)
+		c.requests++
+		c.resident += time.Since(came)
 		c.mu.Unlock()
 		c.core.Unlock()
 	}
@@ -172,6 +179,18 @@ func (c *oneCore) seconds() float64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.busy.Seconds()
+}
+
+func (c *oneCore) count() float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return float64(c.requests)
+}
+
+func (c *oneCore) residence() float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.resident.Seconds()
 }
 
 // oneCoreSetup builds softalloc and softalloc-locust, starts a oneCore
@@ -187,7 +206,9 @@ func oneCoreSetup(t *testing.T, service time.Duration) (softalloc, adapter, dir,
 	site := httptest.NewServer(http.HandlerFunc(c.serve))
 	t.Cleanup(site.Close)
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "process_cpu_seconds_total", Help: "the core's busy seconds"}, c.seconds))
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "process_cpu_seconds_total", Help: "the core's busy seconds"}, c.seconds),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "onecore_requests_total", Help: "pages served"}, c.count),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "onecore_request_seconds_total", Help: "the pages' time in the server"}, c.residence))
 	metrics := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	t.Cleanup(metrics.Close)
 	prom := promtest.Scraping(t, t.Name(), time.Second, 2*time.Second, metrics.URL)
@@ -206,7 +227,13 @@ runner:
   workload: workload.yaml
   prometheus: %s
   maxUsers: 400
-  tiers: {web: {presets: [process], servers: [{instance: "%s"}]}}
+  tiers:
+    web:
+      presets: [process]
+      servers: [{instance: "%s"}]
+      queries:
+        throughput: rate(onecore_requests_total[{window}])
+        responseTime: rate(onecore_request_seconds_total[{window}]) / rate(onecore_requests_total[{window}])
 `, site.URL, prom, instance))
 	settings = writeFile(t, filepath.Join(dir, "locust.yaml"),
 		fmt.Sprintf("deployment: deployment.yaml\nlocust: %s\nworkers: [local, local]\nresults: results\n", locust))
