@@ -27,7 +27,7 @@ import (
 type signature struct {
 	kind   string // what runs: the live runner's preset of the same name where there is one
 	metric string
-	role   string // web, app or db; "" for a CPU source, which watches servers rather than being one
+	role   string // web, app, pooler or db; "" for a CPU source, which watches servers rather than being one
 	about  string
 }
 
@@ -43,7 +43,11 @@ var signatures = []signature{
 	{"bboard", "bboard_pool_size", "app", "the testbed's bulletin board"},
 	{"mysql", "mysql_up", "db", "MySQL or MariaDB through mysqld_exporter"},
 	{"postgres", "pg_up", "db", "PostgreSQL through postgres_exporter"},
-	{"pgbouncer", "pgbouncer_up", "db", "PgBouncer through pgbouncer_exporter"},
+	// Not pgbouncer_up, which the prometheus-community Go exporter (whose
+	// names the pgbouncer preset does not read) exports too, and 2.1.2 as 0
+	// when it cannot read PgBouncer: the transactions' time, which only
+	// prometheus-pgbouncer-exporter 2.x on PgBouncer 1.8 or later exports.
+	{"pgbouncer", pgbouncerMetric, "pooler", "PgBouncer through prometheus-pgbouncer-exporter 2.x"},
 	{"node", "node_cpu_seconds_total", "", "node_exporter (a host's CPU)"},
 	{"process-exporter", "namedprocess_namegroup_cpu_seconds_total", "", "process-exporter (CPU per process group)"},
 	{"cadvisor", "container_cpu_usage_seconds_total", "", "cAdvisor or the kubelet (CPU per container)"},
@@ -56,8 +60,12 @@ type source struct {
 	labels         model.LabelSet
 }
 
-// roleOrder is the chain's order: requests flow from web to db.
-var roleOrder = map[string]int{"web": 0, "app": 1, "db": 2}
+// roleOrder is the chain's order: requests flow from web to db, through
+// a pooler in front of the database.
+var roleOrder = map[string]int{"web": 0, "app": 1, "pooler": 2, "db": 3}
+
+// pgbouncerMetric is the pgbouncer preset's exporter's signature.
+const pgbouncerMetric = "pgbouncer_stats_transactions_duration_microseconds_total"
 
 // Target is one scraped endpoint and what it runs.
 type Target struct {
@@ -82,6 +90,9 @@ type Tier struct {
 	// Pools are the sizes read now (the allocation a campaign starts from),
 	// per server.
 	Pools map[string]int `json:"pools,omitempty"`
+	// MaxClientConn is a pooler's limit of client connections now, per
+	// server: a limit the tiers in front must fit, not a pool.
+	MaxClientConn int `json:"maxClientConn,omitempty"`
 	// Queries override the presets' (the db tier's response time read from
 	// the app, where the app measures it).
 	Queries map[string]string `json:"queries,omitempty"`
@@ -235,16 +246,34 @@ func discover(ctx context.Context, q querier, now time.Time) (Proposal, error) {
 		if err := softwareOf(&p.Tiers[i], vector); err != nil {
 			return p, err
 		}
-		if p.Tiers[i].Software == "postgres" {
-			if err := pgDatabases(&p, &p.Tiers[i], vector); err != nil {
+		if t := &p.Tiers[i]; t.Role == "db" && i > 0 && p.Tiers[i-1].Role == "pooler" {
+			if err := behindPooler(&p, t, p.Tiers[i-1].Name, vector); err != nil {
 				return p, err
 			}
 		}
+		switch p.Tiers[i].Software {
+		case "postgres":
+			if err := pgDatabases(&p, &p.Tiers[i], vector); err != nil {
+				return p, err
+			}
+		case "pgbouncer":
+			if err := pgbouncerPools(&p, &p.Tiers[i], vector); err != nil {
+				return p, err
+			}
+		}
+	}
+	if err := otherPgBouncerExporters(&p, vector); err != nil {
+		return p, err
 	}
 	if err := dbLatency(&p, vector); err != nil {
 		return p, err
 	}
 	for _, t := range p.Tiers {
+		if !hasCPU(t) && t.Software == "pgbouncer" {
+			p.Decide = append(p.Decide, fmt.Sprintf("tier %s: PgBouncer exports no CPU, and no cgroup exporter reports tier=%q: add a cpu query (the process-exporter or node preset; "+
+				"vector(0) when it runs in the database's cgroup or host and its CPU counts there, as in testbed/deployment-pgbouncer.yaml)", t.Name, t.Name))
+			continue
+		}
 		if !hasCPU(t) {
 			p.Decide = append(p.Decide, fmt.Sprintf("tier %s: no CPU source found (no cgroup exporter with tier=%q, no node_exporter on a host of its own): add a cpu query (see softalloc presets)", t.Name, t.Name))
 		}
@@ -513,3 +542,110 @@ func dbLatency(p *Proposal, vector func(string) (model.Vector, error)) error {
 
 // monitoringUser names the database users that watch rather than serve.
 var monitoringUser = regexp.MustCompile(`(?i)exporter|monitor|prometheus|root|mysql\.|mariadb\.sys`)
+
+// pgbouncerAdmin is PgBouncer's admin console, a pseudo-database whose pool
+// is the exporter's own connection: the pgbouncer preset leaves it out.
+const pgbouncerAdmin = "pgbouncer"
+
+// pgbouncerPools reads a pooler tier's pool from its exporter: the
+// server connections per (database, user) pool, SHOW DATABASES' pool_size
+// (default_pool_size unless a database sets its own), and max_client_conn;
+// and says what the user must decide of it.
+func pgbouncerPools(p *Proposal, t *Tier, vector func(string) (model.Vector, error)) error {
+	inst := t.Servers[0]["instance"]
+	vec, err := vector(fmt.Sprintf(`pgbouncer_databases_database_pool_size{database!=%q,instance=%q}`, pgbouncerAdmin, inst))
+	if err != nil {
+		return fmt.Errorf("tier %s: %w", t.Name, err)
+	}
+	sizes := map[int][]string{} // pool_size -> databases
+	for _, s := range vec {
+		n := int(s.Value)
+		sizes[n] = append(sizes[n], string(s.Metric["database"]))
+	}
+	switch {
+	case len(sizes) == 0:
+		p.Decide = append(p.Decide, fmt.Sprintf("tier %s: PgBouncer at %s has no database but its admin console (SHOW DATABASES): the pgbouncer preset reads nothing until pgbouncer.ini's [databases] names the application's; set pools: {default_pool_size: N}", t.Name, inst))
+	case len(sizes) == 1:
+		for n := range sizes {
+			setPool(t, "connections", n)
+		}
+	default:
+		// default_pool_size is the size of the databases that set none:
+		// the most common one is the likeliest.
+		var keys []int
+		for n := range sizes {
+			keys = append(keys, n)
+		}
+		sort.Sort(sort.Reverse(sort.IntSlice(keys)))
+		var each []string
+		common := keys[0]
+		for _, n := range keys {
+			sort.Strings(sizes[n])
+			each = append(each, fmt.Sprintf("%d (%s)", n, strings.Join(sizes[n], ", ")))
+			if len(sizes[n]) > len(sizes[common]) {
+				common = n
+			}
+		}
+		setPool(t, "connections", common)
+		p.Decide = append(p.Decide, fmt.Sprintf("tier %s: PgBouncer at %s has databases of different pool sizes, %s: default_pool_size is only the pool of those that set no pool_size of their own; the file proposes %d, and a hook that sets default_pool_size leaves the others as they are",
+			t.Name, inst, strings.Join(each, "; "), common))
+	}
+	clients, err := vector(fmt.Sprintf(`max(pgbouncer_config_max_client_conn{instance=%q})`, inst))
+	if err != nil {
+		return fmt.Errorf("tier %s: %w", t.Name, err)
+	}
+	if len(clients) == 1 && clients[0].Value >= 1 {
+		t.MaxClientConn = int(clients[0].Value)
+	}
+	t.Notes = append(t.Notes,
+		"default_pool_size is the server connections of each (database, user) pool, the connections pool the pgbouncer preset reads busy against; the database sees it times the pools. max_client_conn is a limit the connections in front must fit, not a pool softalloc sizes",
+		fmt.Sprintf("a hook sets default_pool_size on the running PgBouncer: examples/hooks/pgbouncer.sh --host HOST --port PORT \"{%s.connections}\" (SET through its admin console; with --ini it outlasts a RELOAD)", t.Name))
+	return nil
+}
+
+func setPool(t *Tier, pool string, n int) {
+	if t.Pools == nil {
+		t.Pools = map[string]int{}
+	}
+	t.Pools[pool] = n
+}
+
+// otherPgBouncerExporters names the targets that export pgbouncer_up but
+// not the names the pgbouncer preset reads: another exporter (the
+// prometheus-community Go one, Debian 12's 1.7, which fails every scrape
+// of PgBouncer 1.8 or later), or 2.x failing to read its PgBouncer.
+func otherPgBouncerExporters(p *Proposal, vector func(string) (model.Vector, error)) error {
+	vec, err := vector(fmt.Sprintf(`max by (instance, job) (pgbouncer_up) unless on (instance) group by (instance) (%s)`, pgbouncerMetric))
+	if err != nil {
+		return err
+	}
+	sort.Slice(vec, func(i, j int) bool { return vec[i].Metric["instance"] < vec[j].Metric["instance"] })
+	for _, s := range vec {
+		inst, job := string(s.Metric["instance"]), string(s.Metric["job"])
+		if s.Value == 0 {
+			p.Decide = append(p.Decide, fmt.Sprintf("target %s (job %s) exports pgbouncer_up 0: its exporter cannot read PgBouncer's admin console (see its log); it is left out until it can, then run init again", inst, job))
+			continue
+		}
+		p.Decide = append(p.Decide, fmt.Sprintf("target %s (job %s) exports pgbouncer_up but not %s: another PgBouncer exporter than the pgbouncer preset reads (prometheus-pgbouncer-exporter 2.x, examples/pgbouncer-exporter/install-pgbouncer-exporter.sh); it is left out", inst, job, pgbouncerMetric))
+	}
+	return nil
+}
+
+// behindPooler asks for the database's connection limit behind a pooler,
+// which recommend checks the pooler's server connections against: the
+// metrics give max_connections, not what others hold of it.
+func behindPooler(p *Proposal, t *Tier, pooler string, vector func(string) (model.Vector, error)) error {
+	limit := "max_connections"
+	if t.Software == "postgres" {
+		vec, err := vector(fmt.Sprintf(`max(pg_settings_max_connections{instance=%q})`, t.Servers[0]["instance"]))
+		if err != nil {
+			return fmt.Errorf("tier %s: %w", t.Name, err)
+		}
+		if len(vec) == 1 {
+			limit = fmt.Sprintf("max_connections %d", int(vec[0].Value))
+		}
+	}
+	p.Decide = append(p.Decide, fmt.Sprintf("tier %s: its clients are the server connections of tier %s (default_pool_size per database and user): give it a connectionLimit (%s; reserved: the exporter's and administrators' connections, superuser_reserved_connections) so that recommend checks them against it",
+		t.Name, pooler, limit))
+	return nil
+}

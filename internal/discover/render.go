@@ -57,8 +57,8 @@ func Render(p Proposal, s Settings) []byte {
 		if t.Deploys != "" {
 			w("    software: %s\n", t.Deploys)
 		}
-		if len(t.Pools) > 0 {
-			w("    pools: {%s}  # the sizes now, per server: the allocation a campaign starts from\n", pools(t.Pools))
+		if len(t.Pools) > 0 || t.MaxClientConn > 0 {
+			w("    pools: {%s}  # the sizes now, per server: the allocation a campaign starts from\n", pools(t))
 		}
 	}
 	w("\nrunner:\n  name: live\n")
@@ -87,6 +87,11 @@ func Render(p Proposal, s Settings) []byte {
 	} else {
 		w("  # DECIDE: a hook applies each allocation (placeholders such as %s); without\n", placeholders(p))
 		w("  # one the pools stay as they are and a campaign only measures.\n")
+		for _, t := range p.Tiers {
+			if t.Software == "pgbouncer" && t.Pools["connections"] > 0 {
+				w("  # PgBouncer's default_pool_size: examples/hooks/pgbouncer.sh --host HOST --port PORT %s\n", quote("{"+t.Name+".connections}"))
+			}
+		}
 		w("  # hook: [./apply-pools.sh, %s]\n", placeholders(p))
 	}
 	w("  tiers:\n")
@@ -124,16 +129,25 @@ func Render(p Proposal, s Settings) []byte {
 	return []byte(b.String())
 }
 
-func pools(p map[string]int) string {
-	names := make([]string, 0, len(p))
-	for n := range p {
+func pools(t Tier) string {
+	names := make([]string, 0, len(t.Pools))
+	for n := range t.Pools {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	sort.SliceStable(names, func(i, j int) bool { return names[i] == "threads" }) // threads first, as everywhere
 	var out []string
 	for _, n := range names {
-		out = append(out, fmt.Sprintf("%s: %d", n, p[n]))
+		name := n
+		if t.Role == "pooler" && n == "connections" {
+			// A pooler's pools take PgBouncer's names in the file; the
+			// hook's placeholder stays {tier.connections}.
+			name = "default_pool_size"
+		}
+		out = append(out, fmt.Sprintf("%s: %d", name, t.Pools[n]))
+	}
+	if t.MaxClientConn > 0 {
+		out = append(out, fmt.Sprintf("max_client_conn: %d", t.MaxClientConn))
 	}
 	return strings.Join(out, ", ")
 }
