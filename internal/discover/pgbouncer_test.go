@@ -204,9 +204,10 @@ func cgroupsText(tiers ...string) string {
 // the pooler in front of the database and passes doctor.
 func TestInitProposesAPgBouncerPoolerTier(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("pgbouncer"); err != nil && os.Getenv("CI") != "true" {
-		t.Skip("SKIPPED: pgbouncer is not installed (apt-get install pgbouncer)")
-	}
+	// The Debian binaries first: a machine without them skips before
+	// PostgreSQL starts.
+	testserver.Binary(t, "pgbouncer", "pgbouncer")
+	testserver.Binary(t, "prometheus-postgres-exporter", "prometheus-postgres-exporter")
 	dbAddr, root := startPostgres(t)
 	for _, q := range []string{"CREATE ROLE app LOGIN", "CREATE DATABASE app OWNER app"} {
 		_, err := root.Exec(q)
