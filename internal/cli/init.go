@@ -34,11 +34,11 @@ func newCmdInit(f *factory, runF func(*initOptions) error) *cobra.Command {
 		Short: "Write a deployment file from what your Prometheus scrapes",
 		Long: `init asks a Prometheus which exporters it scrapes (apache_exporter,
 Micrometer's Tomcat, HikariCP and JVM metrics, php-fpm's status page,
-mysqld_exporter, postgres_exporter, pgbouncer_exporter, node_exporter,
-process-exporter, cAdvisor, the testbed's cgroup exporter), proposes the
-tiers in the chain's order (web, app, db) with their servers, presets and
-the pool sizes they run with now, and writes a commented deployment file for
-the live runner.
+mysqld_exporter, postgres_exporter, prometheus-pgbouncer-exporter 2.x,
+node_exporter, process-exporter, cAdvisor, the testbed's cgroup exporter),
+proposes the tiers in the chain's order (web, app, pooler, db) with their
+servers, presets and the pool sizes they run with now, and writes a
+commented deployment file for the live runner.
 
 What the metrics cannot tell is written as "# DECIDE:" comments and listed on
 stderr: the target URL and the workload when not given, the hook that applies
