@@ -92,3 +92,130 @@ func TestRampDoublesOnlyTheFullPool(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, generous.Tier+"/"+generous.Resource, c.Tier+"/"+c.Resource)
 }
+
+// Issue 39: the ramp rose by the simulator's 100 users a level from the
+// simulator's 500, on any deployment: on a stack that saturates near 30
+// users its first window was already saturated and it answered 500, past
+// the runner's maximum. Its steps come from where the staircase's do: its
+// own first low-load windows predict the saturation, the rise per level is
+// the small step (a fifth of a step of an eleventh of the prediction), and
+// no level passes the maximum workload.
+func TestRampDerivesItsStepsOnASmallDeployment(t *testing.T) {
+	d := deployment(t, "1/1/1/1")
+	x := smallFake()
+	truth := 0
+	pts, err := algorithms.MVA(x.stations(d, 0), x.think, 200)
+	require.NoError(t, err)
+	for _, p := range pts {
+		if p.Utilization[1] >= 0.95 {
+			truth = p.Users
+			break
+		}
+	}
+	require.Positive(t, truth)
+
+	opts := rampOptions()
+	opts.MaxWorkload = 2 * truth // a runner's maxUsers of tens of users
+	opts.DeriveSteps = algorithms.StepsToDerive{Step: true, SmallStep: true, ScanSpan: true}
+	var told []algorithms.Steps
+	opts.OnSteps = func(s algorithms.Steps) { told = append(told, s) }
+	stair, err := algorithms.FindCriticalResource(context.Background(), smallFake(), d, allocation(t, "400-150-60"), opts)
+	require.NoError(t, err)
+	require.NotNil(t, stair.Steps)
+	told = nil
+
+	rp := &fakeRamp{x: smallFake()}
+	c, camp, err := algorithms.FindCriticalRamp(context.Background(), rp, d, allocation(t, "400-150-60"), opts)
+	require.NoError(t, err)
+	require.NotNil(t, c.Steps, "the ramp says which steps it used")
+	require.Len(t, told, 1)
+	st := *c.Steps
+	assert.Equal(t, st, told[0])
+	assert.Equal(t, stair.Steps.PredictedSaturation, st.PredictedSaturation, "the same prediction from the same low loads")
+	assert.Equal(t, stair.Steps.FirstTrials, st.FirstTrials)
+	assert.Equal(t, stair.Steps.Step, st.Step)
+	assert.Equal(t, stair.Steps.SmallStep, st.SmallStep)
+	assert.Contains(t, st.From, "derived from the ramp's first windows at 1 user and one at ")
+	assert.Equal(t, 1, camp.Windows[0].Users, "the first window is the low-load one")
+	for _, w := range camp.Windows {
+		assert.LessOrEqual(t, w.Users, opts.MaxWorkload, "no level past the maximum workload")
+	}
+	assert.Equal(t, "app/cpu", c.Tier+"/"+c.Resource)
+	assert.GreaterOrEqual(t, c.SaturationWorkload, truth)
+	assert.LessOrEqual(t, c.SaturationWorkload, truth+st.SmallStep, "within a small step of where the CPU reaches the threshold, not a 100-user level past it")
+	require.Len(t, camp.Answer, 2)
+	below, at := camp.Windows[camp.Answer[0]], camp.Windows[camp.Answer[1]]
+	assert.Equal(t, st.SmallStep, at.Users-below.Users, "the ramp rises by the small step")
+	assert.LessOrEqual(t, len(camp.Windows), 15)
+
+	// A step given is kept and the small step follows it, without a first window at one user.
+	given := opts
+	given.Step, given.DeriveSteps = 10, algorithms.StepsToDerive{SmallStep: true, ScanSpan: true}
+	c, camp, err = algorithms.FindCriticalRamp(context.Background(), &fakeRamp{x: smallFake()}, d, allocation(t, "400-150-60"), given)
+	require.NoError(t, err)
+	require.NotNil(t, c.Steps)
+	assert.Equal(t, algorithms.Steps{Step: 10, SmallStep: 2, ScanSpan: 30,
+		From: "--step given; the small step 1/5 of the step and the scan span 3 steps (the simulator's ratios)"}, *c.Steps)
+	assert.Equal(t, 10, camp.Windows[0].Users)
+	assert.LessOrEqual(t, c.SaturationWorkload, truth+2)
+
+	// No CPU reading: nothing to predict from, as for the staircase.
+	_, _, err = algorithms.FindCriticalRamp(context.Background(), &fakeRamp{x: noCPU{smallFake()}}, d, allocation(t, "400-150-60"), opts)
+	require.ErrorIs(t, err, algorithms.ErrStepsNotDerived)
+	assert.ErrorContains(t, err, "from a window at 1 user: no server reported CPU use at 1 users")
+}
+
+// Issue 39: "the answer must not depend on where the campaign starts". From
+// an under-allocated start (two app threads and two connections, full long
+// before the CPU saturates) and a generous one, the ramp names the same
+// critical resource at saturation workloads no further apart than the
+// staircase's, or its small step. On the small stack the staircase from two
+// threads gives up (the threads stay full after a doubling and throughput
+// does not grow past the step), where the ramp doubles them at the level
+// they filled and goes on.
+func TestRampAnswerDoesNotDependOnTheStart(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		x      func() *mvaExperimenter
+		topo   string
+		derive bool
+	}{{"small stack, derived steps", smallFake, "1/1/1/1", true}, {"RUBBoS, the simulator's steps", rubbosFake, "1/2/1/2", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := deployment(t, tc.topo)
+			opts := rampOptions()
+			if tc.derive {
+				opts.DeriveSteps = algorithms.StepsToDerive{Step: true, SmallStep: true, ScanSpan: true}
+			}
+			stair, ramp := map[string]int{}, map[string]int{}
+			small, stairOK := opts.SmallStep, true
+			for _, start := range []string{"400-2-2", "400-150-60"} {
+				c, _, err := algorithms.FindCriticalRamp(context.Background(), &fakeRamp{x: tc.x()}, d, allocation(t, start), opts)
+				require.NoError(t, err, start)
+				ramp[start] = c.SaturationWorkload
+				assert.Equal(t, "app/cpu", c.Tier+"/"+c.Resource, start)
+				if c.Steps != nil {
+					small = c.Steps.SmallStep
+				}
+				s, err := algorithms.FindCriticalResource(context.Background(), tc.x(), d, allocation(t, start), opts)
+				if err != nil {
+					stairOK = false
+					continue
+				}
+				assert.Equal(t, s.Tier+"/"+s.Resource, c.Tier+"/"+c.Resource, start)
+				stair[start] = s.SaturationWorkload
+			}
+			bound := small
+			if stairOK {
+				bound = max(bound, abs(stair["400-2-2"]-stair["400-150-60"]))
+			}
+			assert.LessOrEqual(t, abs(ramp["400-2-2"]-ramp["400-150-60"]), bound, "ramp %v, staircase %v", ramp, stair)
+		})
+	}
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

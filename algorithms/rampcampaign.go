@@ -44,6 +44,14 @@ const rampFlatWindows = 3
 // (boundingFullShare), bounds what the critical server can hold: that pool
 // alone is doubled, and a new ramp goes on from that workload (two small
 // steps below it when the critical resource had saturated too).
+//
+// The steps Options.DeriveSteps names come from where the staircase's do
+// (deriveSteps), without a trial of their own: with the step to derive, the
+// ramp starts at FirstTrialUsers and its first window (and one more at a
+// fifth of the prediction when that was far below it) predicts the
+// saturation; the step is an eleventh of it and the small step, the rise
+// per level, a fifth of the step. No level passes Options.MaxWorkload: the
+// last one below it is followed by a level at it.
 func FindCriticalRamp(ctx context.Context, rp Ramper, d Deployment, s0 Allocation, opts Options) (Critical, RampCampaign, error) {
 	opts = opts.withDefaults()
 	var camp RampCampaign
@@ -57,8 +65,32 @@ func FindCriticalRamp(ctx context.Context, rp Ramper, d Deployment, s0 Allocatio
 	res := Critical{}
 	s := s0.Clone()
 	from := opts.Step
+	// deriving: the step is still to be predicted from the first windows,
+	// firstWindows their workloads.
+	deriving := opts.DeriveSteps.Step
+	var firstWindows []int
+	useSteps := func(st Steps) {
+		res.Steps = &st
+		opts = st.Apply(opts)
+		opts.DeriveSteps = StepsToDerive{}
+		if opts.OnSteps != nil {
+			opts.OnSteps(st)
+		}
+	}
+	switch {
+	case deriving:
+		from = min(FirstTrialUsers(d), opts.MaxWorkload)
+	case opts.DeriveSteps.Any():
+		// A step given: the others follow it with no window.
+		st, err := followSteps(Steps{Step: opts.Step, SmallStep: opts.SmallStep, ScanSpan: opts.ScanSpan}, opts.DeriveSteps, "", opts.MaxWorkload)
+		if err != nil {
+			return res, camp, fmt.Errorf("find-critical: %w", err)
+		}
+		useSteps(st)
+	}
 	doublings, warmed := 0, false
 	var lastSoft string
+	stuckNoted := false
 	var lastSoftTp Interval
 	var trials []Trial
 	for {
@@ -122,12 +154,17 @@ func FindCriticalRamp(ctx context.Context, rp Ramper, d Deployment, s0 Allocatio
 						w.Users, c, c.Utilization, hw[1], hw[1].Utilization))
 				}
 				return RampStep{}, nil
-			case len(soft) > 0:
-				if lastSoft == soft[0].String() && tp.Versus(lastSoftTp.Scaled(1.005)) != Above {
-					stop = fmt.Errorf("find-critical: %s stayed saturated after doubling it and throughput did not grow (%s -> %s pages/s at %d users), with no hardware resource at or above %.2f (busiest: %s): %w",
-						soft[0], lastSoftTp, tp, w.Users, opts.HardwareThreshold, busiestHardware(o), ErrNoCriticalResource)
-					return RampStep{}, nil
+			case len(soft) > 0 && lastSoft == soft[0].String() && tp.Versus(lastSoftTp.Scaled(1.005)) != Above:
+				// Doubled, still full, and throughput did not grow: the pool
+				// is not what bounds it here. The ramp goes on rising (a
+				// staircase gave up here from an under-allocated start);
+				// throughput that stays flat ends it below.
+				if !stuckNoted {
+					stuckNoted = true
+					res.Warnings = append(res.Warnings, fmt.Sprintf("%s stayed full after doubling it and throughput did not grow (%s -> %s pages/s at %d users): not doubled again at that level; the ramp went on",
+						soft[0], lastSoftTp, tp, w.Users))
 				}
+			case len(soft) > 0:
 				if doublings >= opts.MaxDoublings {
 					stop = fmt.Errorf("find-critical: %s still saturated after doubling %d times", soft[0], doublings)
 					return RampStep{}, nil
@@ -146,6 +183,37 @@ func FindCriticalRamp(ctx context.Context, rp Ramper, d Deployment, s0 Allocatio
 				action = "flat"
 				return RampStep{}, nil
 			}
+			if deriving {
+				pred, err := PredictSaturation(d, o, w.Users, opts.HardwareThreshold, opts.MaxWorkload)
+				if err != nil {
+					stop = fmt.Errorf("find-critical: %w from a window at %s: %w", ErrStepsNotDerived, usersList([]int{w.Users}), err)
+					return RampStep{}, nil
+				}
+				firstWindows = append(firstWindows, w.Users)
+				// As deriveSteps: a window far below the prediction read
+				// CPU shares too small to trust; one more at a fifth of it.
+				if next := min(pred/5, opts.MaxWorkload); len(firstWindows) == 1 && pred > refineBelow*w.Users && next > w.Users {
+					return RampStep{Users: next}, nil
+				}
+				deriving, warmed = false, true
+				st := Steps{Step: max(1, roundDiv(pred, stepsPerSaturation)), SmallStep: opts.SmallStep, ScanSpan: opts.ScanSpan,
+					FirstTrials: firstWindows, PredictedSaturation: pred}
+				st, err = followSteps(st, opts.DeriveSteps, fmt.Sprintf("derived from the ramp's first windows at %s: predicted saturation %d users; the step is 1/%d of it",
+					usersList(firstWindows), pred, stepsPerSaturation), opts.MaxWorkload)
+				if err != nil {
+					stop = fmt.Errorf("find-critical: %w", err)
+					return RampStep{}, nil
+				}
+				useSteps(st)
+				res.PredictedSaturation = pred
+				// The warm start's jump, a step below the prediction; without
+				// it, on to the step, where the staircase starts.
+				next := max(w.Users+opts.SmallStep, opts.Step)
+				if opts.Mode == ModeEfficient && !opts.NoWarmStart {
+					next = max(w.Users+opts.SmallStep, (pred-opts.Step)/opts.SmallStep*opts.SmallStep)
+				}
+				return RampStep{Users: min(opts.MaxWorkload, next)}, nil
+			}
 			next := w.Users + opts.SmallStep
 			if !warmed && opts.Mode == ModeEfficient && !opts.NoWarmStart {
 				warmed = true
@@ -156,6 +224,9 @@ func FindCriticalRamp(ctx context.Context, rp Ramper, d Deployment, s0 Allocatio
 					res.PredictedSaturation = pred
 					next = max(next, (pred-opts.Step)/opts.SmallStep*opts.SmallStep)
 				}
+			}
+			if next > opts.MaxWorkload && w.Users < opts.MaxWorkload {
+				next = opts.MaxWorkload // the last level is the bound itself
 			}
 			if next > opts.MaxWorkload {
 				action = "bound"

@@ -108,6 +108,12 @@ func deriveSteps(ctx context.Context, r *procedure, s0 Allocation) (Steps, error
 		from = fmt.Sprintf("derived from a first trial at %s: predicted saturation %d users; the step is 1/%d of it",
 			usersList(steps.FirstTrials), pred, stepsPerSaturation)
 	}
+	return followSteps(steps, want, from, opts.MaxWorkload)
+}
+
+// followSteps derives the small step and the scan span want names from the
+// step, and says where each came from (from: how the step was derived).
+func followSteps(steps Steps, want StepsToDerive, from string, maxWorkload int) (Steps, error) {
 	var given, follow []string
 	if !want.Step {
 		given = append(given, "--step")
@@ -135,9 +141,9 @@ func deriveSteps(ctx context.Context, r *procedure, s0 Allocation) (Steps, error
 		parts = append(parts, joinAnd(follow)+" (the simulator's ratios)")
 	}
 	steps.From = strings.Join(parts, "; ")
-	if steps.Step > opts.MaxWorkload || steps.SmallStep > opts.MaxWorkload {
+	if steps.Step > maxWorkload || steps.SmallStep > maxWorkload {
 		return steps, fmt.Errorf("%w: step %d and small step %d users, %s: want at most the maximum workload of %d users",
-			ErrStepsNotDerived, steps.Step, steps.SmallStep, steps.From, opts.MaxWorkload)
+			ErrStepsNotDerived, steps.Step, steps.SmallStep, steps.From, maxWorkload)
 	}
 	return steps, nil
 }

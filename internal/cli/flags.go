@@ -347,6 +347,10 @@ func (f *algorithmFlags) register(fs *pflag.FlagSet, scope algorithmScope) {
 			"adaptive trials: a saturation test whose interval holds the threshold is measured again at half the precision up to this many times, until one decides it or runs to --runtime (0: never; at most %d)", maxRefinements))
 	}
 	fs.IntVar(&f.step, "step", d.Step, stepUse)
+	if scope == scopeFindCritical {
+		// The staircase rises by the step; only a ramp rises by the small step.
+		fs.IntVar(&f.smallStep, "small-step", d.SmallStep, "--ramp: the ramp's rise per level, users (on the exec and live runners, unless given: 1/5 of the step)")
+	}
 	fs.IntVar(&f.maxWorkload, "max-workload", d.MaxWorkload, "no scan goes above this many users")
 	fs.Float64Var(&f.hwThreshold, "hw-threshold", d.HardwareThreshold, "a hardware resource at or above this utilisation is saturated")
 	fs.Float64Var(&f.softThreshold, "soft-threshold", d.SoftThreshold, "a pool fully busy for at least this share of the runtime is saturated")
@@ -355,7 +359,7 @@ func (f *algorithmFlags) register(fs *pflag.FlagSet, scope algorithmScope) {
 		return
 	}
 	fs.StringVar(&f.minJobsAt, "minjobs-at", string(d.MinJobsAt), "where minJobs is read: knee (of SLO satisfaction) or saturation (critical utilisation crosses --hw-threshold)")
-	fs.IntVar(&f.smallStep, "small-step", d.SmallStep, "knee scan workload step, users (on the exec and live runners, unless given: 1/5 of the step)")
+	fs.IntVar(&f.smallStep, "small-step", d.SmallStep, "knee scan workload step, and with --ramp the ramp's rise per level, users (on the exec and live runners, unless given: 1/5 of the step)")
 	fs.IntVar(&f.scanSpan, "scan-span", d.ScanSpan, "efficient mode: the knee scan starts this many users below the saturation workload (on the exec and live runners, unless given: 3 steps)")
 	fs.Var((*seconds)(&f.kneeThreshold), "knee-threshold", "response time at which SLO satisfaction is measured for the knee (default: --knee-factor x the page response time at the scan's lowest workload; the SLA in paper mode)")
 	fs.Float64Var(&f.kneeFactor, "knee-factor", d.KneeFactor, "see --knee-threshold")

@@ -62,9 +62,11 @@ func newRampJSON(camp algorithms.RampCampaign, trials []algorithms.Trial) rampJS
 	return out
 }
 
-// writeRampTable says which windows the answer rests on.
-func writeRampTable(w io.Writer, camp algorithms.RampCampaign) {
+// writeRampTable says which windows the answer rests on, and where the
+// ramp's rise per level came from.
+func writeRampTable(w io.Writer, camp algorithms.RampCampaign, st algorithms.Steps) {
 	fmt.Fprintf(w, "ramp:                %d windows in %d ramps, %.0f s\n", len(camp.Windows), camp.Ramps, camp.Seconds)
+	fmt.Fprintf(w, "steps:               rises by %d users a level (small step; step %d, scan span %d): %s\n", st.SmallStep, st.Step, st.ScanSpan, st.From)
 	for _, i := range camp.Answer {
 		win := camp.Windows[i]
 		fmt.Fprintf(w, "  rests on window %d: %d users on %s, %.1f pages/s, %.0f-%.0f s\n",
@@ -83,6 +85,7 @@ func runFindCriticalRamp(ctx context.Context, o *findCriticalOptions, cp campaig
 		return o.finish(cp, err)
 	}
 	c, camp, err := algorithms.FindCriticalRamp(ctx, rp, d, cp.start, cp.opts)
+	err = stepsHint(err)
 	if err = o.finish(cp, err); err != nil {
 		return err
 	}
@@ -93,15 +96,16 @@ func runFindCriticalRamp(ctx context.Context, o *findCriticalOptions, cp campaig
 	case "json":
 		err = report.WriteJSON(s.Out, struct {
 			report.FindCriticalJSON
-			Ramp rampJSON `json:"ramp"`
+			Steps algorithms.Steps `json:"steps"`
+			Ramp  rampJSON         `json:"ramp"`
 		}{FindCriticalJSON: report.FindCriticalJSON{Topology: d.Topology, Critical: report.NewCriticalJSON(c),
 			Reserve: topology.FormatAllocationIn(d, c.Reserve), Experiments: c.Experiments, Failures: report.TrialFailures(c.Trials),
-			Warnings: nonNilStrings(c.Warnings), Version: version.String()}, Ramp: newRampJSON(camp, c.Trials)})
+			Warnings: nonNilStrings(c.Warnings), Version: version.String()}, Steps: o.stepsUsed(cp, c.Steps), Ramp: newRampJSON(camp, c.Trials)})
 	case "csv":
 		err = report.WriteCriticalCSV(s.Out, d.Topology, c, topology.FormatAllocationIn(d, c.Reserve))
 	default:
 		if err = report.WriteCriticalTable(s.Out, d.Topology, c, topology.FormatAllocationIn(d, c.Reserve)); err == nil {
-			writeRampTable(s.Out, camp)
+			writeRampTable(s.Out, camp, o.stepsUsed(cp, c.Steps))
 		}
 	}
 	if err != nil {
@@ -117,6 +121,7 @@ func runRecommendRamp(ctx context.Context, o *recommendOptions, cp campaign, for
 		return o.finish(cp, err)
 	}
 	rec, camp, err := algorithms.RecommendRamp(ctx, rp, cp.x, d, cp.start, cp.opts)
+	err = stepsHint(err)
 	if err = o.finish(cp, err); err != nil {
 		return err
 	}
@@ -130,13 +135,14 @@ func runRecommendRamp(ctx context.Context, o *recommendOptions, cp campaign, for
 	case "json":
 		err = report.WriteJSON(s.Out, struct {
 			report.RecommendJSON
-			Ramp rampJSON `json:"ramp"`
-		}{doc, newRampJSON(camp, rec.Critical.Trials)})
+			Steps algorithms.Steps `json:"steps"`
+			Ramp  rampJSON         `json:"ramp"`
+		}{doc, o.stepsUsed(cp, rec.Critical.Steps), newRampJSON(camp, rec.Critical.Trials)})
 	case "csv":
 		err = report.WriteRecommendCSV(s.Out, doc)
 	default:
 		if err = report.WriteRecommendTable(s.Out, doc); err == nil {
-			writeRampTable(s.Out, camp)
+			writeRampTable(s.Out, camp, o.stepsUsed(cp, rec.Critical.Steps))
 		}
 	}
 	if err != nil {

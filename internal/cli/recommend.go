@@ -15,6 +15,7 @@ import (
 	"github.com/softalloc/softalloc/internal/metrics"
 	"github.com/softalloc/softalloc/internal/report"
 	"github.com/softalloc/softalloc/internal/runner"
+	"github.com/softalloc/softalloc/internal/runner/live"
 	"github.com/softalloc/softalloc/internal/topology"
 	"github.com/softalloc/softalloc/internal/version"
 )
@@ -104,6 +105,14 @@ func (o *campaignOptions) setup() (campaign, error) {
 		fl := cmd.Flags()
 		o.algorithm.derive = algorithms.StepsToDerive{Step: !fl.Changed("step"), SmallStep: !fl.Changed("small-step"), ScanSpan: !fl.Changed("scan-span")}
 	}
+	if m := o.runnerMaxUsers(c.runner.Name); m > 0 {
+		// The runner refuses more users than its maxUsers (the live
+		// runner, the Locust adapter): no scan or ramp asks for them.
+		if cmd.Flags().Changed("max-workload") && o.algorithm.maxWorkload > m {
+			return c, usagef("--max-workload %d: want at most the runner section's maxUsers (%d users)", o.algorithm.maxWorkload, m)
+		}
+		o.algorithm.maxWorkload = min(o.algorithm.maxWorkload, m)
+	}
 	if c.opts, err = o.algorithm.options(t); err != nil {
 		return c, err
 	}
@@ -127,6 +136,25 @@ func (o *campaignOptions) setup() (campaign, error) {
 		return c, err
 	}
 	return c, nil
+}
+
+// runnerMaxUsers is the most users the runner takes in one trial or ramp
+// level: the deployment file's runner section's maxUsers (which the live
+// runner and the Locust adapter read), or the live runner's default; 0
+// when the runner declares none (the simulator and a recording have none).
+func (o *campaignOptions) runnerMaxUsers(runner string) int {
+	if runner != "exec" && runner != "live" {
+		return 0
+	}
+	if df := o.deployment.loaded; df != nil {
+		if n, ok := df.Runner["maxUsers"].(int); ok && n > 0 {
+			return n
+		}
+	}
+	if runner == "live" {
+		return live.DefaultMaxUsers
+	}
+	return 0
 }
 
 // derivesSteps says whether a campaign on the named runner derives the
@@ -255,6 +283,9 @@ func runFindCritical(o *findCriticalOptions) error {
 	}
 	if o.ramp && o.report.path != "" {
 		return usagef("--report %q with --ramp: the HTML report draws a staircase's trials; leave out one", o.report.path)
+	}
+	if !o.ramp && o.cmd.Flags().Changed("small-step") {
+		return usagef("--small-step %d without --ramp: the staircase rises by --step; give --ramp or leave out --small-step", o.algorithm.smallStep)
 	}
 	cp, err := o.setup()
 	if err != nil {
