@@ -248,8 +248,10 @@ runner:
 func TestSlowFindCriticalRampThroughLocust(t *testing.T) {
 	const service = 8 * time.Millisecond
 	softalloc, adapter, dir, deployment, settings := oneCoreSetup(t, service)
+	// The ramp rises by the step itself: by the derived small step (4
+	// users) it took 88 s, and the closed loop's bound below is the same.
 	cmd := osexec.Command(softalloc, "find-critical", "-f", deployment, "--runner", "exec", "--runner-cmd", adapter+" "+settings,
-		"--runner-protocol", "2", "--ramp", "--ramp-up", "2s", "--runtime", "3s", "--ramp-down", "0s", "--step", "20",
+		"--runner-protocol", "2", "--ramp", "--ramp-up", "2s", "--runtime", "3s", "--ramp-down", "0s", "--step", "20", "--small-step", "20",
 		"--no-journal", "--output", "json")
 	cmd.Dir = dir
 	var stdout, stderr strings.Builder
