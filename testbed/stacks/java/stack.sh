@@ -42,10 +42,16 @@ DEFAULT_ACCEPT=100
 
 # stack_build: the runnable jar, offline from Maven's local repository; the
 # first build on a machine fetches the dependencies (java-deps) and says so.
+# A jar built from the same sources (their digest kept beside it) is kept:
+# Maven takes tens of seconds on every clone.
 stack_build() {
   echo "-Xmx${SOFTALLOC_TESTBED_JAVA_HEAP:-256m} ${SOFTALLOC_TESTBED_JAVA_OPTS:-}" >"$RUN/java-opts"
   java_variant_setup
-  local pom=$REPO/testbed/java
+  local pom=$REPO/testbed/java digest
+  digest=$(cd "$pom" && find pom.xml src -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-32)
+  if [ -f "$TB/bin/bboard.jar" ] && [ "$(cat "$TB/bin/bboard.jar.sources" 2>/dev/null)" = "$digest" ]; then
+    return 0
+  fi
   if ! mvn -B -q -o -f "$pom/pom.xml" package >>"$LOGS/mvn.log" 2>&1; then
     log "the offline Maven build failed (dependencies not cached yet?); fetching them from Maven Central once"
     java_deps
@@ -53,6 +59,7 @@ stack_build() {
   fi
   mkdir -p "$TB/bin"
   cp "$pom/target/bboard.jar" "$TB/bin/bboard.jar"
+  echo "$digest" >"$TB/bin/bboard.jar.sources"
 }
 
 # java_deps: everything the offline build needs, plugins included
