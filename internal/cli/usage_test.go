@@ -283,8 +283,10 @@ func TestUnboundedInputsAreRefused(t *testing.T) {
 }
 
 // Issue 24: one name, one meaning; a flag a command ignores is not offered.
+// (find-critical reads --small-step as the ramp's rise, and refuses it
+// without --ramp: TestFindCriticalSmallStepNeedsTheRamp.)
 func TestOneCommandLine(t *testing.T) {
-	for _, f := range []string{"--small-step", "--minjobs-at", "--scan-span", "--knee-factor", "--demand-drift"} {
+	for _, f := range []string{"--minjobs-at", "--scan-span", "--knee-factor", "--demand-drift"} {
 		_, stderr, code := run(t, "", "find-critical", "--topology", "1/2/1/2", "--no-journal", f, "1")
 		assert.Equal(t, 2, code, f)
 		assert.Contains(t, stderr, "unknown flag: "+f, "find-critical does not read %s", f)
