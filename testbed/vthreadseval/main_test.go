@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -48,4 +49,38 @@ func TestMarkdownSharesOfTheBest(t *testing.T) {
 	assert.Contains(t, md, "| b | 40.0 (0.50) |")
 	assert.Contains(t, md, "10.0 of 19")
 	assert.Equal(t, 1, strings.Count(md, "## At the highest workload (120 users)"))
+}
+
+// javaWant is what stack.sh's java_variant_want chooses under env: the java
+// binary and the variant.
+func javaWant(t *testing.T, env ...string) (string, error) {
+	t.Helper()
+	repo, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	cmd := exec.Command("bash", "-c", `set -euo pipefail; REPO=$1; . "$REPO/testbed/core.sh"; . "$REPO/testbed/stacks/java/stack.sh"
+java_variant_want; echo "$JAVA_WANT_THREADS $JAVA_WANT_BIN"`, "bash", repo)
+	cmd.Env = append(os.Environ(), "SOFTALLOC_TESTBED_DIR="+t.TempDir())
+	cmd.Env = append(cmd.Env, env...)
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+// The evaluation runs both variants on one JDK: SOFTALLOC_TESTBED_JAVA_HOME
+// chooses the platform variant's JDK too, whose default stays the java of
+// PATH (OpenJDK 17).
+func TestJavaHomeChoosesEitherVariantsJDK(t *testing.T) {
+	home := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(home, "bin"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(home, "bin", "java"), []byte("#!/bin/sh\n"), 0o755))
+	for _, v := range []string{"platform", "virtual"} {
+		out, err := javaWant(t, "SOFTALLOC_TESTBED_JAVA_THREADS="+v, "SOFTALLOC_TESTBED_JAVA_HOME="+home)
+		require.NoError(t, err, out)
+		assert.Equal(t, v+" "+filepath.Join(home, "bin", "java"), out)
+	}
+	out, err := javaWant(t, "SOFTALLOC_TESTBED_JAVA_THREADS=platform", "SOFTALLOC_TESTBED_JAVA_HOME=")
+	require.NoError(t, err, out)
+	assert.Equal(t, "platform java", out, "the platform stack's default JDK is the java of PATH")
+	out, err = javaWant(t, "SOFTALLOC_TESTBED_JAVA_THREADS=platform", "SOFTALLOC_TESTBED_JAVA_HOME="+filepath.Join(home, "none"))
+	require.Error(t, err)
+	assert.Contains(t, out, "SOFTALLOC_TESTBED_JAVA_HOME="+filepath.Join(home, "none")+": no java at "+filepath.Join(home, "none", "bin", "java"))
 }

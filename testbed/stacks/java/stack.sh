@@ -15,8 +15,10 @@
 #                                 apply's second number is then the limit's permits,
 #                                 0 for none). Given to apply too (deployment-java-
 #                                 vthreads.yaml's hook does), it must be the variant up ran.
-#   SOFTALLOC_TESTBED_JAVA_HOME   the JDK of the virtual variant (default
-#                                 /usr/lib/jvm/temurin-25-jdk-amd64)
+#   SOFTALLOC_TESTBED_JAVA_HOME   the JDK that runs the app, either variant
+#                                 (default: the java of PATH for platform threads,
+#                                 /usr/lib/jvm/temurin-25-jdk-amd64 for virtual;
+#                                 set to Temurin 25, both run on one JDK)
 #   SOFTALLOC_TESTBED_JAVA_LIMIT_WAIT    how long a page waits for a permit before
 #                                 a 503 (default 2s)
 #   SOFTALLOC_TESTBED_JAVA_CONN_TIMEOUT  HikariCP's connectionTimeout (default 30s,
@@ -74,9 +76,9 @@ app_metrics_port() { echo $ADMIN_PORT; }
 
 # java_variant_setup: run/java-threads (platform or virtual), run/java-bin (the
 # java that runs the app) and run/java-flags (the app's flags of the variant),
-# kept for applies and restarts. The virtual variant's JDK is found at
-# SOFTALLOC_TESTBED_JAVA_HOME, by default where this kind of machine has
-# Temurin 25; without it up fails with one line.
+# kept for applies and restarts. The JDK is SOFTALLOC_TESTBED_JAVA_HOME's,
+# by default the java of PATH for platform threads and, for virtual threads,
+# where this kind of machine has Temurin 25; without it up fails with one line.
 java_variant_setup() {
   java_variant_want
   echo "$JAVA_WANT_THREADS" >"$RUN/java-threads"
@@ -87,11 +89,17 @@ java_variant_setup() {
 # java_variant_want sets JAVA_WANT_THREADS, JAVA_WANT_BIN and JAVA_WANT_FLAGS
 # from the settings.
 java_variant_want() {
-  local v=${SOFTALLOC_TESTBED_JAVA_THREADS:-platform} home bin
+  local v=${SOFTALLOC_TESTBED_JAVA_THREADS:-platform} home=${SOFTALLOC_TESTBED_JAVA_HOME:-} bin
   case $v in
-    platform) bin=java ;;
+    platform)
+      bin=java
+      if [ -n "$home" ]; then
+        bin=$home/bin/java
+        [ -x "$bin" ] || die "SOFTALLOC_TESTBED_JAVA_HOME=$home: no java at $bin (want a JDK 17 or later there, or unset for the java of PATH)"
+      fi
+      ;;
     virtual)
-      home=${SOFTALLOC_TESTBED_JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
+      home=${home:-/usr/lib/jvm/temurin-25-jdk-amd64}
       bin=$home/bin/java
       [ -x "$bin" ] || die "SOFTALLOC_TESTBED_JAVA_THREADS=virtual: no JDK at $home (want Temurin 25 there, or SOFTALLOC_TESTBED_JAVA_HOME=a JDK 21 or later)"
       ;;
