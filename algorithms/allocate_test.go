@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -321,6 +323,36 @@ func TestFindCriticalResourceCountsCPUThrottling(t *testing.T) {
 	_, err = algorithms.FindCriticalResource(context.Background(), x, d, allocation(t, "100000-100000-100000"), shortOptions())
 	require.ErrorIs(t, err, algorithms.ErrNoCriticalResource)
 	assert.Regexp(t, `busiest: cluster-1 cpu 0\.[0-9]+ \(throttled in 0\.[0-9]+ of its quota periods\)`, err.Error())
+}
+
+// A capped server that is the bottleneck but reads below the threshold both
+// in usage and in throttling (issue 36: php-fpm at 0.94 of its quota,
+// throttled in 0.90 of its periods) gets no answer at the default threshold;
+// the error says which threshold would name it, and that threshold does.
+func TestNoCriticalResourceNamesTheThresholdThatWouldNameIt(t *testing.T) {
+	d := deployment(t, "1/2/1/2")
+	x := rubbosFake()
+	x.app, x.capped, x.quotaLoss, x.reportThrottled, x.throttleLoss = 0.0008, "cluster", 0.06, true, 0.10
+	_, err := algorithms.FindCriticalResource(context.Background(), x, d, allocation(t, "400-150-60"), shortOptions())
+	require.ErrorIs(t, err, algorithms.ErrNoCriticalResource)
+	m := regexp.MustCompile(`cluster-1's cpu read ([0-9.]+) at most: if it is the bottleneck, --hw-threshold ([0-9.]+) names it`).FindStringSubmatch(err.Error())
+	require.NotNil(t, m, err.Error())
+	hint, err := strconv.ParseFloat(m[2], 64)
+	require.NoError(t, err)
+	assert.InDelta(t, 0.93, hint, 0.011, "the usage under a quota that loses 6%")
+
+	opts := shortOptions()
+	opts.HardwareThreshold = hint
+	c, err := algorithms.FindCriticalResource(context.Background(), x, d, allocation(t, "400-150-60"), opts)
+	require.NoError(t, err)
+	assert.Equal(t, "cluster", c.Tier)
+
+	// A busiest reading far from the threshold is no bottleneck to suggest.
+	x = rubbosFake()
+	x.hidden = 0.004
+	_, err = algorithms.FindCriticalResource(context.Background(), x, d, allocation(t, "100000-100000-100000"), shortOptions())
+	require.ErrorIs(t, err, algorithms.ErrNoCriticalResource)
+	assert.NotContains(t, err.Error(), "--hw-threshold")
 }
 
 func TestFindCriticalResourceSaysTheWorkloadBoundStoppedIt(t *testing.T) {

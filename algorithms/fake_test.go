@@ -28,6 +28,10 @@ type mvaExperimenter struct {
 	capped          string
 	quotaLoss       float64
 	reportThrottled bool
+	// throttleLoss lowers the throttled share below the utilisation: a
+	// capped server that idles in some quota periods (issue 36's php-fpm,
+	// throttled in 0.90 of them at 0.94 of its quota).
+	throttleLoss float64
 	// memTier's servers report a memory utilisation of memBase plus
 	// memPerUnit for each unit of its pools (a php-fpm child's memory).
 	memTier             string
@@ -146,7 +150,7 @@ func (m *mvaExperimenter) RunExperiment(ctx context.Context, e algorithms.Experi
 			if t.Name == m.capped {
 				s.CPU *= 1 - m.quotaLoss
 				if m.reportThrottled {
-					s.Throttled = math.Min(u, 1)
+					s.Throttled = math.Min(u, 1) * (1 - m.throttleLoss)
 				}
 			}
 			p := e.Allocation[t.Name]

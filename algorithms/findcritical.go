@@ -183,8 +183,8 @@ scan:
 				if c, ok := throttledCritical(res, o, workload, opts); ok {
 					return c, nil
 				}
-				return res, fmt.Errorf("find-critical: %s stayed saturated after doubling the allocation and throughput did not grow (%s -> %s pages/s at %d users), with no hardware resource at or above %.2f (busiest: %s): %w",
-					soft[0], lastSoftThroughput, o.ThroughputInterval(), workload, opts.HardwareThreshold, busiestHardware(o), ErrNoCriticalResource)
+				return res, fmt.Errorf("find-critical: %s stayed saturated after doubling the allocation and throughput did not grow (%s -> %s pages/s at %d users), with no hardware resource at or above %.2f (busiest: %s)%s: %w",
+					soft[0], lastSoftThroughput, o.ThroughputInterval(), workload, opts.HardwareThreshold, busiestHardware(o), thresholdHint(o, opts.HardwareThreshold), ErrNoCriticalResource)
 			}
 			lastSoft, lastSoftThroughput = soft, o.ThroughputInterval()
 			if doublings >= opts.MaxDoublings {
@@ -245,8 +245,8 @@ scan:
 	if c, ok := throttledCritical(res, last, lastUsers, opts); ok {
 		return c, nil
 	}
-	return res, fmt.Errorf("find-critical: throughput stopped growing at %d users (%s pages/s, after %s) with no hardware resource at or above %.2f (busiest: %s): %w",
-		lastUsers, tpCurr, tpMax, opts.HardwareThreshold, busiestHardware(last), ErrNoCriticalResource)
+	return res, fmt.Errorf("find-critical: throughput stopped growing at %d users (%s pages/s, after %s) with no hardware resource at or above %.2f (busiest: %s)%s: %w",
+		lastUsers, tpCurr, tpMax, opts.HardwareThreshold, busiestHardware(last), thresholdHint(last, opts.HardwareThreshold), ErrNoCriticalResource)
 }
 
 // plateauProbe is the workload at which a plateau read at users is

@@ -254,8 +254,9 @@ func FindCriticalRamp(ctx context.Context, rp Ramper, d Deployment, s0 Allocatio
 			if c, ok := throttledCritical(res, last.Observation, last.Users, opts); ok {
 				return c, camp, nil
 			}
-			return res, camp, fmt.Errorf("find-critical: throughput stopped growing at %d users (%s pages/s) with no hardware resource at or above %.2f (busiest: %s): %w",
-				last.Users, last.Observation.ThroughputInterval(), opts.HardwareThreshold, busiestHardware(last.Observation), ErrNoCriticalResource)
+			return res, camp, fmt.Errorf("find-critical: throughput stopped growing at %d users (%s pages/s) with no hardware resource at or above %.2f (busiest: %s)%s: %w",
+				last.Users, last.Observation.ThroughputInterval(), opts.HardwareThreshold, busiestHardware(last.Observation),
+				thresholdHint(last.Observation, opts.HardwareThreshold), ErrNoCriticalResource)
 		case "":
 			return res, camp, fmt.Errorf("find-critical: the ramp ended before a decision")
 		}

@@ -3,6 +3,7 @@ package algorithms
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -153,6 +154,35 @@ func throttledCritical(res Critical, o Observation, workload int, opts Options) 
 		"throughput stopped growing with no hardware resource at %.2f, but %s was throttled in %.2f of its CPU quota's periods (usage %.2f of the quota): its CPU is taken as the critical resource, saturated from %d users; a capped server can lose quota it cannot use",
 		opts.HardwareThreshold, c.Server, srv.Throttled, srv.CPU, res.SaturationWorkload))
 	return res, true
+}
+
+// hintBand is how far below the threshold a plateau's busiest reading may
+// sit and still be suggested as the bottleneck: a capped server can idle in
+// some quota periods while it limits throughput (issue 36: php-fpm at 0.94
+// of its quota, throttled in 0.90 of its periods, as throughput stopped).
+const hintBand = 0.15
+
+// thresholdHint is, for an error that found no hardware resource at the
+// threshold when throughput stopped growing, the threshold that would name
+// the busiest one when it read within hintBand of it: the user decides
+// whether it is the bottleneck, the tool does not guess. "" otherwise.
+func thresholdHint(o Observation, threshold float64) string {
+	var what string
+	var u float64
+	for _, s := range o.Servers {
+		if v := s.CPUSaturation(); v > u {
+			what, u = s.Name+"'s cpu", v
+		}
+		for _, r := range slices.Sorted(maps.Keys(s.Resources)) {
+			if v := s.Resources[r]; v > u {
+				what, u = s.Name+"'s "+r, v
+			}
+		}
+	}
+	if u >= threshold || u < threshold-hintBand {
+		return ""
+	}
+	return fmt.Sprintf("; %s read %.2f at most: if it is the bottleneck, --hw-threshold %.2f names it", what, u, math.Floor(u*100)/100)
 }
 
 // busiestHardware names the three highest hardware readings of an
