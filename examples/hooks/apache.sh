@@ -3,9 +3,10 @@
 # mpm_worker: MaxRequestWorkers, and ThreadsPerChild when one child holds
 # them all) and its mod_proxy connections to the next tier (max= on
 # ProxyPass, ProxySet and BalancerMember lines; default THREADS), then a
-# graceful restart once apache2 -t accepts the files.
+# graceful restart once apache2 -t accepts the files (a full one with
+# --full-restart).
 #
-#   apache.sh [--pools FILE] [--proxy-file FILE] [--config FILE] [--status URL] THREADS [PROXY_MAX]
+#   apache.sh [--pools FILE] [--proxy-file FILE] [--config FILE] [--status URL] [--full-restart] THREADS [PROXY_MAX]
 #
 # Flags, or their environment variables (defaults for Debian's apache2):
 #   --pools      APACHE_POOLS       the file holding MaxRequestWorkers (/etc/apache2/mods-available/mpm_event.conf)
@@ -13,6 +14,9 @@
 #   --config     APACHE_CONFIG      the main file, for apache2 -t -f and -k graceful -f;
 #                                   empty: apachectl, which reads Debian's envvars
 #   --status     APACHE_STATUS      mod_status's page (http://127.0.0.1/server-status), ?auto appended
+#   --full-restart APACHE_RESTART=full  -k restart (the children end at once, with the
+#                                   requests in flight) rather than graceful (the default,
+#                                   APACHE_RESTART=graceful): no old child serves beside the new
 #                APACHE_BIN         apache2, or httpd when absent
 #                HOOK_WAIT          seconds to wait for the restart to show (60)
 #
@@ -26,7 +30,7 @@ set -eu
 
 me=apache
 die() { echo "$me: $*" >&2; exit 1; }
-usage() { echo "$me: $*" >&2; echo "usage: $me.sh [--pools FILE] [--proxy-file FILE] [--config FILE] [--status URL] THREADS [PROXY_MAX]" >&2; exit 2; }
+usage() { echo "$me: $*" >&2; echo "usage: $me.sh [--pools FILE] [--proxy-file FILE] [--config FILE] [--status URL] [--full-restart] THREADS [PROXY_MAX]" >&2; exit 2; }
 positive() {
   case $2 in '' | *[!0-9]* | 0*) usage "$1 '$2': want a positive integer" ;; esac
 }
@@ -36,6 +40,7 @@ proxyfile=${APACHE_PROXY_FILE:-}
 config=${APACHE_CONFIG:-}
 status=${APACHE_STATUS:-http://127.0.0.1/server-status}
 wait=${HOOK_WAIT:-60}
+restart=${APACHE_RESTART:-graceful}
 bin=${APACHE_BIN:-}
 if [ -z "$bin" ]; then
   if command -v apache2 >/dev/null 2>&1; then bin=apache2; else bin=httpd; fi
@@ -49,6 +54,7 @@ while [ $# -gt 0 ]; do
     --proxy-file) [ $# -ge 2 ] || usage "--proxy-file: want a file"; proxyfile=$2; shift ;;
     --config) [ $# -ge 2 ] || usage "--config: want a file"; config=$2; shift ;;
     --status) [ $# -ge 2 ] || usage "--status: want a URL"; status=$2; shift ;;
+    --full-restart) restart=full ;;
     --*) usage "unknown flag $1" ;;
     *)
       case $args in 0) threads=$1 ;; 1) pmax=$1 ;; *) usage "too many arguments: $*" ;; esac
@@ -61,6 +67,7 @@ done
 positive threads "$threads"
 [ $args = 1 ] || positive proxy_max "$pmax"
 positive HOOK_WAIT "$wait"
+case $restart in graceful) how=graceful; said="graceful restart" ;; full) how=restart; said=restart ;; *) usage "APACHE_RESTART '$restart': want graceful or full" ;; esac
 [ -f "$pools" ] || die "pools file $pools: not found (--pools or APACHE_POOLS)"
 [ -n "$proxyfile" ] || proxyfile=$pools
 [ -f "$proxyfile" ] || die "proxy file $proxyfile: not found (--proxy-file or APACHE_PROXY_FILE)"
@@ -130,10 +137,10 @@ put() { # put FILE ISPOOLS
 if [ "$proxyfile" = "$pools" ]; then put "$pools" 1; else put "$pools" 1; put "$proxyfile" ""; fi
 if [ -n "$config" ]; then
   check() { "$bin" -t -f "$config" 2>&1; }
-  graceful() { "$bin" -f "$config" -k graceful 2>&1; }
+  graceful() { "$bin" -f "$config" -k "$how" 2>&1; }
 else
   check() { apachectl -t 2>&1; }
-  graceful() { apachectl -k graceful 2>&1; }
+  graceful() { apachectl -k "$how" 2>&1; }
 fi
 if ! out=$(check); then
   restore
@@ -149,7 +156,7 @@ before=$(field ParentServerConfigGeneration)
 [ -n "$before" ] || { restore; die "no ParentServerConfigGeneration at $status?auto (mod_status, --status or APACHE_STATUS): cannot see the restart; the old files are back"; }
 if ! out=$(graceful); then
   restore
-  die "the graceful restart failed, the old files are back: $out"
+  die "the $said failed, the old files are back: $out"
 fi
 
 # restarted: a new generation and, with one child, its threads alone (no
@@ -166,7 +173,7 @@ until restarted; do
   [ "$(date +%s)" -lt "$deadline" ] || die "Apache did not show generation $((before + 1)) with $threads threads within ${wait}s ($(workers) threads); the files say $threads"
   sleep 0.1
 done
-echo "$me: MaxRequestWorkers $oldmrw -> $threads (graceful restart, $(workers) threads)"
+echo "$me: MaxRequestWorkers $oldmrw -> $threads ($said, $(workers) threads)"
 [ -z "$onechild" ] || [ "$oldtpc" = "$tpc" ] || echo "$me: ThreadsPerChild $oldtpc -> $tpc"
 [ -z "$oldmst" ] || [ "$oldmst" = "$mst" ] || echo "$me: MaxSpareThreads $oldmst -> $mst"
 [ -z "$oldmax" ] || [ "$oldmax" = "$pmax" ] || echo "$me: proxy max= $oldmax -> $pmax ($proxyfile)"

@@ -186,3 +186,36 @@ func TestApacheHookSeveralChildren(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, string(body), string(after))
 }
+
+// With --full-restart the hook restarts Apache at once (-k restart, its
+// SIGHUP: the children end without finishing their requests) rather than
+// gracefully, as the testbed does when its web threads change, and waits
+// for the new generation's threads as after a graceful one.
+func TestApacheHookFullRestart(t *testing.T) {
+	t.Parallel()
+	s := startApache(t, 10, 10)
+	gen := s.statusField(t, "ParentServerConfigGeneration")
+	errorLog := filepath.Join(filepath.Dir(s.config), "error.log")
+
+	r := runHook(t, s.env(), "apache.sh", "--full-restart", "16")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "apache: MaxRequestWorkers 10 -> 16 (restart, 16 threads)\n"+
+		"apache: ThreadsPerChild 10 -> 16\napache: MaxSpareThreads 11 -> 17\n"+
+		"apache: proxy max= 10 -> 16 ("+s.pools+")\n", r.stdout)
+	assert.Greater(t, s.statusField(t, "ParentServerConfigGeneration"), gen)
+	assert.Equal(t, 16, s.threads(t), "Apache's own status page")
+	log, err := os.ReadFile(errorLog)
+	require.NoError(t, err)
+	assert.Contains(t, string(log), "SIGHUP received.  Attempting to restart", "Apache's own word for -k restart")
+	assert.NotContains(t, string(log), "Graceful restart requested")
+
+	// The environment's way says the same; a mode it does not know is refused.
+	r = runHook(t, append(s.env(), "APACHE_RESTART=full"), "apache.sh", "12")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "apache: MaxRequestWorkers 16 -> 12 (restart, 12 threads)\n")
+	assert.Equal(t, 12, s.threads(t))
+	r = runHook(t, append(s.env(), "APACHE_RESTART=hard"), "apache.sh", "14")
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, "APACHE_RESTART 'hard': want graceful or full")
+	assert.Equal(t, 12, s.threads(t))
+}

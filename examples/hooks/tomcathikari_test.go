@@ -18,9 +18,13 @@ import (
 // sizes; POST ?threads=&connections= sets both and answers once HikariCP
 // holds that many connections, 400 naming a bad value, 504 when the pool
 // does not fill, with the new sizes already set as the app leaves them.
+// On virtual threads (limit set) POST ?limit=&connections= sets the
+// concurrency limit's permits (0: none) in place of the threads.
 // The real app needs a Maven build and a MariaDB: this stands in for it.
 type poolsAdmin struct {
 	mu                sync.Mutex
+	virtual           bool
+	limit             int
 	threads, conns    int
 	dbLimit           int // the most connections the database admits
 	posts             int
@@ -38,16 +42,24 @@ func (p *poolsAdmin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodGet:
 	case http.MethodPost:
 		p.posts++
+		first := "threads"
+		if p.virtual {
+			first = "limit"
+		}
 		var n [2]int
-		for i, key := range []string{"threads", "connections"} {
+		for i, key := range []string{first, "connections"} {
 			v, err := strconv.Atoi(r.URL.Query().Get(key))
-			if err != nil || v < 1 {
+			if err != nil || v < 1 && (key != "limit" || v < 0) {
 				http.Error(w, fmt.Sprintf("%s=%q: want a positive integer", key, r.URL.Query().Get(key)), http.StatusBadRequest)
 				return
 			}
 			n[i] = v
 		}
-		p.threads, p.conns = n[0], n[1]
+		if p.virtual {
+			p.limit, p.conns = n[0], n[1]
+		} else {
+			p.threads, p.conns = n[0], n[1]
+		}
 		p.threadsAtEachPost = append(p.threadsAtEachPost, p.threads)
 		if p.conns > p.dbLimit {
 			http.Error(w, fmt.Sprintf("HikariCP did not reach %d idle connections within 20s (it holds %d, %d idle)", p.conns, p.dbLimit, p.dbLimit), http.StatusGatewayTimeout)
@@ -59,7 +71,8 @@ func (p *poolsAdmin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	total := min(p.conns, p.dbLimit)
-	_, _ = fmt.Fprintf(w, "{\"threads\":%d,\"acceptCount\":100,\"connections\":%d,\"totalConnections\":%d,\"idleConnections\":%d}\n", p.threads, p.conns, total, total)
+	_, _ = fmt.Fprintf(w, "{\"virtualThreads\":%t,\"limit\":%d,\"threads\":%d,\"acceptCount\":100,\"connections\":%d,\"totalConnections\":%d,\"idleConnections\":%d}\n",
+		p.virtual, p.limit, p.threads, p.conns, total, total)
 }
 
 // history is the posts so far and the threads each set, read under the
@@ -74,6 +87,12 @@ func (p *poolsAdmin) sizes() (int, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.threads, p.conns
+}
+
+func (p *poolsAdmin) limitSize() (int, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.limit, p.conns
 }
 
 // The Tomcat/HikariCP hook posts the sizes to the admin endpoint, checks
@@ -119,4 +138,53 @@ func TestTomcatHikariHook(t *testing.T) {
 	r = runHook(t, []string{"TOMCAT_ADMIN=" + srv.URL + "/nowhere"}, "tomcat-hikari.sh", "40", "20")
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "HTTP 404")
+}
+
+// With --limit (the Java app on virtual threads) the first size is the
+// concurrency limit's permits, 0 for none, posted as limit= and read back
+// from the answer's limit; Tomcat's maxThreads is not touched.
+func TestTomcatHikariHookLimit(t *testing.T) {
+	t.Parallel()
+	testserver.Binary(t, "curl", "curl")
+	app := &poolsAdmin{virtual: true, limit: 0, threads: 200, conns: 10, dbLimit: 50}
+	srv := httptest.NewServer(app)
+	t.Cleanup(srv.Close)
+	env := []string{"TOMCAT_ADMIN=" + srv.URL}
+
+	r := runHook(t, env, "tomcat-hikari.sh", "--limit", "30", "20")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "tomcat-hikari: concurrency limit 0 -> 30 permits (read back)\n"+
+		"tomcat-hikari: HikariCP maximumPoolSize 10 -> 20 (read back, 20 connections open)\n", r.stdout)
+	permits, conns := app.limitSize()
+	assert.Equal(t, []int{30, 20}, []int{permits, conns})
+	threads, _ := app.sizes()
+	assert.Equal(t, 200, threads, "Tomcat's maxThreads untouched")
+
+	r = runHook(t, append(env, "TOMCAT_LIMIT=1"), "tomcat-hikari.sh", "0", "20")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "tomcat-hikari: concurrency limit 30 -> 0 permits (read back)\n"+
+		"tomcat-hikari: HikariCP maximumPoolSize 20 (unchanged)\n", r.stdout)
+	permits, _ = app.limitSize()
+	assert.Zero(t, permits, "0: no limit")
+
+	r = runHook(t, env, "tomcat-hikari.sh", "--limit", "0", "20")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "concurrency limit 0 (unchanged)")
+
+	// The pool cannot fill: both sizes go back.
+	r = runHook(t, env, "tomcat-hikari.sh", "--limit", "40", "60")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "refuses 40 permits, 60 connections (HTTP 504")
+	assert.Contains(t, r.stderr, "kept at 0 permits, 20 connections")
+	permits, conns = app.limitSize()
+	assert.Equal(t, []int{0, 20}, []int{permits, conns})
+
+	for _, bad := range []string{"-1", "x", "1.5", "07", ""} {
+		r = runHook(t, env, "tomcat-hikari.sh", "--limit", bad, "20")
+		assert.Equal(t, 2, r.code, bad)
+		assert.Contains(t, r.stderr, "permits '"+bad+"': want an integer >= 0 (0: no limit)")
+	}
+	r = runHook(t, append(env, "TOMCAT_LIMIT=yes"), "tomcat-hikari.sh", "4", "20")
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, "TOMCAT_LIMIT 'yes': want 1 or nothing")
 }
