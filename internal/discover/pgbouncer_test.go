@@ -2,19 +2,11 @@ package discover
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	osuser "os/user"
 	"path/filepath"
-	"runtime"
-	"sort"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/assert"
@@ -26,130 +18,6 @@ import (
 	"github.com/softalloc/softalloc/internal/testserver"
 	"github.com/softalloc/softalloc/internal/topology"
 )
-
-// The servers of this file's test are started as the live runner's preset
-// tests start theirs (internal/runner/live/presets_pg_test.go,
-// presets_pgbouncer_test.go), whose helpers a test file of another package
-// cannot import.
-
-// asPostgres is the prefix that runs a server as the postgres user when the
-// test runs as root (PostgreSQL and PgBouncer refuse root), after giving it
-// the files; none otherwise.
-func asPostgres(t *testing.T, files ...string) []string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		return nil
-	}
-	u, err := osuser.Lookup("postgres")
-	require.NoError(t, err, "as root the test runs PostgreSQL and PgBouncer as the postgres user")
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	for _, f := range files {
-		require.NoError(t, os.Chown(f, uid, gid))
-	}
-	return []string{testserver.Binary(t, "setpriv", "util-linux"), "--reuid=postgres", "--regid=postgres", "--init-groups"}
-}
-
-// startPostgres runs a PostgreSQL of its own (Debian's newest server, trust
-// authentication) and returns its address and a connection as postgres.
-func startPostgres(t *testing.T) (string, *sql.DB) {
-	t.Helper()
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
-	sort.Slice(dirs, func(i, j int) bool {
-		vi, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(dirs[i]))))
-		vj, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(dirs[j]))))
-		return vi < vj
-	})
-	if len(dirs) == 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("no PostgreSQL server (/usr/lib/postgresql/*/bin/initdb) in CI: scripts/test-deps.sh installs Debian's postgresql")
-		}
-		t.Skip("SKIPPED: no PostgreSQL server (/usr/lib/postgresql/*/bin/initdb; apt-get install postgresql)")
-	}
-	bin := filepath.Dir(dirs[len(dirs)-1])
-	dir, err := os.MkdirTemp("", "softalloc-discover-pg")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	as := asPostgres(t, dir)
-	data := filepath.Join(dir, "data")
-	initdb := append(append([]string{}, as...), filepath.Join(bin, "initdb"), "-D", data, "--auth=trust", "-U", "postgres", "--no-sync")
-	out, err := exec.Command(initdb[0], initdb[1:]...).CombinedOutput()
-	require.NoError(t, err, "initdb: %s", out)
-	addr := freeport.Addr(t)
-	args := append(append([]string{}, as...), filepath.Join(bin, "postgres"), "-D", data, "-c", "listen_addresses=127.0.0.1",
-		"-c", "port="+addr[strings.LastIndexByte(addr, ':')+1:], "-c", "unix_socket_directories="+dir, "-c", "fsync=off")
-	testserver.Start(t, args[0], args[1:]...)
-	root, err := sql.Open("pgx", "postgres://postgres@"+addr+"/postgres?sslmode=disable")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = root.Close() })
-	require.Eventually(t, func() bool { return root.Ping() == nil }, 60*time.Second, 100*time.Millisecond, "PostgreSQL did not answer in 60 s")
-	return addr, root
-}
-
-// startPgBouncer runs PgBouncer in transaction pooling in front of the
-// database app at pgAddr, with the given default_pool_size and
-// max_client_conn; postgres is its admin user.
-func startPgBouncer(t *testing.T, pgAddr string, pool, maxClients int) string {
-	t.Helper()
-	bin := testserver.Binary(t, "pgbouncer", "pgbouncer")
-	dir, err := os.MkdirTemp("", "softalloc-discover-pgbouncer")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	addr := freeport.Addr(t)
-	host, port, _ := strings.Cut(pgAddr, ":")
-	ini := fmt.Sprintf(`[databases]
-app = host=%s port=%s dbname=app
-
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = %s
-unix_socket_dir = %s
-auth_type = trust
-auth_file = %s/userlist.txt
-admin_users = postgres
-stats_users = postgres
-pool_mode = transaction
-default_pool_size = %d
-max_client_conn = %d
-server_reset_query =
-ignore_startup_parameters = extra_float_digits
-`, host, port, addr[strings.LastIndexByte(addr, ':')+1:], dir, dir, pool, maxClients)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "pgbouncer.ini"), []byte(ini), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "userlist.txt"), []byte("\"app\" \"\"\n\"postgres\" \"\"\n"), 0o644))
-	as := asPostgres(t, dir, filepath.Join(dir, "pgbouncer.ini"), filepath.Join(dir, "userlist.txt"))
-	args := append(append([]string{}, as...), bin, filepath.Join(dir, "pgbouncer.ini"))
-	testserver.Start(t, args[0], args[1:]...)
-	return addr
-}
-
-// pgbouncerExporter installs the pinned prometheus-pgbouncer-exporter
-// (examples/pgbouncer-exporter/install-pgbouncer-exporter.sh), starts it on
-// the PgBouncer at bouncer and returns its address. Outside CI a machine
-// without Python or PyPI skips; in CI the test must run.
-func pgbouncerExporter(t *testing.T, bouncer string) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	script := filepath.Join(filepath.Dir(file), "..", "..", "examples", "pgbouncer-exporter", "install-pgbouncer-exporter.sh")
-	out, err := exec.Command(script).Output()
-	if err != nil {
-		msg := fmt.Sprintf("cannot install prometheus-pgbouncer-exporter (examples/pgbouncer-exporter/install-pgbouncer-exporter.sh): %v", err)
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			msg += ": " + strings.TrimSpace(string(ee.Stderr))
-		}
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg + "; in CI the PgBouncer test must run")
-		}
-		t.Skip("SKIPPED: " + msg)
-	}
-	addr := freeport.Addr(t)
-	host, port, _ := strings.Cut(addr, ":")
-	conf := filepath.Join(t.TempDir(), "exporter.yaml")
-	require.NoError(t, os.WriteFile(conf, []byte(fmt.Sprintf("exporter_host: %s\nexporter_port: %s\npgbouncers:\n  - dsn: postgresql://postgres@%s/pgbouncer\n",
-		host, port, bouncer)), 0o644))
-	testserver.Start(t, strings.TrimSpace(string(out)), "--config", conf)
-	return addr
-}
 
 // postgresExporter starts Debian's postgres_exporter on the PostgreSQL at
 // dbAddr and returns its address.
@@ -204,26 +72,16 @@ func cgroupsText(tiers ...string) string {
 // the pooler in front of the database and passes doctor.
 func TestInitProposesAPgBouncerPoolerTier(t *testing.T) {
 	t.Parallel()
-	// The Debian binaries first: a machine without them skips before
+	// postgres_exporter first: a machine without it skips before
 	// PostgreSQL starts.
-	testserver.Binary(t, "pgbouncer", "pgbouncer")
 	testserver.Binary(t, "prometheus-postgres-exporter", "prometheus-postgres-exporter")
-	dbAddr, root := startPostgres(t)
-	for _, q := range []string{"CREATE ROLE app LOGIN", "CREATE DATABASE app OWNER app"} {
-		_, err := root.Exec(q)
-		require.NoError(t, err, q)
-	}
 	// Sizes unlike PgBouncer's defaults (20, 100), so that a default does not pass for a reading.
 	const pool, maxClients = 7, 150
-	bouncer := startPgBouncer(t, dbAddr, pool, maxClients)
 	// The app's connection through PgBouncer: its pool (app, app) exists
 	// from the first client on.
-	app, err := sql.Open("pgx", "postgres://app@"+bouncer+"/app?sslmode=disable&default_query_exec_mode=exec")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = app.Close() })
-	require.Eventually(t, func() bool { return app.Ping() == nil }, 30*time.Second, 100*time.Millisecond, "PgBouncer did not answer in 30 s")
-	pgbExp := pgbouncerExporter(t, bouncer)
-	pgExp := postgresExporter(t, dbAddr)
+	pgb := testserver.StartPgBouncer(t, testserver.PgBouncerOptions{PoolSize: pool, MaxClientConn: maxClients})
+	pgbExp := pgb.Exporter
+	pgExp := postgresExporter(t, pgb.Postgres)
 
 	// The testbed's cgroup exporter, PgBouncer in a cgroup of its own (the
 	// testbed runs it in the db's: TestInitSaysWhatAPoolerNeeds), and every

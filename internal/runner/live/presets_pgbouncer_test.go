@@ -2,15 +2,7 @@ package live
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	osuser "os/user"
-	"path/filepath"
-	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,78 +14,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/softalloc/softalloc/algorithms"
-	"github.com/softalloc/softalloc/internal/freeport"
 	"github.com/softalloc/softalloc/internal/testserver"
 )
-
-// pgbouncerExporter installs the pinned prometheus-pgbouncer-exporter
-// (examples/pgbouncer-exporter/install-pgbouncer-exporter.sh) and returns its
-// executable. Outside CI a machine without Python or PyPI skips; in CI the
-// test must run.
-func pgbouncerExporter(t *testing.T) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	script := filepath.Join(filepath.Dir(file), "..", "..", "..", "examples", "pgbouncer-exporter", "install-pgbouncer-exporter.sh")
-	out, err := exec.Command(script).Output()
-	if err != nil {
-		msg := fmt.Sprintf("cannot install prometheus-pgbouncer-exporter (examples/pgbouncer-exporter/install-pgbouncer-exporter.sh): %v", err)
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			msg += ": " + strings.TrimSpace(string(ee.Stderr))
-		}
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg + "; in CI the PgBouncer test must run")
-		}
-		t.Skip("SKIPPED: " + msg)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// startPgBouncer runs PgBouncer in transaction pooling in front of the
-// PostgreSQL at pgAddr, with default_pool_size pool, as the postgres user
-// when the test runs as root (PgBouncer refuses root), and returns its
-// address. postgres is its admin user, every user is trusted.
-func startPgBouncer(t *testing.T, pgAddr string, pool int) string {
-	t.Helper()
-	bin := testserver.Binary(t, "pgbouncer", "pgbouncer")
-	dir, err := os.MkdirTemp("", "softalloc-pgbouncer")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	addr := freeport.Addr(t)
-	host, port, _ := strings.Cut(pgAddr, ":")
-	ini := fmt.Sprintf(`[databases]
-app = host=%s port=%s dbname=app
-
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = %s
-unix_socket_dir = %s
-auth_type = trust
-auth_file = %s/userlist.txt
-admin_users = postgres
-stats_users = postgres
-pool_mode = transaction
-default_pool_size = %d
-max_client_conn = 100
-server_reset_query =
-ignore_startup_parameters = extra_float_digits
-`, host, port, addr[strings.LastIndexByte(addr, ':')+1:], dir, dir, pool)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "pgbouncer.ini"), []byte(ini), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "userlist.txt"), []byte("\"app\" \"\"\n\"postgres\" \"\"\n"), 0o644))
-	args := []string{bin, filepath.Join(dir, "pgbouncer.ini")}
-	if os.Geteuid() == 0 {
-		u, err := osuser.Lookup("postgres")
-		require.NoError(t, err, "as root the test runs PgBouncer as the postgres user")
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		for _, f := range []string{dir, filepath.Join(dir, "pgbouncer.ini"), filepath.Join(dir, "userlist.txt")} {
-			require.NoError(t, os.Chown(f, uid, gid))
-		}
-		args = append([]string{testserver.Binary(t, "setpriv", "util-linux"), "--reuid=postgres", "--regid=postgres", "--init-groups"}, args...)
-	}
-	testserver.Start(t, args[0], args[1:]...)
-	return addr
-}
 
 const pgbouncerPresetSection = `
 tiers:
@@ -122,32 +44,10 @@ func TestPgBouncerPresetAgainstPgBouncer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("SKIPPED under -short: a PostgreSQL and PgBouncer of its own take 15-25 s to start and measure")
 	}
-	exporter := pgbouncerExporter(t)
 	promBinaries(t)
-	dbAddr, root := startPostgres(t)
-	for _, q := range []string{"CREATE ROLE app LOGIN", "CREATE DATABASE app OWNER app"} {
-		_, err := root.Exec(q)
-		require.NoError(t, err, q)
-	}
 	const pool, sleep = 4, 0.05
-	bouncer := startPgBouncer(t, dbAddr, pool)
-	// Exec mode: each statement in one extended-protocol exchange with the
-	// unnamed statement, which transaction pooling allows (no prepared
-	// statement outlives a transaction).
-	app, err := sql.Open("pgx", "postgres://app@"+bouncer+"/app?sslmode=disable&default_query_exec_mode=exec")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = app.Close() })
-	require.Eventually(t, func() bool { return app.Ping() == nil }, 30*time.Second, 100*time.Millisecond, "PgBouncer did not answer in 30 s")
-
-	expAddr := freeport.Addr(t)
-	expHost, expPort, _ := strings.Cut(expAddr, ":")
-	conf := filepath.Join(t.TempDir(), "exporter.yaml")
-	require.NoError(t, os.WriteFile(conf, []byte(fmt.Sprintf("exporter_host: %s\nexporter_port: %s\npgbouncers:\n  - dsn: postgresql://postgres@%s/pgbouncer\n",
-		expHost, expPort, bouncer)), 0o644))
-	// No --log-file stdout: 2.1.2 compares the argument with "is not", so a
-	// "stdout" from the command line is a file of that name; its default logs
-	// to stderr.
-	testserver.Start(t, exporter, "--config", conf)
+	pgb := testserver.StartPgBouncer(t, testserver.PgBouncerOptions{PoolSize: pool})
+	app, expAddr := pgb.App, pgb.Exporter
 
 	// load runs clients, each on a connection of its own, until stopped.
 	var mu sync.Mutex
