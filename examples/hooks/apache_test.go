@@ -207,7 +207,7 @@ func TestApacheHookFullRestart(t *testing.T) {
 	log, err := os.ReadFile(errorLog)
 	require.NoError(t, err)
 	assert.Contains(t, string(log), "SIGHUP received.  Attempting to restart", "Apache's own word for -k restart")
-	assert.NotContains(t, string(log), "Graceful restart requested")
+	assert.NotContains(t, string(log), "SIGUSR1 received.  Doing graceful restart", "-k graceful's")
 
 	// The environment's way says the same; a mode it does not know is refused.
 	r = runHook(t, append(s.env(), "APACHE_RESTART=full"), "apache.sh", "12")
