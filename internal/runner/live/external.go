@@ -34,6 +34,20 @@ func (r *Runner) Prepare(ctx context.Context, a algorithms.Allocation) error {
 	return r.waitHealthy(ctx)
 }
 
+// WarmUp runs the section's warm-up (warmUp) for experiment e with the
+// runner's own load generator, as a live trial does after an apply: a
+// program that brings its own load generator calls it after Prepare, so
+// that its first window does not measure caches a reload emptied (php-fpm's
+// OPcache). Absent warmUp: nothing. Like Prepare, it cannot know whether
+// the hook changed anything, so it always runs.
+func (r *Runner) WarmUp(ctx context.Context, e algorithms.Experiment) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	tr := r.newTransport(e.Workload.Users, *r.cfg.KeepAlive)
+	defer tr.CloseIdleConnections()
+	return r.warmUp(ctx, e, tr, true)
+}
+
 // Servers reads every server's observation of experiment e over the window
 // that ended at end and lasted e.Timing.Runtime (pass the window measured,
 // not the one asked for), once Prometheus has scraped past end.
