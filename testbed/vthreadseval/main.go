@@ -1,23 +1,25 @@
 // Command vthreadseval measures the testbed's Java stack on platform and on
 // virtual threads (issue 38) and writes docs/live-evaluation-vthreads.md:
-// at workloads around saturation, each configuration's throughput, goodput
-// at three SLA thresholds, errors, mean response time, the app's CPU and GC
-// share, and the jobs inside its pools.
+// softalloc's own recommendation for the virtual-thread deployment, SLA
+// thresholds from the response time at low load, then, below and around the
+// knee, each configuration's throughput, goodput at the thresholds, errors,
+// mean response time, the app's CPU and GC share and the jobs inside its
+// pools, repeated, with the issue's target judged from the means.
 //
 //	make build && SOFTALLOC_TESTBED_PORT_OFFSET=200 SOFTALLOC_TESTBED_CGROUP=softalloc-me \
 //	  SOFTALLOC_TESTBED_DIR=/tmp/tb-me flock -o /tmp/measure.lock go run ./testbed/vthreadseval -out docs
 //
 // It drives testbed.sh (up with each variant and HikariCP timeout, on the
-// ports of SOFTALLOC_TESTBED_PORT_OFFSET) and the built softalloc's
-// simulate --runner live with each allocation, as a user would. The
-// configurations:
-//   - platform: Tomcat's thread pool on OpenJDK 17 at softalloc's
-//     recommendation for it (docs/live-evaluation.md);
-//   - virtual, no limit: Temurin 25, a virtual thread per request, no
-//     limit (10,000 permits, more than any workload), HikariCP at its default 10 and at the recommendation's size,
-//     connectionTimeout HikariCP's 30 s;
-//   - virtual, limit: the recommendation's permits and pool, with the
-//     fail-fast connectionTimeout of softalloc's snippet (2 s).
+// ports of SOFTALLOC_TESTBED_PORT_OFFSET, every JVM on the JDK of -jdk) and
+// the built softalloc's recommend and simulate --runner live, as a user
+// would. The configurations:
+//   - platform: Tomcat's thread pool at softalloc's recommendation for the
+//     platform stack (-rec, docs/live-evaluation.md);
+//   - virtual, no limit: a virtual thread per request, no limit (10,000
+//     permits, more than any workload), HikariCP at its default 10 and at
+//     the recommendation's size, connectionTimeout HikariCP's 30 s;
+//   - virtual, limit: the recommendation's web threads, permits and pool,
+//     with the fail-fast connectionTimeout of softalloc's snippet (2 s).
 package main
 
 import (
@@ -29,64 +31,32 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 )
 
-type config struct {
-	Name       string `json:"name"`
-	Threads    string `json:"threads"` // platform or virtual
-	ConnTO     string `json:"connectionTimeout"`
-	Deployment string `json:"deployment"`
-	Alloc      string `json:"allocation"`
-}
-
-type server struct {
-	Name   string  `json:"name"`
-	CPU    float64 `json:"cpu"`
-	GC     float64 `json:"gcShare"`
-	Pools  []pool  `json:"pools"`
-	Thrput float64 `json:"throughput"`
-}
-
-type pool struct {
-	Name string  `json:"name"`
-	Size int     `json:"size"`
-	Busy float64 `json:"busy"`
-}
-
-// row is one trial: simulate's JSON.
-type row struct {
-	Config       string             `json:"config"`
-	Users        int                `json:"users"`
-	Throughput   float64            `json:"throughput"`
-	Goodput      map[string]float64 `json:"goodput"`
-	ResponseTime float64            `json:"responseTime"`
-	Errors       int64              `json:"errors"`
-	ErrorShare   float64            `json:"errorShare"`
-	Servers      []server           `json:"servers"`
-}
-
 func main() {
 	out := flag.String("out", "docs", "directory for live-evaluation-vthreads.md and .json")
 	bin := flag.String("bin", "bin/softalloc", "the softalloc binary (make build)")
-	work := flag.String("work", ".softalloc/vthreadseval", "directory for the shifted deployment files")
-	usersFlag := flag.String("users", "120,160,200", "workloads, users")
-	slas := flag.String("sla", "0.1,0.25,0.5", "SLA thresholds of goodput, seconds (as docs/live-evaluation.md's)")
+	work := flag.String("work", ".softalloc/vthreadseval", "directory for the shifted deployment files and recommend's journal")
+	jdk := flag.String("jdk", "/usr/lib/jvm/temurin-25-jdk-amd64", "the JDK every configuration runs on (SOFTALLOC_TESTBED_JAVA_HOME), platform threads too")
+	fractions := flag.String("fractions", "0.5,0.8,1,1.5", "workloads, as fractions of the saturation workload recommend's find-critical reads")
+	factors := flag.String("sla-factors", "2,5,10", "SLA thresholds, as multiples of the mean response time at low load")
+	low := flag.Float64("low", 0.2, "the low load, as a fraction of the saturation workload")
+	reps := flag.Int("reps", 2, "repetitions of each cell")
 	rec := flag.String("rec", "100-19-19", "softalloc's recommendation for the platform stack, web-threads-connections (docs/live-evaluation.md)")
-	vrec := flag.String("vrec", "", "softalloc's recommendation for the virtual stack, web-permits-connections (default: -rec)")
+	vrec := flag.String("vrec", "", "web-permits-connections for the virtual stack instead of running recommend (then -saturation is needed)")
+	saturation := flag.Int("saturation", 0, "with -vrec: the saturation workload, users")
 	webUnbounded := flag.Int("web", 400, "web threads of the no-limit configurations: more than the users, so that Apache bounds nothing")
-	runtime := flag.Duration("runtime", 6*time.Second, "runtime of each trial (3 s ramp-up and 1 s ramp-down around it)")
-	warm := flag.Duration("warm", 30*time.Second, "warm-up trial at the first workload before each configuration's trials")
-	warmTrials := flag.Int("warm-trials", 1, "warm-up trials of -warm each before each configuration's trials")
+	runtime := flag.Duration("runtime", 8*time.Second, "runtime of each trial (3 s ramp-up and 1 s ramp-down around it)")
+	warm := flag.Duration("warm", 30*time.Second, "warm-up trial before each configuration's trials")
+	warmTrials := flag.Int("warm-trials", 3, "warm-up trials of -warm each before recommend and before each configuration's trials")
+	warmUsers := flag.Int("warm-users", 40, "users of the warm-up trials before recommend (those before each configuration run at 0.8 of the saturation workload)")
+	step := flag.Int("step", 10, "recommend's find-critical step, users (0: recommend derives it; on this stack under load it derived 1 user a trial)")
 	note := flag.String("note", "", "a note for the report's end (what the figures cannot show)")
 	render := flag.String("render", "", "only draw the Markdown again from this live-evaluation-vthreads.json, with -note (no trial)")
 	flag.Parse()
-	if *vrec == "" {
-		*vrec = *rec
-	}
 	if *render != "" {
 		if err := rerender(*render, *out, *note); err != nil {
 			fmt.Fprintf(os.Stderr, "vthreadseval: %v\n", err)
@@ -94,10 +64,40 @@ func main() {
 		}
 		return
 	}
-	if err := run(*out, *bin, *work, *usersFlag, *slas, *rec, *vrec, *webUnbounded, *runtime, *warm, *warmTrials, *note); err != nil {
+	o := options{out: *out, bin: *bin, work: *work, jdk: *jdk, rec: *rec, vrec: *vrec, saturation: *saturation, web: *webUnbounded,
+		runtime: *runtime, warm: *warm, warmTrials: *warmTrials, warmUsers: *warmUsers, reps: *reps, low: *low, note: *note, step: *step}
+	var err error
+	if o.fractions, err = floats("-fractions", *fractions); err == nil {
+		o.factors, err = floats("-sla-factors", *factors)
+	}
+	if err == nil {
+		err = o.run()
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "vthreadseval: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+type options struct {
+	out, bin, work, jdk, rec, vrec, note               string
+	saturation, web, warmTrials, warmUsers, reps, step int
+	runtime, warm                                      time.Duration
+	low                                                float64
+	fractions, factors                                 []float64
+}
+
+// floats reads a comma-separated list of positive numbers.
+func floats(name, s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(v > 0) {
+			return nil, fmt.Errorf("%s %q: want positive numbers separated by commas", name, s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 func split3(s string) ([3]int, error) {
@@ -129,37 +129,65 @@ func rerender(path, out, note string) error {
 	if note != "" {
 		rep.Note = note
 	}
-	b, _ = json.MarshalIndent(rep, "", "  ")
+	return rep.write(out)
+}
+
+func (r report) write(out string) error {
+	r.Verdicts = r.target()
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
 	if err := os.WriteFile(filepath.Join(out, "live-evaluation-vthreads.json"), append(b, '\n'), 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(out, "live-evaluation-vthreads.md"), []byte(rep.markdown()), 0o644)
+	return os.WriteFile(filepath.Join(out, "live-evaluation-vthreads.md"), []byte(r.markdown()), 0o644)
 }
 
-func run(out, bin, work, usersFlag, slas, rec, vrec string, web int, runtime, warm time.Duration, warmTrials int, note string) error {
+// up starts the Java stack's variant on a new JVM on the JDK of -jdk.
+func (o options) up(threads, connTimeout string) error {
+	cmd := exec.Command(filepath.Join("testbed", "testbed.sh"), "up")
+	cmd.Env = append(os.Environ(), "STACK=java", "SOFTALLOC_TESTBED_JAVA_THREADS="+threads, "SOFTALLOC_TESTBED_JAVA_CONN_TIMEOUT="+connTimeout,
+		"SOFTALLOC_TESTBED_JAVA_HOME="+o.jdk, "SOFTALLOC_TESTBED_JAVA_RESTART=1")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("testbed.sh up (%s threads, JDK %s): %w", threads, o.jdk, err)
+	}
+	return nil
+}
+
+// warmUp runs the warm-up trials: a JVM under its 0.1-core cap compiles its
+// hot code for minutes.
+func (o options) warmUp(c config, users int) error {
+	for i := 0; o.warm > 0 && i < o.warmTrials; i++ {
+		if _, err := simulate(o.bin, c, users, "1", o.warm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (o options) run() error {
 	repo, err := os.Getwd()
 	if err != nil {
 		return err
 	}
-	bin, _ = filepath.Abs(bin)
-	if _, err := os.Stat(bin); err != nil {
-		return fmt.Errorf("%s: %w (make build first)", bin, err)
+	if o.bin, err = filepath.Abs(o.bin); err != nil {
+		return err
 	}
-	var users []int
-	for _, u := range strings.Split(usersFlag, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(u))
-		if err != nil || n < 1 {
-			return fmt.Errorf("-users %q: want positive integers separated by commas", usersFlag)
-		}
-		users = append(users, n)
+	if _, err := os.Stat(o.bin); err != nil {
+		return fmt.Errorf("%s: %w (make build first)", o.bin, err)
 	}
-	p, err := split3(rec)
+	jdk, err := exec.Command(filepath.Join(o.jdk, "bin", "java"), "-version").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("-jdk %s: %w: %s", o.jdk, err, jdk)
+	}
+	p, err := split3(o.rec)
 	if err != nil {
 		return fmt.Errorf("-rec %w", err)
 	}
-	v, err := split3(vrec)
-	if err != nil {
-		return fmt.Errorf("-vrec %w", err)
+	if o.reps < 1 {
+		return fmt.Errorf("-reps %d: want 1 or more", o.reps)
 	}
 	offset := 0
 	if s := os.Getenv("SOFTALLOC_TESTBED_PORT_OFFSET"); s != "" {
@@ -167,62 +195,122 @@ func run(out, bin, work, usersFlag, slas, rec, vrec string, web int, runtime, wa
 			return fmt.Errorf("SOFTALLOC_TESTBED_PORT_OFFSET=%q: want a number", s)
 		}
 	}
-	if err := os.MkdirAll(work, 0o755); err != nil {
+	if err := os.MkdirAll(o.work, 0o755); err != nil {
 		return err
 	}
-	platformFile, err := shifted(repo, work, "deployment-java.yaml", offset)
+	platformFile, err := shifted(repo, o.work, "deployment-java.yaml", offset)
 	if err != nil {
 		return err
 	}
-	virtualFile, err := shifted(repo, work, "deployment-java-vthreads.yaml", offset)
+	virtualFile, err := shifted(repo, o.work, "deployment-java-vthreads.yaml", offset)
 	if err != nil {
 		return err
-	}
-	configs := []config{
-		{"platform threads, softalloc's recommendation", "platform", "30s", platformFile, fmt.Sprintf("%d-%d-%d", p[0], p[1], p[2])},
-		{"virtual threads, no limit, HikariCP 10", "virtual", "30s", virtualFile, fmt.Sprintf("web.threads=%d,app.permits=10000,app.connections=10", web)},
-		{fmt.Sprintf("virtual threads, no limit, HikariCP %d (softalloc's size)", v[2]), "virtual", "30s", virtualFile,
-			fmt.Sprintf("web.threads=%d,app.permits=10000,app.connections=%d", web, v[2])},
-		{"virtual threads, softalloc's limit and pool", "virtual", "2s", virtualFile,
-			fmt.Sprintf("web.threads=%d,app.permits=%d,app.connections=%d", v[0], v[1], v[2])},
 	}
 	start := time.Now()
-	before := uptime()
-	var rows []row
-	for _, c := range configs {
-		fmt.Fprintf(os.Stderr, "vthreadseval: %s (%s)\n", c.Name, c.Alloc)
-		up := exec.Command(filepath.Join(repo, "testbed", "testbed.sh"), "up")
-		// A new JVM for each configuration, so that each starts as cold as the others.
-		up.Env = append(os.Environ(), "STACK=java", "SOFTALLOC_TESTBED_JAVA_THREADS="+c.Threads, "SOFTALLOC_TESTBED_JAVA_CONN_TIMEOUT="+c.ConnTO,
-			"SOFTALLOC_TESTBED_JAVA_RESTART=1")
-		up.Stdout, up.Stderr = os.Stderr, os.Stderr
-		if err := up.Run(); err != nil {
-			return fmt.Errorf("testbed.sh up (%s threads): %w", c.Threads, err)
-		}
-		// A warm-up trial: a JVM under its 0.1-core cap compiles its hot code for minutes.
-		for i := 0; warm > 0 && i < warmTrials; i++ {
-			if _, err := simulate(bin, c, users[0], slas, warm); err != nil {
-				return err
-			}
-		}
-		for _, u := range users {
-			r, err := simulate(bin, c, u, slas, runtime)
-			if err != nil {
-				return err
-			}
-			r.Config = c.Name
-			rows = append(rows, r)
-		}
-	}
-	after := uptime()
-	rep := report{Generated: time.Now().UTC().Format(time.RFC3339), Minutes: time.Since(start).Minutes(), UptimeBefore: before,
-		UptimeAfter: after, Runtime: runtime.String(), Warm: fmt.Sprintf("%d x %s", warmTrials, warm), Configs: configs, Users: users, Rows: rows,
-		SLAs: strings.Split(slas, ","), Note: note}
-	b, _ := json.MarshalIndent(rep, "", "  ")
-	if err := os.WriteFile(filepath.Join(out, "live-evaluation-vthreads.json"), append(b, '\n'), 0o644); err != nil {
+	rep := report{UptimeBefore: uptime(), JDK: strings.SplitN(strings.TrimSpace(string(jdk)), "\n", 2)[0], Runtime: o.runtime.String(),
+		Warm: fmt.Sprintf("%d x %s", o.warmTrials, o.warm), WarmUsersRecommend: o.warmUsers, Reps: o.reps, PlatformRec: o.rec,
+		SLAFactors: o.factors, Fractions: o.fractions, Note: o.note}
+
+	// softalloc's recommendation for the virtual-thread deployment, on a
+	// warmed JVM with the limit of the deployment file.
+	fmt.Fprintf(os.Stderr, "vthreadseval: softalloc's recommendation for %s\n", virtualFile)
+	if err := o.up("virtual", "2s"); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(out, "live-evaluation-vthreads.md"), []byte(rep.markdown()), 0o644)
+	probe := config{Name: "recommend", Role: roleLimit, Threads: "virtual", Deployment: virtualFile, Alloc: "web.threads=100,app.permits=20,app.connections=10"}
+	if err := o.warmUp(probe, o.warmUsers); err != nil {
+		return err
+	}
+	if o.vrec != "" {
+		v, err := split3(o.vrec)
+		if err != nil {
+			return fmt.Errorf("-vrec %w", err)
+		}
+		if o.saturation < 1 {
+			return fmt.Errorf("-vrec needs -saturation, the saturation workload in users (got %d)", o.saturation)
+		}
+		rep.Rec = recommendation{Web: v[0], Permits: v[1], Connections: v[2], SaturationWorkload: o.saturation, Given: true}
+	} else {
+		journal := filepath.Join(o.work, "recommend.jsonl")
+		_ = os.Remove(journal) // a journal of an earlier run would answer from its trials
+		t0 := time.Now()
+		args := []string{"recommend", "--runner", "live", "-f", virtualFile, "--journal", journal, "--output", "json", "--quiet"}
+		if o.step > 0 {
+			args = append(args, "--step", strconv.Itoa(o.step))
+		}
+		rep.RecommendArgs = strings.Join(args[4:], " ")
+		cmd := exec.Command(o.bin, args...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s: %w: %s", strings.Join(cmd.Args, " "), err, lastLine(stderr.String()))
+		}
+		if rep.Rec, err = parseRecommend(stdout.Bytes()); err != nil {
+			return err
+		}
+		rep.Rec.Seconds = time.Since(t0).Seconds()
+	}
+	fmt.Fprintf(os.Stderr, "vthreadseval: recommendation %+v\n", rep.Rec)
+	limitAlloc := fmt.Sprintf("web.threads=%d,app.permits=%d,app.connections=%d", rep.Rec.Web, rep.Rec.Permits, rep.Rec.Connections)
+
+	// The SLA thresholds from the response time at low load, on the
+	// recommendation's allocation.
+	rep.LowUsers = max(1, int(o.low*float64(rep.Rec.SaturationWorkload)+0.5))
+	probe.Alloc = limitAlloc
+	for i := 0; i < o.reps; i++ {
+		r, err := simulate(o.bin, probe, rep.LowUsers, "1", o.runtime)
+		if err != nil {
+			return err
+		}
+		rep.LowRT = append(rep.LowRT, r.ResponseTime)
+	}
+	if rep.SLAs, err = slasFromLowLoad(mean(rep.LowRT), o.factors); err != nil {
+		return err
+	}
+	rep.Users = workloads(rep.Rec.SaturationWorkload, o.fractions)
+	rep.WarmUsers = max(1, int(0.8*float64(rep.Rec.SaturationWorkload)+0.5))
+	fmt.Fprintf(os.Stderr, "vthreadseval: SLAs %v s, workloads %v users\n", rep.SLAs, rep.Users)
+	slas := strings.Join(rep.SLAs, ",")
+
+	rep.Configs = []config{
+		{"platform threads, softalloc's recommendation", rolePlatform, "platform", "30s", platformFile, fmt.Sprintf("%d-%d-%d", p[0], p[1], p[2])},
+		{"virtual threads, no limit, HikariCP 10", roleNoLimit, "virtual", "30s", virtualFile, fmt.Sprintf("web.threads=%d,app.permits=10000,app.connections=10", o.web)},
+		{fmt.Sprintf("virtual threads, no limit, HikariCP %d (softalloc's size)", rep.Rec.Connections), roleNoLimit, "virtual", "30s", virtualFile,
+			fmt.Sprintf("web.threads=%d,app.permits=10000,app.connections=%d", o.web, rep.Rec.Connections)},
+		{"virtual threads, softalloc's limit and pool", roleLimit, "virtual", "2s", virtualFile, limitAlloc},
+	}
+	for _, c := range rep.Configs {
+		fmt.Fprintf(os.Stderr, "vthreadseval: %s (%s)\n", c.Name, c.Alloc)
+		// A new JVM for each configuration, so that each starts as cold as the others.
+		if err := o.up(c.Threads, c.ConnTO); err != nil {
+			return err
+		}
+		if err := o.warmUp(c, rep.WarmUsers); err != nil {
+			return err
+		}
+		for i := 0; i < o.reps; i++ {
+			for _, u := range rep.Users {
+				r, err := simulate(o.bin, c, u, slas, o.runtime)
+				if err != nil {
+					// Once more: on a shared machine a scrape can miss.
+					fmt.Fprintf(os.Stderr, "vthreadseval: %v; once more\n", err)
+					if r, err = simulate(o.bin, c, u, slas, o.runtime); err != nil {
+						return err
+					}
+				}
+				r.Config, r.Rep = c.Name, i+1
+				rep.Rows = append(rep.Rows, r)
+				// What ran so far, should a later trial fail.
+				if b, err := json.MarshalIndent(rep, "", "  "); err == nil {
+					_ = os.WriteFile(filepath.Join(o.work, "partial.json"), b, 0o644)
+				}
+			}
+		}
+	}
+	rep.UptimeAfter = uptime()
+	rep.Generated = time.Now().UTC().Format(time.RFC3339)
+	rep.Minutes = time.Since(start).Minutes()
+	return rep.write(o.out)
 }
 
 // shifted writes the deployment file with its ports moved by the testbed's
@@ -269,147 +357,4 @@ func uptime() string {
 		return "?"
 	}
 	return strings.TrimSpace(string(b))
-}
-
-// report is docs/live-evaluation-vthreads.json; the Markdown is drawn from it.
-type report struct {
-	Generated    string   `json:"generated"`
-	Minutes      float64  `json:"minutes"`
-	UptimeBefore string   `json:"uptimeBefore"`
-	UptimeAfter  string   `json:"uptimeAfter"`
-	Runtime      string   `json:"trialRuntime"`
-	Warm         string   `json:"warmUp"`
-	SLAs         []string `json:"slas"`
-	Configs      []config `json:"configs"`
-	Users        []int    `json:"users"`
-	Rows         []row    `json:"rows"`
-	Note         string   `json:"note,omitempty"`
-}
-
-func (r report) markdown() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Virtual threads: where the concurrency limit goes (issue 38)\n\n")
-	fmt.Fprintf(&b, "Generated by `go run ./testbed/vthreadseval -out docs` (under `flock -o /tmp/measure.lock`: without -o the JVMs it starts inherit the lock) on %s, in %.0f minutes, on the\n", r.Generated, r.Minutes)
-	fmt.Fprintf(&b, "testbed's Java stack (Apache -> embedded Tomcat 11 with HikariCP 7 -> MariaDB, caps web 0.5, app 0.1, db 0.6 cores) on one 2-core\n")
-	fmt.Fprintf(&b, "machine shared with other work. Trials: 3 s ramp-up, %s runtime, 1 s ramp-down, the RUBBoS browse-only mix with 0.5 s think\n", r.Runtime)
-	fmt.Fprintf(&b, "time, one trial per cell (no repetition: read differences under ~10%% as noise); warm-up trials (%s) at %d users\n", r.Warm, r.Users[0])
-	fmt.Fprintf(&b, "before each configuration. Load before: `%s`; after: `%s`.\n\n", r.UptimeBefore, r.UptimeAfter)
-	fmt.Fprintf(&b, "| configuration | allocation | JVM | HikariCP connectionTimeout |\n|---|---|---|---|\n")
-	for _, c := range r.Configs {
-		jvm := "OpenJDK 17, Tomcat's thread pool"
-		if c.Threads == "virtual" {
-			jvm = "Temurin 25, a virtual thread per request"
-		}
-		fmt.Fprintf(&b, "| %s | `%s` | %s | %s |\n", c.Name, c.Alloc, jvm, c.ConnTO)
-	}
-	fmt.Fprintf(&b, "\n## Each trial\n\n| configuration | users | pages/s |")
-	for _, s := range r.SLAs {
-		fmt.Fprintf(&b, " goodput %s s |", s)
-	}
-	fmt.Fprintf(&b, " errors (share) | mean response time | app CPU | app GC share | jobs in the app (threads or permits) | busy connections |\n|---|---|---|")
-	for range r.SLAs {
-		b.WriteString("---|")
-	}
-	b.WriteString("---|---|---|---|---|---|\n")
-	for _, x := range r.Rows {
-		fmt.Fprintf(&b, "| %s | %d | %.1f |", x.Config, x.Users, x.Throughput)
-		for _, s := range r.SLAs {
-			fmt.Fprintf(&b, " %.1f |", x.Goodput[s])
-		}
-		app := x.app()
-		fmt.Fprintf(&b, " %d (%.1f%%) | %.0f ms | %.2f | %.2f%% | %s | %s |\n", x.Errors, 100*x.ErrorShare, 1000*x.ResponseTime, app.CPU, 100*app.GC,
-			busy(app, "threads"), busy(app, "connections"))
-	}
-	fmt.Fprintf(&b, "\n## Best goodput over the workloads, and its share of the grid's best\n\n| configuration |")
-	for _, s := range r.SLAs {
-		fmt.Fprintf(&b, " %s s |", s)
-	}
-	b.WriteString("\n|---|")
-	for range r.SLAs {
-		b.WriteString("---|")
-	}
-	b.WriteString("\n")
-	best := map[string]float64{}
-	byConfig := map[string]map[string]float64{}
-	for _, x := range r.Rows {
-		if byConfig[x.Config] == nil {
-			byConfig[x.Config] = map[string]float64{}
-		}
-		for _, s := range r.SLAs {
-			byConfig[x.Config][s] = max(byConfig[x.Config][s], x.Goodput[s])
-			best[s] = max(best[s], x.Goodput[s])
-		}
-	}
-	for _, c := range r.Configs {
-		fmt.Fprintf(&b, "| %s |", c.Name)
-		for _, s := range r.SLAs {
-			g := byConfig[c.Name][s]
-			share := 0.0
-			if best[s] > 0 {
-				share = g / best[s]
-			}
-			fmt.Fprintf(&b, " %.1f (%.2f) |", g, share)
-		}
-		b.WriteString("\n")
-	}
-	b.WriteString(r.summary(byConfig))
-	if r.Note != "" {
-		fmt.Fprintf(&b, "\n## Note\n\n%s\n", r.Note)
-	}
-	return b.String()
-}
-
-// summary says, from the rows, what the limit changed: each configuration's
-// errors and response time at the highest workload, and the limit's goodput
-// against the unlimited configurations'.
-func (r report) summary(byConfig map[string]map[string]float64) string {
-	var b strings.Builder
-	top := r.Users[len(r.Users)-1]
-	fmt.Fprintf(&b, "\n## At the highest workload (%d users)\n\n", top)
-	for _, c := range r.Configs {
-		var errs int64
-		for _, x := range r.Rows {
-			if x.Config == c.Name {
-				errs += x.Errors
-			}
-		}
-		for _, x := range r.Rows {
-			if x.Config == c.Name && x.Users == top {
-				app := x.app()
-				fmt.Fprintf(&b, "- %s: %.1f pages/s, mean response time %.0f ms, %d errors (%d over the grid), app CPU %.2f, GC %.2f%%, "+
-					"jobs in the app %s, connections %s.\n", c.Name, x.Throughput, 1000*x.ResponseTime, x.Errors, errs, app.CPU, 100*app.GC,
-					busy(app, "threads"), busy(app, "connections"))
-			}
-		}
-	}
-	if len(r.Configs) == 4 {
-		limit := r.Configs[3].Name
-		fmt.Fprintf(&b, "\nsoftalloc's limit and pool against virtual threads with no limit, best goodput per SLA threshold:")
-		for _, s := range r.SLAs {
-			fmt.Fprintf(&b, " %s s: %.1f against %.1f (HikariCP 10) and %.1f (softalloc's pool);", s, byConfig[limit][s],
-				byConfig[r.Configs[1].Name][s], byConfig[r.Configs[2].Name][s])
-		}
-		b.WriteString("\n")
-	}
-	return b.String()
-}
-
-func (x row) app() server {
-	for _, s := range x.Servers {
-		if s.Name == "app-1" {
-			return s
-		}
-	}
-	return server{}
-}
-
-func busy(s server, name string) string {
-	ps := append([]pool(nil), s.Pools...)
-	sort.Slice(ps, func(i, j int) bool { return ps[i].Name < ps[j].Name })
-	for _, p := range ps {
-		if p.Name == name {
-			return fmt.Sprintf("%.1f of %d", p.Busy, p.Size)
-		}
-	}
-	return "-"
 }

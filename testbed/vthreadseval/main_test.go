@@ -32,23 +32,119 @@ func TestShiftedDeploymentFile(t *testing.T) {
 	assert.Contains(t, s, filepath.Join(repo, "testbed", "testbed.sh")+", apply")
 }
 
-// The report's shares are of the grid's best goodput at each threshold.
-func TestMarkdownSharesOfTheBest(t *testing.T) {
-	r := report{Users: []int{80, 120}, SLAs: []string{"0.1"}, Runtime: "6s", Warm: "30s",
-		Configs: []config{{Name: "a", Threads: "platform"}, {Name: "b", Threads: "virtual"}}}
+// trial is one row of a test report: the app's jobs and connections.
+func trial(c string, rep, users int, good map[string]float64, errs int64, jobs float64, permits int, conns int) row {
+	return row{Config: c, Rep: rep, Users: users, Throughput: 100 + float64(rep), Goodput: good, Errors: errs, ResponseTime: 0.05,
+		Servers: []server{{Name: "app-1", CPU: 0.5, Pools: []pool{{Name: "threads", Size: permits, Busy: jobs}, {Name: "connections", Size: conns, Busy: min(jobs, float64(conns))}}}}}
+}
+
+// A cell is the mean of its repetitions, with their smallest and largest
+// value; the shares are of the grid's best mean goodput at each threshold.
+func TestCellsMeanAndSpreadAndSharesOfTheBest(t *testing.T) {
+	r := report{Users: []int{80, 120}, SLAs: []string{"0.1"}, Runtime: "8s", Warm: "3 x 30s", Reps: 2,
+		Configs: []config{{Name: "a", Role: rolePlatform, Threads: "platform"}, {Name: "b", Role: roleLimit, Threads: "virtual"}}}
 	for _, x := range []struct {
-		c    string
-		u    int
-		good float64
-	}{{"a", 80, 50}, {"a", 120, 80}, {"b", 80, 40}, {"b", 120, 20}} {
-		r.Rows = append(r.Rows, row{Config: x.c, Users: x.u, Goodput: map[string]float64{"0.1": x.good},
-			Servers: []server{{Name: "app-1", CPU: 0.5, Pools: []pool{{Name: "threads", Size: 19, Busy: 10}}}}})
+		c      string
+		rep, u int
+		good   float64
+	}{{"a", 1, 80, 40}, {"a", 1, 120, 70}, {"a", 2, 80, 60}, {"a", 2, 120, 90}, {"b", 1, 80, 30}, {"b", 1, 120, 10}, {"b", 2, 80, 50}, {"b", 2, 120, 30}} {
+		r.Rows = append(r.Rows, trial(x.c, x.rep, x.u, map[string]float64{"0.1": x.good}, 0, 10, 19, 19))
 	}
+	cells := r.cells()
+	require.Len(t, cells, 4)
+	assert.Equal(t, 2, cells[0].N)
+	assert.InDelta(t, 50, cells[0].Goodput["0.1"], 1e-9)
+	assert.InDelta(t, 40, cells[0].GoodputMin["0.1"], 1e-9)
+	assert.InDelta(t, 60, cells[0].GoodputMax["0.1"], 1e-9)
+	assert.InDelta(t, 101.5, cells[0].Throughput, 1e-9)
+	assert.InDelta(t, 102, cells[0].ThroughputMax, 1e-9)
 	md := r.markdown()
+	// a's best mean is 80 (at 120 users), b's 40 (at 80): 0.50 of the best.
 	assert.Contains(t, md, "| a | 80.0 (1.00) |")
 	assert.Contains(t, md, "| b | 40.0 (0.50) |")
+	assert.Contains(t, md, "| a | 80 | 101.5 (101.0-102.0) | 50.0 (40.0-60.0) |")
 	assert.Contains(t, md, "10.0 of 19")
-	assert.Equal(t, 1, strings.Count(md, "## At the highest workload (120 users)"))
+	assert.Contains(t, md, "| 120 | 101.5; 80.0; 50 ms; 0 | 101.5; 20.0; 50 ms; 0 |", "side by side")
+	assert.Contains(t, md, "0.1 s: softalloc's limit and pool 40.0 of the grid's best 80.0, **0.50** (0.95: not reached)")
+	assert.Contains(t, md, "**The target is not met** in this run.")
+}
+
+// The target: the limit's best reaches 0.95 of the grid's best at each
+// threshold, and beats no limit in each cell where that timed out or queued
+// (more pages in the app than connections); cells where no limit neither
+// timed out nor queued are not duels.
+func TestTargetAgainstNoLimitWhereItTimesOutOrQueues(t *testing.T) {
+	r := report{Users: []int{40, 80, 120}, SLAs: []string{"0.05", "0.1"}, Reps: 1,
+		Configs: []config{{Name: "nl", Role: roleNoLimit, Threads: "virtual"}, {Name: "lim", Role: roleLimit, Threads: "virtual"}}}
+	g := func(a, b float64) map[string]float64 { return map[string]float64{"0.05": a, "0.1": b} }
+	r.Rows = []row{
+		trial("nl", 1, 40, g(30, 40), 0, 5, 10000, 10),  // neither: not a duel
+		trial("nl", 1, 80, g(20, 60), 0, 48, 10000, 10), // queues
+		trial("nl", 1, 120, g(10, 20), 7, 9, 10000, 10), // times out
+		trial("lim", 1, 40, g(29, 39), 0, 5, 19, 19),
+		trial("lim", 1, 80, g(25, 58), 0, 19, 19, 19),
+		trial("lim", 1, 120, g(26, 50), 3, 19, 19, 19),
+	}
+	v := r.target()
+	require.Len(t, v, 2)
+	assert.InDelta(t, 29.0/30, v[0].Share, 1e-9)
+	assert.True(t, v[0].Reached)
+	require.Len(t, v[0].Against, 2)
+	assert.Equal(t, 80, v[0].Against[0].Users)
+	assert.Contains(t, v[0].Against[0].Why, "48 pages in the app for 10 connections")
+	assert.Equal(t, "7 errors", v[0].Against[1].Why)
+	assert.True(t, v[0].Against[0].LimitWon)
+	assert.True(t, v[0].Against[1].LimitWon)
+	assert.InDelta(t, 58.0/60, v[1].Share, 1e-9)
+	assert.True(t, v[1].Reached)
+	assert.False(t, v[1].Against[0].LimitWon, "58 against 60 at 80 users")
+	md := r.markdown()
+	assert.Contains(t, md, "higher in 2 of 2 cells")
+	assert.Contains(t, md, "higher in 1 of 2 cells")
+	assert.Contains(t, md, "**The target is not met** in this run.")
+
+	r.Rows[4].Goodput["0.1"] = 61
+	assert.Contains(t, r.markdown(), "**The target is met** in this run.")
+}
+
+// recommend's JSON gives the limit's permits, HikariCP's pool and the web
+// threads; a deployment whose app tier has threads is the wrong one.
+func TestParseRecommend(t *testing.T) {
+	doc := `{"critical":{"tier":"app","resource":"cpu","saturationWorkload":120,"maxThroughput":210.5},"minJobs":16.2,"experiments":14,
+"tiers":[{"name":"web","threadsPerServer":100,"connectionsPerServer":null},{"name":"app","threadsPerServer":17,"connectionsPerServer":16,"permits":true},
+{"name":"db","threadsPerServer":0}],"evidence":{"reading":"throughput-peak","wlMin":160},"warnings":["w"]}`
+	r, err := parseRecommend([]byte(doc))
+	require.NoError(t, err)
+	assert.Equal(t, recommendation{Web: 100, Permits: 17, Connections: 16, MinJobs: 16.2, Reading: "throughput-peak", WLmin: 160, CriticalTier: "app",
+		CriticalResource: "cpu", SaturationWorkload: 120, MaxThroughput: 210.5, Experiments: 14, Warnings: []string{"w"}}, r)
+
+	_, err = parseRecommend([]byte(strings.Replace(doc, `"permits":true`, `"permits":false`, 1)))
+	assert.ErrorContains(t, err, "app tier has threads, not permits")
+	_, err = parseRecommend([]byte(strings.Replace(doc, `"connectionsPerServer":16`, `"connectionsPerServer":null`, 1)))
+	assert.ErrorContains(t, err, "app connections 0")
+	_, err = parseRecommend([]byte(strings.Replace(doc, `"saturationWorkload":120`, `"saturationWorkload":0`, 1)))
+	assert.ErrorContains(t, err, "saturation workload 0")
+	_, err = parseRecommend([]byte("nope"))
+	assert.ErrorContains(t, err, "recommend's JSON")
+}
+
+// The SLA thresholds are multiples of the low-load response time, to two
+// significant figures, as simulate's --sla takes them.
+func TestSLAsFromLowLoad(t *testing.T) {
+	s, err := slasFromLowLoad(0.0174, []float64{2, 5, 10})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"0.035", "0.087", "0.17"}, s)
+	s, err = slasFromLowLoad(0.25, []float64{2, 5, 10})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"0.5", "1.3", "2.5"}, s)
+	_, err = slasFromLowLoad(0, []float64{2})
+	assert.ErrorContains(t, err, "low-load response time 0 s")
+}
+
+// The workloads are fractions of the saturation workload, in order, once each.
+func TestWorkloadsAroundTheKnee(t *testing.T) {
+	assert.Equal(t, []int{60, 96, 120, 180}, workloads(120, []float64{0.5, 0.8, 1, 1.5}))
+	assert.Equal(t, []int{1, 2}, workloads(2, []float64{0.1, 0.5, 1}))
 }
 
 // javaWant is what stack.sh's java_variant_want chooses under env: the java
