@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,7 +52,7 @@ func main() {
 	webUnbounded := flag.Int("web", 400, "web threads of the no-limit configurations: more than the users, so that Apache bounds nothing")
 	runtime := flag.Duration("runtime", 8*time.Second, "runtime of each trial (3 s ramp-up and 1 s ramp-down around it)")
 	warm := flag.Duration("warm", 30*time.Second, "warm-up trial before each configuration's trials")
-	warmTrials := flag.Int("warm-trials", 3, "warm-up trials of -warm each before recommend and before each configuration's trials")
+	warmTrials := flag.Int("warm-trials", 5, "at most this many warm-up trials of -warm each before recommend and before each configuration's trials (they stop when the app's CPU per page changes by less than 5%)")
 	warmUsers := flag.Int("warm-users", 40, "users of the warm-up trials before recommend (those before each configuration run at 0.8 of the saturation workload)")
 	step := flag.Int("step", 10, "recommend's find-critical step, users (0: recommend derives it; on this stack under load it derived 1 user a trial)")
 	note := flag.String("note", "", "a note for the report's end (what the figures cannot show)")
@@ -156,15 +157,23 @@ func (o options) up(threads, connTimeout string) error {
 	return nil
 }
 
-// warmUp runs the warm-up trials: a JVM under its 0.1-core cap compiles its
-// hot code for minutes.
-func (o options) warmUp(c config, users int) error {
+// warmUp runs warm-up trials until the app's CPU per page changes by less
+// than 5% from one to the next (at most -warm-trials): a JVM under its
+// 0.1-core cap compiles its hot code for minutes. It gives each trial's CPU
+// per page, ms.
+func (o options) warmUp(c config, users int) ([]float64, error) {
+	var perPage []float64
 	for i := 0; o.warm > 0 && i < o.warmTrials; i++ {
-		if _, err := simulate(o.bin, c, users, "1", o.warm); err != nil {
-			return err
+		r, err := simulate(o.bin, c, users, "1", o.warm)
+		if err != nil {
+			return perPage, err
+		}
+		perPage = append(perPage, cpuPerPage(r))
+		if n := len(perPage); n >= 2 && perPage[n-1] > 0 && math.Abs(perPage[n-1]/perPage[n-2]-1) < 0.05 {
+			break
 		}
 	}
-	return nil
+	return perPage, nil
 }
 
 func (o options) run() error {
@@ -208,7 +217,7 @@ func (o options) run() error {
 	}
 	start := time.Now()
 	rep := report{UptimeBefore: uptime(), JDK: strings.SplitN(strings.TrimSpace(string(jdk)), "\n", 2)[0], Runtime: o.runtime.String(),
-		Warm: fmt.Sprintf("%d x %s", o.warmTrials, o.warm), WarmUsersRecommend: o.warmUsers, Reps: o.reps, PlatformRec: o.rec,
+		Warm: fmt.Sprintf("%s each, until the app's CPU per page changed by less than 5%% from one to the next, at most %d", o.warm, o.warmTrials), WarmUsersRecommend: o.warmUsers, Reps: o.reps, PlatformRec: o.rec,
 		SLAFactors: o.factors, Fractions: o.fractions, Note: o.note}
 
 	// softalloc's recommendation for the virtual-thread deployment, on a
@@ -218,7 +227,7 @@ func (o options) run() error {
 		return err
 	}
 	probe := config{Name: "recommend", Role: roleLimit, Threads: "virtual", Deployment: virtualFile, Alloc: "web.threads=100,app.permits=20,app.connections=10"}
-	if err := o.warmUp(probe, o.warmUsers); err != nil {
+	if rep.WarmRecommend, err = o.warmUp(probe, o.warmUsers); err != nil {
 		return err
 	}
 	if o.vrec != "" {
@@ -285,9 +294,11 @@ func (o options) run() error {
 		if err := o.up(c.Threads, c.ConnTO); err != nil {
 			return err
 		}
-		if err := o.warmUp(c, rep.WarmUsers); err != nil {
+		w, err := o.warmUp(c, rep.WarmUsers)
+		if err != nil {
 			return err
 		}
+		rep.WarmCPUPerPage = append(rep.WarmCPUPerPage, w)
 		for i := 0; i < o.reps; i++ {
 			for _, u := range rep.Users {
 				r, err := simulate(o.bin, c, u, slas, o.runtime)

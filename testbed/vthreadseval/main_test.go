@@ -180,3 +180,11 @@ func TestJavaHomeChoosesEitherVariantsJDK(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, out, "SOFTALLOC_TESTBED_JAVA_HOME="+filepath.Join(home, "none")+": no java at "+filepath.Join(home, "none", "bin", "java"))
 }
+
+// The warm-up stops on the app's CPU per page: its CPU is a share of the
+// 0.1-core cap.
+func TestCPUPerPage(t *testing.T) {
+	r := row{Throughput: 50, Servers: []server{{Name: "web-1", CPU: 0.9}, {Name: "app-1", CPU: 0.5}}}
+	assert.InDelta(t, 1.0, cpuPerPage(r), 1e-9)
+	assert.Zero(t, cpuPerPage(row{}))
+}

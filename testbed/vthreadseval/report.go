@@ -324,6 +324,18 @@ func (r report) target() []verdict {
 	return out
 }
 
+// cpuPerPage is the app's CPU time per page, ms, with its cap: the tier's
+// CPU is a share of its 0.1 cores.
+func cpuPerPage(x row) float64 {
+	if x.Throughput <= 0 {
+		return 0
+	}
+	return 1000 * appCores * x.app().CPU / x.Throughput
+}
+
+// appCores is the Java stack's app cap (testbed/stacks/java/stack.sh).
+const appCores = 0.1
+
 func (x row) app() server {
 	for _, s := range x.Servers {
 		if s.Name == "app-1" {
@@ -353,9 +365,13 @@ type report struct {
 	Warm         string  `json:"warmUp"`
 	WarmUsers    int     `json:"warmUsers"`
 	// WarmUsersRecommend are the users of the warm-up before recommend.
-	WarmUsersRecommend int            `json:"warmUsersRecommend"`
-	Reps               int            `json:"repetitions"`
-	Rec                recommendation `json:"recommendation"`
+	WarmUsersRecommend int `json:"warmUsersRecommend"`
+	// The app's CPU per page (ms) in each warm-up trial: before recommend,
+	// and before each configuration's trials.
+	WarmRecommend  []float64      `json:"warmCpuPerPageRecommend"`
+	WarmCPUPerPage [][]float64    `json:"warmCpuPerPage"`
+	Reps           int            `json:"repetitions"`
+	Rec            recommendation `json:"recommendation"`
 	// RecommendArgs are recommend's flags after its deployment file.
 	RecommendArgs string    `json:"recommendArgs,omitempty"`
 	PlatformRec   string    `json:"platformRecommendation"`
@@ -387,7 +403,13 @@ func (r report) markdown() string {
 	fmt.Fprintf(&b, "machine shared with other work. **Every configuration ran on the same JDK**: %s (platform threads too, through\n", r.JDK)
 	fmt.Fprintf(&b, "SOFTALLOC_TESTBED_JAVA_HOME), each on a new JVM. Trials: 3 s ramp-up, %s runtime, 1 s ramp-down, the RUBBoS browse-only mix with 0.5 s think\n", r.Runtime)
 	fmt.Fprintf(&b, "time, %d repetitions per cell (the workloads in turn, then again, on the same JVM); warm-up trials (%s) at %d users (0.8 of the\nsaturation workload) before each configuration, and at %d users before recommend.\n", r.Reps, r.Warm, r.WarmUsers, r.WarmUsersRecommend)
-	fmt.Fprintf(&b, "Load before: `%s`; after: `%s`.\n\n", r.UptimeBefore, r.UptimeAfter)
+	fmt.Fprintf(&b, "App CPU per page in the warm-up trials (ms): before recommend %s", msList(r.WarmRecommend))
+	for i, w := range r.WarmCPUPerPage {
+		if i < len(r.Configs) {
+			fmt.Fprintf(&b, "; %s %s", r.Configs[i].Name, msList(w))
+		}
+	}
+	fmt.Fprintf(&b, ".\nLoad before: `%s`; after: `%s`.\n\n", r.UptimeBefore, r.UptimeAfter)
 
 	fmt.Fprintf(&b, "## softalloc's recommendation, the SLA thresholds and the workloads\n\n")
 	if r.Rec.Given {
@@ -551,6 +573,14 @@ func (r report) limitName() string {
 		}
 	}
 	return ""
+}
+
+func msList(xs []float64) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprintf("%.2f", x)
+	}
+	return strings.Join(s, ", ")
 }
 
 func joinInts(xs []int) string {
