@@ -305,8 +305,8 @@ func (r *Runner) series(ctx context.Context, e algorithms.Experiment, bins *Bins
 			}
 			v, err := r.prom.series(ctx, pq, first, last, iv, n)
 			if errors.Is(err, errNoData) {
-				if why := r.scrapeFailure(ctx, vars, last); why != "" {
-					return nil, permanent{fmt.Errorf("%s: %s: query %s read nothing: %s", name, field, pq, why)}
+				if err := r.scrapeError(ctx, vars, last, true, fmt.Sprintf("%s: %s: query %s read nothing", name, field, pq)); err != nil {
+					return nil, err
 				}
 			}
 			if errors.Is(err, errNoData) && !required {

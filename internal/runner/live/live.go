@@ -50,7 +50,8 @@ type Runner struct {
 	// Log receives the hook's output and notes on errors and retries (nil: discarded).
 	Log io.Writer
 	// Retries is how often a failed trial (hook, health, load or Prometheus
-	// failure) is repeated; a configuration error is never retried.
+	// failure, a server's scrapes that timed out) is repeated; a
+	// configuration error is never retried.
 	Retries int
 	// Timeout bounds one attempt (0: the trial's length plus the hook's,
 	// health's and scrape's timeouts).
@@ -235,16 +236,26 @@ func (r *Runner) RunExperiment(ctx context.Context, e algorithms.Experiment) (al
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var err error
+	missed := 0 // attempts whose scrapes failed (scrapeMissed)
 	for attempt := 0; attempt <= r.Retries; attempt++ {
 		if attempt > 0 {
-			r.logf("%d users: attempt %d failed: %v; retrying", e.Workload.Users, attempt, err)
-			r.applied = "" // the deployment's state is unknown after a failure
-			if !sleepUntil(ctx, time.Now().Add(time.Duration(attempt)*retryBackoff)) {
+			wait := time.Duration(attempt) * retryBackoff
+			r.logf("%d users: attempt %d of %d failed: %v; retrying in %v", e.Workload.Users, attempt, r.Retries+1, err, wait)
+			// The deployment's state is unknown after a failure, except
+			// after scrapes that failed: it was applied and healthy, and a
+			// hook run again could restart the server that was too busy.
+			if !errors.As(err, new(scrapeMissed)) {
+				r.applied = ""
+			}
+			if !sleepUntil(ctx, time.Now().Add(wait)) {
 				return algorithms.Observation{}, ctx.Err()
 			}
 		}
 		var obs algorithms.Observation
 		obs, err = r.attempt(ctx, e)
+		if errors.As(err, new(scrapeMissed)) {
+			missed++
+		}
 		if err == nil {
 			if why := r.plausible.check(e.Workload.Users, obs); why != "" {
 				err = fmt.Errorf("%d users: an implausible trial, not used: %s", e.Workload.Users, why)
@@ -258,6 +269,9 @@ func (r *Runner) RunExperiment(ctx context.Context, e algorithms.Experiment) (al
 		if ctx.Err() != nil || errors.As(err, &p) || errors.As(err, &q) || errors.Is(err, ErrRequestBound) {
 			break
 		}
+	}
+	if n := r.Retries + 1; missed == n && ctx.Err() == nil {
+		return algorithms.Observation{}, fmt.Errorf("live: %w: the scrapes failed in each of %d attempts (the runner's retries: %d)", err, n, r.Retries)
 	}
 	return algorithms.Observation{}, fmt.Errorf("live: %w", err)
 }
@@ -560,11 +574,13 @@ func (r *Runner) server(ctx context.Context, t algorithms.Tier, i int, q Queries
 		v, err := r.prom.value(ctx, pq, end)
 		if errors.Is(err, errNoData) {
 			missing := r.absentMetrics(ctx, pq, end)
+			what := fmt.Sprintf("%s: query %s read nothing", field, pq)
 			if len(missing) > 0 {
-				// Not a counter that never moved: the server cannot be read.
-				if why := r.scrapeFailure(ctx, vars, end); why != "" {
-					return 0, false, pq, permanent{fmt.Errorf("%s: no series of %s: %s", field, strings.Join(missing, ", "), why)}
-				}
+				what = fmt.Sprintf("%s: no series of %s", field, strings.Join(missing, ", "))
+			}
+			// Not a counter that never moved: the server cannot be read.
+			if err := r.scrapeError(ctx, vars, end, len(missing) > 0, what); err != nil {
+				return 0, false, pq, err
 			}
 			if len(missing) > 0 && required {
 				return 0, false, pq, permanent{fmt.Errorf("%s: Prometheus has no series of %s (query %s): does the exporter expose it?",

@@ -23,25 +23,89 @@ var upHints = map[string]string{
 
 // scrapeFailure says why a server's metrics are absent when the cause is
 // that Prometheus cannot read them: the target its servers entry names
-// ({instance}) is down (a status page that is not there answers 404), or the
-// exporter answers but reports that it cannot read its server (a *_up metric
-// of that instance at 0: apache_exporter's apache_up when Apache has no
-// status page). Reading such a server's figures as 0 would be a finding
-// about nothing. "" when neither holds: the metric is absent for another
-// reason (a counter that never moved).
-func (r *Runner) scrapeFailure(ctx context.Context, vars map[string]string, at time.Time) string {
+// ({instance}) is down (a status page that is not there answers 404), or,
+// when absent says the query's metrics have no series at all, the exporter
+// answers but reports that it cannot read its server (a *_up metric of
+// that instance at 0: apache_exporter's apache_up when Apache has no status
+// page). Reading such a server's figures as 0 would be a finding about
+// nothing. "" when neither holds: the metric is absent for another reason
+// (a counter that never moved). The target is asked even when other
+// servers export the metric: a replica whose scrapes fail is empty alone.
+// transient says the failure may heal by itself (transientScrape).
+func (r *Runner) scrapeFailure(ctx context.Context, vars map[string]string, at time.Time, absent bool) (why string, transient bool) {
 	inst := vars["instance"]
 	if inst == "" {
-		return ""
+		return "", false
 	}
 	if _, down, err := r.targets(ctx); err == nil {
 		for _, t := range down {
-			if t.instance == inst {
-				return fmt.Sprintf("Prometheus cannot scrape %s (job %s): %s: the status page or exporter is missing or failing", inst, t.job, t.lastError)
+			if t.instance != inst {
+				continue
 			}
+			if transientScrape(t.lastError) {
+				return fmt.Sprintf("Prometheus cannot scrape %s (job %s): %s: a server too busy to answer within the scrape timeout, or restarting, may answer again", inst, t.job, t.lastError), true
+			}
+			return fmt.Sprintf("Prometheus cannot scrape %s (job %s): %s: the status page or exporter is missing or failing", inst, t.job, t.lastError), false
 		}
 	}
-	return r.exporterDown(ctx, inst, at)
+	if !absent {
+		return "", false
+	}
+	// An exporter that cannot read its server (*_up at 0, its failures
+	// counted) reads it the same way on every scrape: no retry mends it.
+	return r.exporterDown(ctx, inst, at), false
+}
+
+// transientScrapeErrors are what Prometheus's lastError says of a scrape
+// that got no answer in time, or whose connection was refused or cut: the
+// server was too busy to answer within the scrape timeout (the testbed's
+// JVM just started, compiling under its 0.1-core cap, missed every scrape
+// of a first trial in CI) or was restarting. A target that answered, with
+// 404 or another status, a body Prometheus cannot parse or one past its
+// limit, answers so again: those are not here.
+var transientScrapeErrors = []string{
+	"context deadline exceeded", // the scrape_timeout
+	"i/o timeout",
+	"connection refused",
+	"connection reset",
+	"broken pipe",
+	"unexpected EOF",
+	": EOF", // closed before answering
+}
+
+// transientScrape says whether a target's lastError (Prometheus's
+// /api/v1/targets) may heal by itself, so that the trial is measured again
+// rather than the campaign stopped.
+func transientScrape(lastError string) bool {
+	for _, s := range transientScrapeErrors {
+		if strings.Contains(lastError, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// scrapeMissed is a figure that read nothing because Prometheus's scrapes
+// of its server failed in a way that heals (transientScrape): the trial
+// is measured again, as after a failed request, with the allocation kept
+// (it was applied and the deployment healthy), and nothing of it is kept.
+type scrapeMissed struct{ err error }
+
+func (e scrapeMissed) Error() string { return e.err.Error() }
+func (e scrapeMissed) Unwrap() error { return e.err }
+
+// scrapeError is the error of a figure (what) that read nothing at at
+// because its server cannot be scraped, nil when scrapeFailure finds no
+// such cause: a scrapeMissed when the failure may heal, else permanent.
+func (r *Runner) scrapeError(ctx context.Context, vars map[string]string, at time.Time, absent bool, what string) error {
+	why, transient := r.scrapeFailure(ctx, vars, at, absent)
+	switch {
+	case why == "":
+		return nil
+	case transient:
+		return scrapeMissed{fmt.Errorf("%s: %s", what, why)}
+	}
+	return permanent{fmt.Errorf("%s: %s", what, why)}
 }
 
 // exporterDown says whether the exporter at instance inst answers but
