@@ -12,7 +12,9 @@
 #   stack_scrape_jobs        Prometheus scrape_configs entries beside the core's
 #   stack_stop               stop what the core's down does not know (optional)
 #   stack_status             its status lines
-#   stack_apply ARGS...      the live runner's hook
+#   stack_apply ARGS...      the live runner's hook, through the example
+#                            hooks (examples/hooks, HOOKS here: what users
+#                            start from is what the testbed runs)
 #   stack_scale app=N        start or stop app replicas (optional; testbed.sh scale)
 # and may set STACK_MEM_GROUPS (groups that also join a memory cgroup),
 # STACK_REPLICA_GROUPS (the cgroups of app replicas beyond the first, capped
@@ -24,6 +26,8 @@
 TB=${SOFTALLOC_TESTBED_DIR:-${TMPDIR:-/tmp}/softalloc-testbed}
 RUN=$TB/run
 LOGS=$TB/logs
+# The example hooks apply applies the pools with (examples/hooks/README.md).
+HOOKS=$REPO/examples/hooks
 
 # Loopback ports away from the standard ones (80, 3306, 9090, 91xx).
 # SOFTALLOC_TESTBED_PORT_OFFSET and SOFTALLOC_TESTBED_CGROUP (with
@@ -367,7 +371,7 @@ EOF
 # child process holds every thread (ThreadsPerChild = MaxRequestWorkers), so
 # that mod_proxy's per-process connection pool (max=) is the whole web
 # tier's; ServerLimit leaves room for a graceful restart's second child.
-# (examples/hooks/apache.sh sets the same directives in a user's own file.)
+# apply changes them in place through examples/hooks/apache.sh (web_apply).
 # The caller checks THREADS (1..2048): a die here, inside the caller's
 # $(...), would not stop it.
 web_mpm() {
@@ -411,6 +415,22 @@ web_restarted() {
   local g
   g=$(web_generation) || return 1
   [ -n "$g" ] && [ "$g" -gt "$1" ] && http_ok "$STACK_HEALTH" $WEB_PORT
+}
+
+# web_pools_threads: the MaxRequestWorkers pools.conf holds.
+web_pools_threads() { awk '$1 == "MaxRequestWorkers" {print $2; exit}' "$TB/apache/pools.conf"; }
+
+# web_apply THREADS [full]: Apache's pools through examples/hooks/apache.sh
+# (MaxRequestWorkers, ThreadsPerChild, MaxSpareThreads and the proxy's max=
+# in pools.conf, apache2 -t, a graceful restart or with full -k restart,
+# until the status page shows the new generation's THREADS threads), then
+# until the stack's health URL answers. The hook's lines go to stderr, with
+# the testbed's own.
+web_apply() {
+  APACHE_POOLS=$TB/apache/pools.conf APACHE_CONFIG=$TB/apache/httpd.conf APACHE_STATUS=http://127.0.0.1:$WEB_PORT/server-status \
+    APACHE_RESTART=${2:-graceful} HOOK_WAIT=30 "$HOOKS/apache.sh" "$1" >&2 ||
+    die "apply: Apache's pools of $1 threads: examples/hooks/apache.sh failed (above)"
+  wait_for "Apache's restart" 30 http_ok "$STACK_HEALTH" $WEB_PORT
 }
 
 web_stop() {
@@ -535,8 +555,8 @@ cmd_up() {
   # A failed start leaves nothing running.
   trap 'up_failed' EXIT
   local missing="" b
-  local apt="apache2 mariadb-server prometheus prometheus-apache-exporter prometheus-mysqld-exporter $STACK_APT"
-  local need="apache2 mariadbd mariadb mariadb-install-db prometheus prometheus-apache-exporter prometheus-mysqld-exporter go $STACK_NEED"
+  local apt="apache2 mariadb-server prometheus prometheus-apache-exporter prometheus-mysqld-exporter curl $STACK_APT"
+  local need="apache2 mariadbd mariadb mariadb-install-db prometheus prometheus-apache-exporter prometheus-mysqld-exporter go curl $STACK_NEED"
   for b in $need; do
     command -v "$b" >/dev/null || missing="$missing $b"
   done

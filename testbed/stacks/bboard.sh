@@ -1,6 +1,6 @@
 # stacks/bboard.sh: what the two bulletin-board stacks (go and java) share:
-# the RUBBoS-like database, Apache's reverse proxy to the app and the hook
-# that applies web threads, app threads and app connections. Sourced by
+# the RUBBoS-like database, Apache's reverse proxy to the app and the check
+# of the hook's web threads, app threads and app connections. Sourced by
 # stacks/go/stack.sh and stacks/java/stack.sh.
 
 # The allocation the servers start with (web threads, app threads, app connections).
@@ -67,16 +67,18 @@ web_proxy() {
   echo "ProxyPass /rubbos/ balancer://app/rubbos/"
 }
 
-# web_config THREADS: Apache's pools. One child process holds every thread
-# (ThreadsPerChild = MaxRequestWorkers), so that mod_proxy's per-process
-# connection pool (max=) is the whole web tier's; ServerLimit leaves room
-# for a restart.
+# web_config THREADS: Apache's pools at up (and at scale, which changes the
+# balancer's members); apply edits them with examples/hooks/apache.sh. One
+# child process holds every thread (ThreadsPerChild = MaxRequestWorkers), so
+# that mod_proxy's per-process connection pool (max=) is the whole web
+# tier's; ServerLimit leaves room for a restart.
 web_config() {
   local threads=$1
   ((threads >= 1 && threads <= 2048)) || die "web threads $threads: want 1..2048 (ThreadLimit)"
   mkdir -p "$TB/apache"
   cat >"$TB/apache/pools.conf" <<CONF
-# Written by testbed.sh apply: web threads $threads.
+# Written by testbed.sh up or scale; apply edits the pools in place
+# through examples/hooks/apache.sh.
 $(web_mpm "$threads")
 ProxyPass /rubbos/static/ !
 $(web_proxy "$threads")
@@ -117,10 +119,4 @@ bboard_apply_check() {
   [[ $1 =~ ^[1-9][0-9]*$ && $2 =~ ^[1-9][0-9]*$ && $3 =~ ^[1-9][0-9]*$ && $4 =~ ^[0-9]+$ ]] ||
     die "apply $*: want three positive integers (and an acceptCount >= 0)"
   case ${SOFTALLOC_TESTBED_APPLY:-runtime} in runtime | restart) ;; *) die "SOFTALLOC_TESTBED_APPLY=$SOFTALLOC_TESTBED_APPLY: want runtime or restart" ;; esac
-}
-
-# bboard_web_apply WEB: Apache's pools, then a restart.
-bboard_web_apply() {
-  web_config "$1"
-  web_restart restart
 }

@@ -134,9 +134,12 @@ stack_status() {
 
 # stack_apply WEB_THREADS APP_THREADS APP_CONNECTIONS: each replica in turn
 # a new process with the app's pools (the app first, so that Apache's
-# restart opens fresh connections to it), then Apache's. With the web
-# threads unchanged Apache's restart is graceful, so that a hook applying
-# the app's pools under load (softalloc watch) drops no request at the web
+# restart opens fresh connections to it), then Apache's pools through
+# examples/hooks/apache.sh with a full restart. The Go app has no endpoint
+# that resizes its pools at run time, and so no example hook: its flags
+# set them. With the web threads unchanged Apache's restart is graceful
+# (nothing to resize: fresh connections only), so that a hook applying the
+# app's pools under load (softalloc watch) drops no request at the web
 # tier; the balancer sends a restarting replica's requests to the others.
 stack_apply() {
   [ $# -eq 3 ] || [ $# -eq 4 ] || die "apply: want WEB_THREADS APP_THREADS APP_CONNECTIONS [ACCEPT_COUNT]"
@@ -150,11 +153,10 @@ stack_apply() {
     stop_pid "$(replica_name "$i")"
     replica_start "$i" "$t" "$c"
   done
-  if [ "${old%% *}" = "$w" ]; then
-    web_config "$w"
+  if [ "$(web_pools_threads)" = "$w" ]; then
     web_restart graceful
   else
-    bboard_web_apply "$w"
+    web_apply "$w" full
   fi
   echo "$w $t $c" >"$RUN/pools"
   log "applied $w-$t-$c"

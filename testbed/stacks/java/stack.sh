@@ -160,6 +160,9 @@ stack_status() {
 
 # stack_apply WEB_THREADS APP_THREADS APP_CONNECTIONS [ACCEPT_COUNT]
 # (virtual threads: WEB_THREADS APP_PERMITS APP_CONNECTIONS [ACCEPT_COUNT])
+# At run time (the default) the app's pools go through
+# examples/hooks/tomcat-hikari.sh, the web tier's through
+# examples/hooks/apache.sh with a full restart.
 stack_apply() {
   [ $# -eq 3 ] || [ $# -eq 4 ] || die "apply: want WEB_THREADS APP_THREADS APP_CONNECTIONS [ACCEPT_COUNT]"
   local w=$1 t=$2 c=$3 a=${4:-$DEFAULT_ACCEPT} mode=${SOFTALLOC_TESTBED_APPLY:-runtime} old
@@ -180,36 +183,25 @@ stack_apply() {
     return 0
   fi
   if [ "$mode" = runtime ] && [ "$(cat "$RUN/accept")" = "$a" ]; then
-    # Tomcat's and HikariCP's setters on the running JVM (acceptCount is the
-    # listen backlog, fixed when the socket is bound: a change restarts).
-    java_resize "$t" "$c"
-    if [ "${old%% *}" = "$w" ]; then
+    # Tomcat's and HikariCP's setters on the running JVM, through the app's
+    # admin endpoint, which answers once HikariCP holds exactly that many
+    # connections (acceptCount is the listen backlog, fixed when the socket
+    # is bound: a change restarts). With virtual threads the first number is
+    # the concurrency limit's permits.
+    TOMCAT_ADMIN=http://127.0.0.1:$ADMIN_PORT TOMCAT_LIMIT=$([ "$(java_threads)" = virtual ] && echo 1) HOOK_WAIT=60 \
+      "$HOOKS/tomcat-hikari.sh" "$t" "$c" >&2 || die "apply: the Java app's pools ($t, $c connections): examples/hooks/tomcat-hikari.sh failed (above)"
+    if [ "$(web_pools_threads)" = "$w" ]; then
       echo "$w $t $c" >"$RUN/pools"
       log "applied $w-$t-$c (at run time)"
       return 0
     fi
+    web_apply "$w" full
   else
     # The app first, so that Apache's restart opens fresh connections to it.
     stop_pid app
     app_start "$t" "$c" "$a"
+    if [ "$(web_pools_threads)" = "$w" ]; then web_restart restart; else web_apply "$w" full; fi
   fi
-  bboard_web_apply "$w"
   echo "$w $t $c" >"$RUN/pools"
   log "applied $w-$t-$c"
-}
-
-# java_resize THREADS CONNECTIONS: POST to the app's admin endpoint, which sets
-# Tomcat's maxThreads (with virtual threads: the concurrency limit's permits)
-# and HikariCP's maximumPoolSize and answers once HikariCP holds exactly that
-# many connections.
-java_resize() {
-  local out key=threads
-  [ "$(java_threads)" = virtual ] && key=limit
-  out=$(timeout 60 bash -c '
-    exec 3<>/dev/tcp/127.0.0.1/'"$ADMIN_PORT"' || exit 1
-    printf "POST /admin/pools?%s=%s&connections=%s HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n" "'"$key"'" "'"$1"'" "'"$2"'" >&3
-    cat <&3' 2>&1) || die "apply: the Java app's admin endpoint (127.0.0.1:$ADMIN_PORT) did not answer within 60 s"
-  if ! printf '%s\n' "$out" | head -1 | grep -q ' 200 '; then
-    die "apply: resizing the Java app's pools to $1 $key, $2 connections failed: $(printf '%s\n' "$out" | tail -1)"
-  fi
 }

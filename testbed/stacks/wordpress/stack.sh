@@ -4,10 +4,11 @@
 # with the testbed's own configuration (never the system's /etc/apache2 or
 # /etc/php), on loopback.
 #
-# Pools (testbed.sh apply WEB_THREADS CHILDREN [MAX_CONNECTIONS]): Apache's
-# MaxRequestWorkers and ProxyPass max= (a graceful restart), php-fpm's
-# pm.max_children (a reload, USR2: the children and OPcache start afresh),
-# MariaDB's max_connections (SET GLOBAL). A php-fpm child opens its own
+# Pools (testbed.sh apply WEB_THREADS CHILDREN [MAX_CONNECTIONS]), each
+# through its example hook (examples/hooks): Apache's MaxRequestWorkers and
+# ProxySet max= (apache.sh: a graceful restart), php-fpm's pm.max_children
+# (phpfpm.sh: a reload, USR2: the children and OPcache start afresh),
+# MariaDB's max_connections (mariadb.sh: SET GLOBAL). A php-fpm child opens its own
 # connection for each page (WordPress's wpdb, not persistent):
 # MAX_CONNECTIONS defaults to 2 x CHILDREN + 10, and never below MariaDB's
 # default 151 unless given.
@@ -136,12 +137,14 @@ define('WP_DEBUG', false);
 PHP
 }
 
-# fpm_pool CHILDREN: the pool file php-fpm reads at start and at each reload.
+# fpm_pool CHILDREN: the pool file php-fpm reads at start and at each
+# reload; apply edits its pm.max_children through examples/hooks/phpfpm.sh.
 fpm_pool() {
   local children=$1
   ((children >= 1 && children <= 4096)) || die "php-fpm children $children: want 1..4096"
   cat >"$TB/php/pool.d/www.conf.new" <<CONF
-; Written by testbed.sh apply: $children children.
+; Written by testbed.sh up; apply edits pm.max_children in place
+; through examples/hooks/phpfpm.sh.
 [www]
 user = www-data
 group = www-data
@@ -232,8 +235,9 @@ stack_start() {
   wp_web_start
 }
 
-# web_config THREADS: Apache's pools, one child holding every thread (as in
-# the bulletin board's stacks), and the php-fpm worker's max= connections.
+# web_config THREADS: Apache's pools at up (apply edits them through
+# examples/hooks/apache.sh), one child holding every thread (as in the
+# bulletin board's stacks), and the php-fpm worker's max= connections.
 # No enablereuse: a kept FastCGI connection ties a php-fpm child to one
 # Apache thread.
 web_config() {
@@ -241,7 +245,8 @@ web_config() {
   ((threads >= 1 && threads <= 2048)) || die "web threads $threads: want 1..2048 (ThreadLimit)"
   mkdir -p "$TB/apache"
   cat >"$TB/apache/pools.conf" <<CONF
-# Written by testbed.sh apply: web threads $threads.
+# Written by testbed.sh up; apply edits the pools in place through
+# examples/hooks/apache.sh.
 $(web_mpm "$threads")
 <Proxy "fcgi://127.0.0.1:$APP_PORT">
   ProxySet max=$threads timeout=60
@@ -336,12 +341,18 @@ stack_status() {
 
 # ---------------------------------------------------------------- apply
 
-# stack_apply WEB_THREADS CHILDREN [MAX_CONNECTIONS]
+# stack_apply WEB_THREADS CHILDREN [MAX_CONNECTIONS]: each tier's pool
+# through its example hook, each of which leaves its pool as it was when it
+# fails, and says what it changed on stderr.
 stack_apply() {
   [ $# -eq 2 ] || [ $# -eq 3 ] || die "apply: want WEB_THREADS PHP_CHILDREN [DB_MAX_CONNECTIONS]"
   local w=$1 c=$2 m=${3:-} old
   [[ $w =~ ^[1-9][0-9]*$ && $c =~ ^[1-9][0-9]*$ ]] && [[ -z $m || $m =~ ^[1-9][0-9]*$ ]] ||
     die "apply $*: want positive integers: web threads, php-fpm children, and optionally MariaDB's max_connections"
+  # The hooks check what the servers refuse; these bounds are the testbed's
+  # (the machine's memory, Apache's ThreadLimit).
+  ((c <= 4096)) || die "php-fpm children $c: want 1..4096"
+  ((w <= 2048)) || die "web threads $w: want 1..2048 (ThreadLimit)"
   # Two connections a child and 10 for monitoring and administration
   # (algorithms' DefaultConnectionsPerChild and ConnectionReserve), never
   # below MariaDB's default unless given.
@@ -353,48 +364,28 @@ stack_apply() {
   set -- $old
   # The DB first when it grows, last when it shrinks, so that it always
   # admits the children that run.
-  (($m >= $3)) && db_max_connections "$m"
-  if [ "$2" != "$c" ]; then fpm_reload "$c"; fi
-  (($m < $3)) && db_max_connections "$m"
-  if [ "$1" != "$w" ]; then
-    web_config "$w"
-    web_restart graceful
-  fi
+  (($m >= $3)) && db_apply "$m"
+  fpm_apply "$c"
+  (($m < $3)) && db_apply "$m"
+  [ "$(web_pools_threads)" = "$w" ] || web_apply "$w"
   echo "$w $c $m" >"$RUN/pools"
   log "applied $w-$c-$m"
 }
 
-db_max_connections() {
-  db_client -e "SET GLOBAL max_connections = $1" || die "apply: MariaDB refused max_connections = $1"
+# db_apply MAX_CONNECTIONS: examples/hooks/mariadb.sh on the server's socket.
+db_apply() {
+  MYSQL_SOCKET=$RUN/mysqld.sock MYSQL_USER=root "$HOOKS/mariadb.sh" "$1" >&2 ||
+    die "apply: MariaDB's max_connections = $1: examples/hooks/mariadb.sh failed (above)"
 }
 
-# fpm_reload CHILDREN: the pool file, checked by php-fpm itself, then USR2:
-# the master rereads it and starts new children (OPcache starts empty).
-# A file php-fpm refuses is put back, and the running pool is untouched.
-fpm_reload() {
-  local pid before
-  cp "$TB/php/pool.d/www.conf" "$TB/php/www.conf.prev"
-  fpm_pool "$1"
-  if ! fpm_check; then
-    mv "$TB/php/www.conf.prev" "$TB/php/pool.d/www.conf"
-    die "apply: php-fpm refuses $1 children: $(tail -n 3 "$LOGS/php-fpm-check.log" | tr '\n' ' ')"
-  fi
-  pid=$(cat "$RUN/app.pid")
-  before=$(fpm_started)
-  kill -USR2 "$pid"
-  wait_for "php-fpm's reload" 30 fpm_reloaded "$before" "$1"
-}
-
-# fpm_started: php-fpm's start time by its status page (a reload restarts it).
-fpm_started() { http_get '/status?openmetrics' $FPM_METRICS_PORT | awk '$1 == "phpfpm_start_since" {print $2}'; }
-
-# fpm_reloaded BEFORE CHILDREN: the status page shows a younger master (BEFORE
-# 0: any) with CHILDREN processes.
-fpm_reloaded() {
-  local page since total
-  page=$(http_get '/status?openmetrics' $FPM_METRICS_PORT) || return 1
-  since=$(printf '%s\n' "$page" | awk '$1 == "phpfpm_start_since" {print $2}')
-  total=$(printf '%s\n' "$page" | awk '$1 == "phpfpm_total_processes" {print $2}')
-  [ -n "$since" ] && [ -n "$total" ] || return 1
-  { [ "${1:-0}" -eq 0 ] || [ "$since" -lt "$1" ]; } && [ "$total" = "$2" ]
+# fpm_apply CHILDREN: examples/hooks/phpfpm.sh on the testbed's pool file:
+# php-fpm -t on the new file (put back when refused), USR2, until the
+# status page (the monitor's proxy to pm.status_listen) shows CHILDREN
+# processes and none of the old children is left. php-fpm -t reads our
+# php.ini alone, as the master does.
+fpm_apply() {
+  PHPFPM_POOL=$TB/php/pool.d/www.conf PHPFPM_CONF=$TB/php/php-fpm.conf PHPFPM_PID=$RUN/php-fpm.pid \
+    PHPFPM_STATUS=http://127.0.0.1:$FPM_METRICS_PORT/status PHPFPM_INI=$TB/php/php.ini PHPFPM_BIN=php-fpm8.2 \
+    PHP_INI_SCAN_DIR= HOOK_WAIT=30 "$HOOKS/phpfpm.sh" "$1" >&2 ||
+    die "apply: php-fpm's $1 children: examples/hooks/phpfpm.sh failed (above)"
 }
