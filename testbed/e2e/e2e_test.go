@@ -202,34 +202,68 @@ func setCaps(t *testing.T, caps string) {
 }
 
 // serverReading is one server's CPU and throttled share in one trial.
-type serverReading struct{ CPU, Throttled float64 }
+type serverReading struct {
+	CPU       float64 `json:"cpu"`
+	Throttled float64 `json:"throttled"`
+}
 
-// serverReadings returns server's readings in the journal's trials, by
-// users (the last trial of each workload).
-func serverReadings(t *testing.T, journal, server string) map[int]serverReading {
+// trial is one record of a journal: its users, when it finished and how
+// long it took (seconds), and its servers' readings.
+type trial struct {
+	Users    int
+	Finished time.Time
+	Seconds  float64
+	Servers  []trialServer
+}
+
+// trialServer is one server's readings in a trial.
+type trialServer struct {
+	Name string `json:"name"`
+	serverReading
+	appObservation
+}
+
+// readJournal returns the journal's trial records, in the order written
+// (the journal's own reader would hide which trial ran when).
+func readJournal(t *testing.T, data []byte) []trial {
 	t.Helper()
-	data, err := os.ReadFile(journal)
-	require.NoError(t, err)
-	out := map[int]serverReading{}
+	var out []trial
 	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
 		var rec struct {
+			Finished   time.Time `json:"finished"`
+			Seconds    float64   `json:"seconds"`
 			Experiment struct {
 				Workload struct {
 					Users int `json:"users"`
 				} `json:"workload"`
 			} `json:"experiment"`
 			Observation struct {
-				Servers []struct {
-					Name      string  `json:"name"`
-					CPU       float64 `json:"cpu"`
-					Throttled float64 `json:"throttled"`
-				} `json:"servers"`
+				Servers []trialServer `json:"servers"`
 			} `json:"observation"`
 		}
-		require.NoError(t, json.Unmarshal(line, &rec))
-		for _, s := range rec.Observation.Servers {
+		require.NoError(t, json.Unmarshal(line, &rec), "%s", line)
+		out = append(out, trial{Users: rec.Experiment.Workload.Users, Finished: rec.Finished, Seconds: rec.Seconds, Servers: rec.Observation.Servers})
+	}
+	return out
+}
+
+// readJournalFile is readJournal of the journal at path.
+func readJournalFile(t *testing.T, path string) []trial {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return readJournal(t, data)
+}
+
+// serverReadings returns server's readings in the journal's trials, by
+// users (the last trial of each workload).
+func serverReadings(t *testing.T, journal, server string) map[int]serverReading {
+	t.Helper()
+	out := map[int]serverReading{}
+	for _, tr := range readJournalFile(t, journal) {
+		for _, s := range tr.Servers {
 			if s.Name == server {
-				out[rec.Experiment.Workload.Users] = serverReading{s.CPU, s.Throttled}
+				out[tr.Users] = s.serverReading
 			}
 		}
 	}
@@ -252,25 +286,15 @@ type critical struct {
 func trialsSpan(t *testing.T, journal []byte, below int) [2]time.Time {
 	t.Helper()
 	var span [2]time.Time
-	for _, line := range bytes.Split(bytes.TrimSpace(journal), []byte("\n")) {
-		var rec struct {
-			Finished   time.Time `json:"finished"`
-			Seconds    float64   `json:"seconds"`
-			Experiment struct {
-				Workload struct {
-					Users int `json:"users"`
-				} `json:"workload"`
-			} `json:"experiment"`
-		}
-		require.NoError(t, json.Unmarshal(line, &rec))
-		if rec.Experiment.Workload.Users >= below {
+	for _, tr := range readJournal(t, journal) {
+		if tr.Users >= below {
 			continue
 		}
-		if begun := rec.Finished.Add(-time.Duration(rec.Seconds * float64(time.Second))); span[0].IsZero() || begun.Before(span[0]) {
+		if begun := tr.Finished.Add(-time.Duration(tr.Seconds * float64(time.Second))); span[0].IsZero() || begun.Before(span[0]) {
 			span[0] = begun
 		}
-		if rec.Finished.After(span[1]) {
-			span[1] = rec.Finished
+		if tr.Finished.After(span[1]) {
+			span[1] = tr.Finished
 		}
 	}
 	return span

@@ -241,19 +241,9 @@ type appObservation struct {
 // lastAppObservation is app-1's observation in the journal's last trial.
 func lastAppObservation(t *testing.T, journal string) appObservation {
 	t.Helper()
-	data, err := os.ReadFile(journal)
-	require.NoError(t, err)
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	var rec struct {
-		Observation struct {
-			Servers []struct {
-				Name string `json:"name"`
-				appObservation
-			} `json:"servers"`
-		} `json:"observation"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &rec))
-	for _, s := range rec.Observation.Servers {
+	trials := readJournalFile(t, journal)
+	require.NotEmpty(t, trials, "no trial in %s", journal)
+	for _, s := range trials[len(trials)-1].Servers {
 		if s.Name == "app-1" {
 			return s.appObservation
 		}
