@@ -89,7 +89,7 @@ fuzz:
 	$(GO) test ./internal/topology -run '^$$' -fuzz FuzzParseReplicas -fuzztime 60000x -fuzzminimizetime 3s
 	$(GO) test ./internal/topology -run '^$$' -fuzz FuzzParseSurge -fuzztime 60000x -fuzzminimizetime 3s
 	$(GO) test ./internal/topology -run '^$$' -fuzz FuzzParseDeployment -fuzztime 100000x -fuzzminimizetime 3s
-	$(GO) test ./internal/evaluate -run '^$$' -fuzz FuzzParseRangedTopology -fuzztime 20000x -fuzzminimizetime 3s
+	$(GO) test ./internal/topology -run '^$$' -fuzz FuzzParseTopologyRange -fuzztime 20000x -fuzzminimizetime 3s
 # Inputs of these are kilobytes: minimizing each new one for the default 60 s
 # would take all the time, so minimization is cut short.
 	$(GO) test ./internal/runner/exec -run '^$$' -fuzz FuzzParseObservation -fuzztime 140000x -fuzzminimizetime 3s

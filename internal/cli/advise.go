@@ -111,6 +111,7 @@ deployment's. - reads standard input.`,
 	o.cmd = cmd
 	fs := cmd.Flags()
 	o.deployment.registerChain(fs)
+	o.deployment.command, o.deployment.ranges = "advise", true
 	fs.StringVar(&o.observations, "observations", "", "recorded observations, JSON Lines (journal records, observations or windows; - for stdin)")
 	fs.StringVar(&o.since, "since", "", "read Prometheus from this long ago until --end: 7d, 36h, 90m")
 	fs.StringVar(&o.start, "start", "", "read Prometheus from this time (RFC 3339, e.g. 2026-11-23T08:00:00Z, or Unix seconds)")

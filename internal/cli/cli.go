@@ -302,7 +302,7 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		return nil
 	}
-	if _, err := topology.ParseTopology(args[0]); err == nil {
+	if _, err := topology.ParseTopologyRange(args[0]); err == nil {
 		for _, name := range []string{"topology", "topologies"} {
 			if cmd.Flags().Lookup(name) != nil {
 				return usagef("unexpected argument %q; did you mean --%s %s?", args[0], name, args[0])

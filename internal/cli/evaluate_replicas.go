@@ -6,6 +6,7 @@ import (
 
 	"github.com/softalloc/softalloc/internal/evaluate"
 	"github.com/softalloc/softalloc/internal/runner"
+	"github.com/softalloc/softalloc/internal/topology"
 )
 
 const replicasEvaluateHelp = "measure replica ranges instead (docs/replicas-evaluation.md): on each --topologies range (default 1/2..8/1/2,1/2..8/1/4; seeds default 1) the campaign at every count judged on a grid at that count"
@@ -35,7 +36,7 @@ func runEvaluateReplicas(o *evaluateOptions) error {
 		}
 	}
 	for _, r := range rc.Ranges {
-		if _, err := evaluate.ParseRangedTopology(r); err != nil {
+		if _, err := topology.ParseRangedTopology(r); err != nil {
 			return usagef("--topologies: %v", err)
 		}
 	}

@@ -23,6 +23,11 @@ type deploymentFlags struct {
 	allocs   []string // several only where a command compares allocations
 	// loaded is the deployment file once resolve has read it.
 	loaded *topology.DeploymentFile
+	// command names the command in resolve's refusal of a replica range in
+	// --topology; ranges says the command answers for a range (recommend,
+	// advise), as it does for a deployment file's replicas: 2..8.
+	command string
+	ranges  bool
 }
 
 const practitionersAllocation = "400-150-60"
@@ -35,9 +40,11 @@ func (f *deploymentFlags) register(fs *pflag.FlagSet) {
 // registerChain registers the deployment's flags without --alloc, for a
 // command whose --alloc means something else (advise's current pools).
 func (f *deploymentFlags) registerChain(fs *pflag.FlagSet) {
-	fs.StringVarP(&f.topology, "topology", "t", "", "topology #W/#A/#C/#D or #W/#A/#D, e.g. 1/4/1/4")
+	fs.StringVarP(&f.topology, "topology", "t", "", topologyHelp)
 	fs.StringVarP(&f.file, "deployment", "f", "", "deployment file (YAML) naming any chain of tiers")
 }
+
+const topologyHelp = "topology #W/#A/#C/#D or #W/#A/#D, e.g. 1/4/1/4; recommend and advise take one tier's replicas as a range min..max (1/2..8/1/2), as a deployment file's replicas: 2..8"
 
 // resolve returns the deployment and the initial allocation.
 func (f *deploymentFlags) resolve() (algorithms.Deployment, algorithms.Allocation, error) {
@@ -48,8 +55,19 @@ func (f *deploymentFlags) resolve() (algorithms.Deployment, algorithms.Allocatio
 		return d, a, usagef("give --topology or --deployment, not both")
 	case f.topology != "":
 		var err error
-		if d, err = topology.ParseTopology(f.topology); err != nil {
+		if d, err = topology.ParseTopologyRange(f.topology); err != nil {
 			return d, a, usageError{err}
+		}
+		if topology.RangedTier(d) >= 0 && !f.ranges {
+			// A deployment file's range is measured at its lower end by
+			// every command; a range typed on the command line to one that
+			// measures a single count is more likely a wrong command.
+			cmd := f.command
+			if cmd == "" {
+				cmd = "this command"
+			}
+			return d, a, usagef("--topology %s: %s measures one replica count; give one, e.g. --topology %s (the range's lower end), or ask recommend or advise, which answer for the range",
+				f.topology, cmd, d.Topology)
 		}
 		if a, err = topology.ParseAllocation(practitionersAllocation); err != nil {
 			return d, a, err

@@ -45,6 +45,7 @@ func (o *campaignOptions) register(f *factory, cmd *cobra.Command, scope algorit
 	o.f, o.cmd = f, cmd
 	fs := cmd.Flags()
 	o.deployment.register(fs)
+	o.deployment.command = cmd.Name()
 	o.runner.register(fs)
 	o.journal.register(fs)
 	o.algorithm.register(fs, scope)
@@ -396,6 +397,7 @@ least their reserved size; the table shows the formula's minimum beside them.`,
 		},
 	}
 	o.register(f, cmd, scopeRecommend)
+	o.deployment.ranges = true
 	cmd.Flags().StringVar(&o.format, "format", "", "config snippets for the recommended sizes: "+strings.Join(report.SnippetFormats, ", ")+" (comma-separated) or all; each for the tiers that run it")
 	cmd.Flags().BoolVar(&o.withRange, "range", false, "also measure the range of the bounding pool's sizes within 1% of the best goodput at the SLA (up to 8 more experiments, 6/5 of the saturation workload)")
 	cmd.Flags().StringVar(&o.classes, "workload", "", "workload file of request classes with objectives: size per-class pools of one server instead (docs/classes.md)")

@@ -63,6 +63,7 @@ START:END:STEP (5000:8000:200). --sla takes thresholds in seconds (0.5,1,2 or
 	o.cmd = cmd
 	fs := cmd.Flags()
 	o.deployment.register(fs)
+	o.deployment.command = "simulate"
 	o.runner.register(fs)
 	o.journal.register(fs)
 	o.metrics.register(fs, f.Getenv)

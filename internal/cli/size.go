@@ -73,6 +73,7 @@ name the hardware instead of the file's topology or deployment key.`,
 	fs.StringVarP(&o.file, "measurements", "m", "", "measurements file (YAML or JSON; - for stdin)")
 	deprecatedAlias(fs, "file", "measurements", &o.file)
 	fs.StringVarP(&o.deployment.topology, "topology", "t", "", "topology #W/#A/#C/#D or #W/#A/#D (instead of the file's topology)")
+	o.deployment.command = "size"
 	fs.StringVarP(&o.deployment.file, "deployment", "f", "", "deployment file (YAML) naming the chain (instead of the file's deployment)")
 	fs.StringVarP(&o.output, "output", "o", "table", "output format: table, json or csv")
 	return cmd

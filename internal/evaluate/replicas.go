@@ -27,14 +27,7 @@ type CountCampaign struct {
 
 // RangedTier is the index of d's tier whose replicas are a range, -1 if
 // none is.
-func RangedTier(d algorithms.Deployment) int {
-	for i, t := range d.Tiers {
-		if t.Scaling != nil && t.Scaling.Min < t.Scaling.Max {
-			return i
-		}
-	}
-	return -1
-}
+func RangedTier(d algorithms.Deployment) int { return topology.RangedTier(d) }
 
 // AtReplicas is d with tier i at n replicas as a deployment of that count
 // alone: its range narrowed to n..n (the surge kept, so that the plan of

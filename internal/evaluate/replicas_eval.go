@@ -3,8 +3,6 @@ package evaluate
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -110,50 +108,6 @@ type CountResult struct {
 	GridCPUSeconds       float64 `json:"gridCPUSeconds"`
 }
 
-// ParseRangedTopology reads a topology whose one tier's replicas are a
-// range, 1/2..8/1/2: the deployment at the range's lowest count, the
-// tier's Scaling the range.
-func ParseRangedTopology(s string) (algorithms.Deployment, error) {
-	const forms = "want a topology with one tier's replicas as a range min..max, e.g. 1/2..8/1/2"
-	parts := strings.Split(strings.TrimSpace(s), "/")
-	ranged := -1
-	var sc *algorithms.Scaling
-	for i, p := range parts {
-		if !strings.Contains(p, "..") {
-			continue
-		}
-		if ranged >= 0 {
-			return algorithms.Deployment{}, fmt.Errorf("ranged topology %q: two ranges; %s", s, forms)
-		}
-		n, r, err := topology.ParseReplicas(p)
-		if err != nil {
-			return algorithms.Deployment{}, fmt.Errorf("ranged topology %q: %w", s, err)
-		}
-		ranged, sc, parts[i] = i, r, strconv.Itoa(n)
-	}
-	if ranged < 0 || sc == nil || sc.Min == sc.Max {
-		return algorithms.Deployment{}, fmt.Errorf("ranged topology %q: %s", s, forms)
-	}
-	d, err := topology.ParseTopology(strings.Join(parts, "/"))
-	if err != nil {
-		return algorithms.Deployment{}, fmt.Errorf("ranged topology %q: %w", s, err)
-	}
-	d.Tiers[ranged].Scaling = sc
-	return d, nil
-}
-
-// FormatRangedTopology writes a deployment ParseRangedTopology gives as it
-// reads it: 1/2..8/1/2.
-func FormatRangedTopology(d algorithms.Deployment) string {
-	vi := RangedTier(d)
-	parts := strings.Split(d.Topology, "/")
-	if vi < 0 || len(parts) != len(d.Tiers) {
-		return d.Topology
-	}
-	parts[vi] = topology.FormatReplicas(d.Tiers[vi])
-	return strings.Join(parts, "/")
-}
-
 // countRun is one count's campaign and grid as the jobs fill them.
 type countRun struct {
 	d     algorithms.Deployment
@@ -180,14 +134,14 @@ func RunReplicas(ctx context.Context, rc ReplicasConfig) (ReplicasReport, error)
 	var ds []algorithms.Deployment // each run's ranged deployment
 	var campaigns, grids []job
 	for _, r := range rc.Ranges {
-		d, err := ParseRangedTopology(r)
+		d, err := topology.ParseRangedTopology(r)
 		if err != nil {
 			return rep, err
 		}
 		vi := RangedTier(d)
 		sc := *d.Tiers[vi].Scaling
 		for _, seed := range rc.Seeds {
-			rr := ReplicaRangeResult{Range: FormatRangedTopology(d), Seed: seed, Tier: d.Tiers[vi].Name}
+			rr := ReplicaRangeResult{Range: topology.FormatRangedTopology(d), Seed: seed, Tier: d.Tiers[vi].Name}
 			var counts []*countRun
 			for n := sc.Min; n <= sc.Max; n++ {
 				c := &countRun{d: AtReplicas(d, vi, n), seed: seed}

@@ -9,54 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/softalloc/softalloc/algorithms"
-	"github.com/softalloc/softalloc/internal/fuzzcheck"
+	"github.com/softalloc/softalloc/internal/topology"
 )
-
-func TestParseRangedTopology(t *testing.T) {
-	d, err := ParseRangedTopology(" 1/2..8/1/4 ")
-	require.NoError(t, err)
-	assert.Equal(t, "1/2/1/4", d.Topology, "the deployment at the range's lowest count")
-	assert.Equal(t, algorithms.Scaling{Min: 2, Max: 8}, *d.Tiers[1].Scaling)
-	assert.Equal(t, "1/2..8/1/4", FormatRangedTopology(d))
-
-	for in, want := range map[string]string{
-		"1/2/1/2":       `ranged topology "1/2/1/2": want a topology with one tier's replicas as a range min..max, e.g. 1/2..8/1/2`,
-		"1/2..2/1/2":    `ranged topology "1/2..2/1/2": want a topology with one tier's replicas as a range min..max, e.g. 1/2..8/1/2`,
-		"1/2..8/1..2/2": `ranged topology "1/2..8/1..2/2": two ranges; want a topology with one tier's replicas as a range min..max, e.g. 1/2..8/1/2`,
-		"1/8..2/1/2":    `ranged topology "1/8..2/1/2": range "8..2": the lower end 8 is above the upper end 2; want min..max, e.g. 2..8`,
-		"1/2..8/1":      "", // three tiers are a topology too
-		"1/2..8/x/2":    `ranged topology "1/2..8/x/2": topology "1/2/x/2": replica count "x" is not a positive integer`,
-	} {
-		_, err := ParseRangedTopology(in)
-		if want == "" {
-			assert.NoError(t, err, in)
-			continue
-		}
-		assert.EqualError(t, err, want, in)
-	}
-}
-
-// A ranged topology is input (evaluate --replicas --topologies): whatever
-// it is, a one-line refusal or a deployment with one range that writes
-// back as it reads.
-func FuzzParseRangedTopology(f *testing.F) {
-	for _, s := range []string{"1/2..8/1/2", "1/2..8/1/4", "1/2..8/1", "2..3/1/1/1", "1/2/1/2", "1/2..8/1..2/2", "1/8..2/1/2", "1/0..2/1/1", "1/ 2 .. 3 /1/1"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		d, err := ParseRangedTopology(s)
-		if err != nil {
-			fuzzcheck.RequireOneLine(t, err)
-			return
-		}
-		vi := RangedTier(d)
-		require.GreaterOrEqual(t, vi, 0)
-		again, err := ParseRangedTopology(FormatRangedTopology(d))
-		require.NoError(t, err)
-		require.Equal(t, d, again)
-	})
-}
 
 // The report is written from its JSON: a count below the target is named
 // at the top and in bold in its range's table.
@@ -103,7 +57,7 @@ func TestCommittedReplicasEvaluationIsWhatWriteProduces(t *testing.T) {
 	assert.Equal(t, string(want), string(got))
 	require.Len(t, rep.Ranges, len(rep.Config.Ranges)*len(rep.Config.Seeds))
 	for _, r := range rep.Ranges {
-		d, err := ParseRangedTopology(r.Range)
+		d, err := topology.ParseRangedTopology(r.Range)
 		require.NoError(t, err)
 		sc := d.Tiers[RangedTier(d)].Scaling
 		require.Len(t, r.Counts, sc.Max-sc.Min+1, "%s: every count judged", r.Range)

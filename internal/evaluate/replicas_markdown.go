@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/softalloc/softalloc/internal/safefile"
+	"github.com/softalloc/softalloc/internal/topology"
 )
 
 // ReplicasFiles are what WriteReplicas writes.
@@ -64,7 +65,7 @@ func ReplicasMarkdownTo(w io.Writer, rep ReplicasReport) error {
 	fmt.Fprintf(&b, "Target: at every count, at least %.2f of that count's grid best at the campaign's SLA (%s s).\n\n", c.Target, key)
 	planned, judged := 0, 0
 	for _, r := range c.Ranges {
-		if d, err := ParseRangedTopology(r); err == nil {
+		if d, err := topology.ParseRangedTopology(r); err == nil {
 			sc := d.Tiers[RangedTier(d)].Scaling
 			planned += (sc.Max - sc.Min + 1) * len(c.Seeds)
 		}
