@@ -45,7 +45,7 @@ test-deps:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2x -cpu 1 ./internal/sim/...
 	$(GO) test -run '^$$' -bench . -benchmem ./algorithms/...
-	$(GO) test -run '^$$' -bench RecommendCampaign -benchtime 2x -cpu 1 ./internal/evaluate/
+	$(GO) test -run '^$$' -bench 'RecommendCampaign|RampCampaign' -benchtime 2x -cpu 1 ./internal/evaluate/
 
 demo: build
 	$(BIN) recommend --topology 1/2/1/2 --report bin/demo-report.html

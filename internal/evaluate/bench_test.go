@@ -45,3 +45,34 @@ func BenchmarkRecommendCampaign(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRampCampaign is recommend --ramp on the simulator as the CLI
+// runs it (the default adaptive trials), beside BenchmarkRecommendCampaign's
+// adaptive staircase on the same topologies and seeds: `make bench` runs
+// both in one go, so that their ns/op make a ratio. Its simulated seconds
+// are the ramps' (one simulation each, nothing simulated twice) and the
+// confirming trial's.
+func BenchmarkRampCampaign(b *testing.B) {
+	for _, topo := range []string{"1/2/1/2", "1/4/1/4"} {
+		b.Run(topo, func(b *testing.B) {
+			d, err := topology.ParseTopology(topo)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg := DefaultConfig()
+			var windows int
+			var simulated float64
+			for i := 0; i < b.N; i++ {
+				_, c, err := runRampCampaign(context.Background(), cfg, d, uint64(i+1), AdaptiveTiming())
+				if err != nil || c.Error != "" {
+					b.Fatal(err, c.Error)
+				}
+				windows += c.Windows
+				simulated += c.SimulatedSeconds
+			}
+			b.ReportMetric(float64(windows)/float64(b.N), "windows/op")
+			b.ReportMetric(simulated/float64(b.N), "simulated-s/op")
+			b.ReportMetric(simulated/b.Elapsed().Seconds(), "simulated-s/s")
+		})
+	}
+}

@@ -64,6 +64,11 @@ type Config struct {
 	// one (adaptive trials, screened): what such a grid costs, and whether
 	// it ranks the allocations as the reference's does.
 	ScreenedGrid GridKey
+	// RampTiming is the trial of the ramp campaign and of today's default
+	// campaign set beside it (section 4), both as recommend runs them on the
+	// simulator (AdaptiveTiming: windows of at most 12 min), whatever
+	// Timing's longest window. Not adaptive, or a fixed run: no section 4.
+	RampTiming algorithms.Timing
 	// Log receives one line per finished piece of work (nil: silent).
 	Log func(format string, a ...any)
 }
@@ -91,6 +96,7 @@ func DefaultConfig() Config {
 		Coverage:     DefaultCoverage(),
 		Precisions:   []float64{0.01, 0.02, 0.05},
 		ScreenedGrid: GridKey{"1/4/1/4", 1},
+		RampTiming:   AdaptiveTiming(),
 	}
 }
 
@@ -272,6 +278,16 @@ type Campaign struct {
 	// Imprecise counts its trials that ended at the longest window.
 	Imprecise int    `json:"imprecise,omitempty"`
 	Error     string `json:"error,omitempty"`
+	// EngineSeconds is the simulated time the simulator ran for the
+	// campaign: a refined trial adds only what it went on past the coarser
+	// one (sim.Trials), where SimulatedSeconds counts it whole; a ramp's
+	// windows are one simulation, never simulated twice.
+	EngineSeconds float64 `json:"engineSeconds,omitempty"`
+	// Ramps and Windows are a ramp campaign's (recommend --ramp): its
+	// ramps and their windows; Experiments counts its ramps and its
+	// confirming trials.
+	Ramps   int `json:"ramps,omitempty"`
+	Windows int `json:"windows,omitempty"`
 }
 
 // Quality is one allocation's maximum goodput over the grid's best, per SLA.
@@ -362,8 +378,11 @@ type Report struct {
 	ScreenedGrid  *ScreenedGrid  `json:"screenedGrid,omitempty"`
 	Reference     *Reference     `json:"reference,omitempty"`
 	Precisions    []PrecisionRun `json:"precisions,omitempty"`
-	WallTotal     float64        `json:"wallSeconds"`
-	CPUTotal      float64        `json:"cpuSeconds,omitempty"`
+	// Ramps is the ramp campaign beside today's default campaign and the
+	// fixed-length one on every topology and seed (adaptive runs only).
+	Ramps     []RampRow `json:"ramps,omitempty"`
+	WallTotal float64   `json:"wallSeconds"`
+	CPUTotal  float64   `json:"cpuSeconds,omitempty"`
 	// Sections is the time of each part of the run.
 	Sections Sections `json:"sections"`
 	// Load is the machine's load average (1, 5, 15 min) at the start and
@@ -388,13 +407,18 @@ type Sections struct {
 
 // ReportConfig records the settings of the run.
 type ReportConfig struct {
-	Topologies     []string  `json:"topologies"`
-	Seeds          []uint64  `json:"seeds"`
-	RuntimeSeconds float64   `json:"runtimeSeconds"`
-	WarmUpSeconds  float64   `json:"warmUpSeconds"`
-	Precision      float64   `json:"precision,omitempty"`
-	FixedWarmUp    float64   `json:"fixedWarmUpSeconds,omitempty"`
-	SLAs           []float64 `json:"slas"`
+	Topologies     []string `json:"topologies"`
+	Seeds          []uint64 `json:"seeds"`
+	RuntimeSeconds float64  `json:"runtimeSeconds"`
+	WarmUpSeconds  float64  `json:"warmUpSeconds"`
+	Precision      float64  `json:"precision,omitempty"`
+	FixedWarmUp    float64  `json:"fixedWarmUpSeconds,omitempty"`
+	// RampRuntimeSeconds and RampPrecision are Config.RampTiming's: the
+	// longest window and the precision of the ramp campaign and of the
+	// default campaign beside it, as recommend runs them.
+	RampRuntimeSeconds float64   `json:"rampRuntimeSeconds,omitempty"`
+	RampPrecision      float64   `json:"rampPrecision,omitempty"`
+	SLAs               []float64 `json:"slas"`
 	// Parallel is how many jobs ran at once.
 	Parallel int `json:"parallel,omitempty"`
 }
@@ -413,6 +437,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	if cfg.Timing.Adaptive() {
 		rep.Config.FixedWarmUp = cfg.FixedTiming.RampUp.Seconds()
+	}
+	if cfg.ramps() {
+		rep.Config.RampRuntimeSeconds, rep.Config.RampPrecision = cfg.RampTiming.Runtime.Seconds(), cfg.RampTiming.Precision
 	}
 	rep.Load[0] = loadAverage()
 	var err error
@@ -433,6 +460,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		}
 	}
 	rep.Results = make([]TopologyResult, len(cfg.Topologies)*len(cfg.Seeds))
+	if cfg.ramps() {
+		rep.Ramps = make([]RampRow, len(rep.Results))
+	}
 	var topoJobs []job
 	// The largest deployments first: their campaigns and grids take longest.
 	order := make([]int, len(cfg.Topologies))
@@ -451,10 +481,13 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		for si, seed := range cfg.Seeds {
 			slot := ti*len(cfg.Seeds) + si
 			j := job{name: fmt.Sprintf("evaluate %s seed %d", topo, seed), run: func(ctx context.Context) error {
-				r, sg, err := evaluateTopology(ctx, cfg, topo, seed, logf)
+				r, sg, rr, err := evaluateTopology(ctx, cfg, topo, seed, logf)
 				rep.Results[slot] = r
 				if sg != nil {
 					rep.ScreenedGrid = sg
+				}
+				if rr != nil {
+					rep.Ramps[slot] = *rr
 				}
 				return err
 			}}
@@ -551,17 +584,44 @@ type counting struct {
 	mu        sync.Mutex
 	simulated float64
 	imprecise int
+	// engine is the simulated time the simulator ran: a finer trial of an
+	// experiment that ended precise at a coarser precision goes on from it
+	// (sim.Trials), so it adds only its excess; ran holds each such
+	// trial's length and precision, by the experiment but its precision.
+	engine float64
+	ran    map[string]ranTrial
 }
+
+type ranTrial struct{ seconds, precision float64 }
 
 func (c *counting) RunExperiment(ctx context.Context, e algorithms.Experiment) (algorithms.Observation, error) {
 	o, err := c.x.RunExperiment(ctx, e)
 	if err == nil {
 		c.mu.Lock()
-		c.simulated += o.RuntimeSeconds
+		whole := o.RuntimeSeconds
 		if o.Window != nil {
-			c.simulated += o.Window.WarmUpSeconds
+			whole += o.Window.WarmUpSeconds
 			if e.Timing.Adaptive() && !o.Window.Precise {
 				c.imprecise++
+			}
+		}
+		c.simulated += whole
+		c.engine += whole
+		if e.Timing.Adaptive() && o.Window != nil {
+			t := e.Timing
+			t.Precision = 0
+			key := fmt.Sprintf("%v|%s|%v|%v", e.Deployment, e.Allocation.Key(), e.Workload, t)
+			if prev, ok := c.ran[key]; ok && prev.precision > e.Timing.Precision {
+				c.engine -= min(prev.seconds, whole)
+			}
+			// The simulator keeps only a trial that ended precise (and
+			// drops the oldest past its budget of users, not counted here).
+			if c.ran == nil {
+				c.ran = map[string]ranTrial{}
+			}
+			delete(c.ran, key)
+			if o.Window.Precise {
+				c.ran[key] = ranTrial{whole, e.Timing.Precision}
 			}
 		}
 		c.mu.Unlock()
@@ -648,7 +708,7 @@ func runCampaign(ctx context.Context, cfg Config, d algorithms.Deployment, seed 
 	x := &counting{x: sx}
 	rec, err := algorithms.Recommend(ctx, x, d, start, opts)
 	c := Campaign{Mode: string(mode) + " (" + string(reading) + ")", Seed: seed, Experiments: rec.Experiments, WallSeconds: time.Since(t0).Seconds(),
-		CPUSeconds: threadCPUSeconds() - cpu0, SimulatedSeconds: x.simulated, Precision: t.Precision, Imprecise: x.imprecise,
+		CPUSeconds: threadCPUSeconds() - cpu0, SimulatedSeconds: x.simulated, EngineSeconds: x.engine, Precision: t.Precision, Imprecise: x.imprecise,
 		Critical: rec.Critical.Tier + "/" + rec.Critical.Resource, Saturation: rec.Critical.SaturationWorkload,
 		Predicted: rec.Critical.PredictedSaturation, MinJobs: rec.MinJobs.MinJobs, Reading: rec.MinJobs.Reading}
 	if err != nil {
@@ -664,12 +724,23 @@ func runCampaign(ctx context.Context, cfg Config, d algorithms.Deployment, seed 
 	return rec, c, nil
 }
 
-func evaluateTopology(ctx context.Context, cfg Config, topo string, seed uint64, logf func(string, ...any)) (TopologyResult, *ScreenedGrid, error) {
+func evaluateTopology(ctx context.Context, cfg Config, topo string, seed uint64, logf func(string, ...any)) (TopologyResult, *ScreenedGrid, *RampRow, error) {
+	res, sg, rr, err := evaluateTopologyRuns(ctx, cfg, topo, seed, logf)
+	if rr == nil {
+		return res, sg, nil, err
+	}
+	return res, sg, &rr.row, err
+}
+
+// evaluateTopologyRuns is evaluateTopology with the ramp's answers as
+// measured (nil: no ramp section).
+func evaluateTopologyRuns(ctx context.Context, cfg Config, topo string, seed uint64, logf func(string, ...any)) (TopologyResult, *ScreenedGrid, *rampRun, error) {
 	res := TopologyResult{Topology: topo, Seed: seed}
 	d, err := parse(topo)
 	if err != nil {
-		return res, nil, err
+		return res, nil, nil, err
 	}
+	var rr *rampRun
 	// The default reading of minJobs, the other one, and the paper's procedure.
 	defReading := algorithms.DefaultOptions().MinJobsAt
 	other := algorithms.ReadAtKnee
@@ -678,33 +749,41 @@ func evaluateTopology(ctx context.Context, cfg Config, topo string, seed uint64,
 	}
 	recE, cE, err := runCampaign(ctx, cfg, d, seed, algorithms.ModeEfficient, defReading, cfg.Timing)
 	if err != nil {
-		return res, nil, err
+		return res, nil, rr, err
 	}
 	logf("%s seed %d: efficient recommend %s in %d experiments (%.1f s)", topo, seed, cE.Allocation, cE.Experiments, cE.WallSeconds)
 	var recF algorithms.Recommendation
 	if cfg.Timing.Adaptive() {
 		var cF Campaign
 		if recF, cF, err = runCampaign(ctx, cfg, d, seed, algorithms.ModeEfficient, defReading, cfg.FixedTiming); err != nil {
-			return res, nil, err
+			return res, nil, rr, err
 		}
 		res.Fixed = &cF
 		logf("%s seed %d: efficient recommend with fixed trials %s in %d experiments (%.1f s)", topo, seed, cF.Allocation, cF.Experiments, cF.WallSeconds)
 		if err := cfg.checkReferenceCampaign(topo, seed, cF); err != nil {
-			return res, nil, err
+			return res, nil, rr, err
 		}
 	}
 	recO, cO, err := runCampaign(ctx, cfg, d, seed, algorithms.ModeEfficient, other, cfg.Timing)
 	if err != nil {
-		return res, nil, err
+		return res, nil, rr, err
 	}
 	recP, cP, err := runCampaign(ctx, cfg, d, seed, algorithms.ModePaper, algorithms.ReadAtKnee, cfg.Timing)
 	if err != nil {
-		return res, nil, err
+		return res, nil, rr, err
 	}
 	logf("%s seed %d: paper recommend %s in %d experiments (%.1f s)", topo, seed, cP.Allocation, cP.Experiments, cP.WallSeconds)
+	if cfg.ramps() {
+		if rr, err = runRampRow(ctx, cfg, topo, d, seed); err != nil {
+			return res, nil, nil, err
+		}
+		rr.row.Fixed = res.Fixed
+		logf("%s seed %d: ramp recommend %s in %d windows (%.0f s simulated), the default campaign %s (%.0f s)", topo, seed,
+			rr.row.Ramp.Allocation, rr.row.Ramp.Windows, rr.row.Ramp.EngineSeconds, rr.row.Default.Allocation, rr.row.Default.EngineSeconds)
+	}
 	res.Campaigns = []Campaign{cE, cP, cO}
 	if cE.Error != "" {
-		return res, nil, nil
+		return res, nil, rr, nil
 	}
 	// The roles, in the report's order; a failed campaign has none.
 	answer := func(c Campaign, r algorithms.Recommendation) algorithms.Allocation {
@@ -728,12 +807,12 @@ func evaluateTopology(ctx context.Context, cfg Config, topo string, seed uint64,
 	if ref := cfg.referenceGrid(topo, seed); ref != nil {
 		sx, err := cfg.experimenter(seed)
 		if err != nil {
-			return res, nil, err
+			return res, nil, rr, err
 		}
 		x := &counting{x: sx}
 		t0 := time.Now()
 		if err := ref.checkReproduced(ctx, x, d); err != nil {
-			return res, nil, err
+			return res, nil, rr, err
 		}
 		wall := time.Since(t0).Seconds()
 		// The screened grid next: its best is measured on the reference's
@@ -744,15 +823,15 @@ func evaluateTopology(ctx context.Context, cfg Config, topo string, seed uint64,
 			cpu0 := threadCPUSeconds()
 			if screened, err = measureGrid(ctx, cfg, d, seed, withAnswers(algorithms.Grid(d, recE.Allocation, nil, nil), roles),
 				ref.curves[0].Workloads); err != nil {
-				return res, nil, fmt.Errorf("screened grid: %w", err)
+				return res, nil, rr, fmt.Errorf("screened grid: %w", err)
 			}
 			screened.cpu = threadCPUSeconds() - cpu0
 			also = append(also, screened.cmp.Entries[screened.cmp.Best[len(cfg.SLAs)-1]].Allocation)
 		}
 		t0 = time.Now()
 		var trials int
-		if cmp, trials, err = judgeOnReference(ctx, x, d, ref, roles, also); err != nil {
-			return res, nil, err
+		if cmp, trials, err = judgeOnReference(ctx, x, d, ref, append(roles[:len(roles):len(roles)], rr.roles()...), also); err != nil {
+			return res, nil, rr, err
 		}
 		res.GridSource, res.GridTrials = "reference", 1+trials
 		res.GridSimulatedSeconds, res.GridWallSeconds = x.simulated, wall+time.Since(t0).Seconds()
@@ -761,10 +840,10 @@ func evaluateTopology(ctx context.Context, cfg Config, topo string, seed uint64,
 			sg = screenedGrid(cfg, res, screened, roles, cmp)
 		}
 	} else {
-		m, err := measureGrid(ctx, cfg, d, seed, withAnswers(algorithms.Grid(d, recE.Allocation, nil, nil), roles),
+		m, err := measureGrid(ctx, cfg, d, seed, withAnswers(algorithms.Grid(d, recE.Allocation, nil, nil), append(roles[:len(roles):len(roles)], rr.roles()...)),
 			algorithms.GridWorkloads(recE.Critical.SaturationWorkload))
 		if err != nil {
-			return res, nil, err
+			return res, nil, rr, err
 		}
 		cmp = m.cmp
 		res.GridSource, res.Grid = "measured", curvesOf(topo, seed, cmp)
@@ -773,6 +852,13 @@ func evaluateTopology(ctx context.Context, cfg Config, topo string, seed uint64,
 	res.GridWorkloads = cmp.Options.Workloads
 	res.GridAllocations = distinctAllocations(cmp)
 	res.GridBest, res.Compared = qualities(cmp, roles, cfg.SLAs)
+	if rr != nil {
+		var fixed algorithms.Allocation
+		if res.Fixed != nil {
+			fixed = answer(*res.Fixed, recF)
+		}
+		rr.judge(cmp, fixed, cfg.SLAs)
+	}
 	// Random search: the efficient mode's budget of random (allocation,
 	// workload) picks; it recommends the allocation with the best goodput it
 	// saw, judged by that allocation's true maximum.
@@ -796,7 +882,7 @@ func evaluateTopology(ctx context.Context, cfg Config, topo string, seed uint64,
 	top := slaKey(cfg.SLAs[len(cfg.SLAs)-1])
 	logf("%s seed %d: grid (%s) of %d allocations x %d workloads; recommended at %s s: %.3f", topo, seed, res.GridSource,
 		res.GridAllocations, nw, top, res.Compared[0].Ratio[top])
-	return res, sg, nil
+	return res, sg, rr, nil
 }
 
 // role is a named allocation of a comparison: an answer of this run's

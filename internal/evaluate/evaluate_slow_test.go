@@ -31,6 +31,7 @@ func smallConfig(seeds ...uint64) Config {
 	cfg.SpeedTiming = algorithms.Timing{RampUp: 5 * time.Second, Runtime: 10 * time.Second}
 	cfg.SpeedUsers = []int{1000}
 	cfg.ScreenedGrid = GridKey{"1/1/1/1", 1}
+	cfg.RampTiming = cfg.Timing
 	return cfg
 }
 
@@ -49,6 +50,7 @@ func TestSlowRunAndWrite(t *testing.T) {
 	require.Len(t, ref.Results, 1)
 	assert.Equal(t, "measured", ref.Results[0].GridSource)
 	assert.Nil(t, ref.Coverage, "a fixed run checks no intervals")
+	assert.Nil(t, ref.Ramps, "nor ramps: a ramp's windows are measured to a precision")
 	require.NotNil(t, ref.CoverageTruth, "but measures what they are checked against")
 	assert.Len(t, ref.CoverageTruth.Means, 1)
 	assert.Len(t, ref.CoverageTruth.CRN, 1)
@@ -91,6 +93,29 @@ func TestSlowRunAndWrite(t *testing.T) {
 			}
 		}
 	}
+	// The ramp beside the default campaign and the fixed one, each judged
+	// on the topology's grid.
+	require.Len(t, rep.Ramps, 2)
+	for i, r := range rep.Ramps {
+		assert.Equal(t, rep.Results[i].Topology, r.Topology)
+		assert.Equal(t, rep.Results[i].Seed, r.Seed)
+		assert.Empty(t, r.Ramp.Error)
+		assert.Equal(t, "app/cpu", r.Ramp.Critical)
+		assert.Positive(t, r.Ramp.Windows)
+		assert.Positive(t, r.Ramp.EngineSeconds)
+		assert.Empty(t, r.Default.Error)
+		assert.Positive(t, r.Default.EngineSeconds)
+		assert.LessOrEqual(t, r.Default.EngineSeconds, r.Default.SimulatedSeconds, "a refinement adds only its excess")
+		require.NotNil(t, r.Fixed)
+		assert.Equal(t, rep.Results[i].Fixed.Allocation, r.Fixed.Allocation)
+		var roles []string
+		for _, q := range r.Compared {
+			roles = append(roles, q.Role)
+			assert.Len(t, q.Ratio, len(cfg.SLAs), q.Role)
+		}
+		assert.ElementsMatch(t, []string{roleRamp, roleDefault, roleFixed}, roles)
+	}
+	assert.Equal(t, cfg.RampTiming.Runtime.Seconds(), rep.Config.RampRuntimeSeconds)
 	one, two := rep.Results[0], rep.Results[1]
 	assert.Equal(t, "reference", one.GridSource)
 	assert.Equal(t, ref.Results[0].GridWorkloads, one.GridWorkloads, "the reference's grid, at its workloads")
@@ -135,7 +160,7 @@ func TestSlowRunAndWrite(t *testing.T) {
 	require.NoError(t, err)
 	for _, section := range []string{"## 1. Simulator speed", "## 2. Experiments needed", "### Adaptive against fixed-length trials",
 		"### A grid with adaptive trials beside the reference's", "## 3. Quality", "Seed-to-seed spread", "## 5. Coverage of the intervals",
-		"Common random numbers", "### Choosing the default precision", "## 6. Wall time", "is the reference's"} {
+		"Common random numbers", "### Choosing the default precision", "## 4. One ramp against the staircase", "## 6. Wall time", "is the reference's"} {
 		assert.Contains(t, string(md), section)
 	}
 	var back Report

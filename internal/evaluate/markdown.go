@@ -196,10 +196,11 @@ func Markdown(w io.Writer, rep Report) error {
 		}
 		p("\n")
 	}
+	rampSection(p, rep)
 	coverageSection(p, rep.Coverage)
 	precisionSection(p, rep)
 	p("\n## 6. Wall time of a recommend campaign\n\n")
-	p("Each campaign on one core, %s.\n\n", besideOthers(rep))
+	p("Each campaign on one core, %s, with section 2's trials.\n\n", besideOthers(rep))
 	p("| topology | seed | efficient [s] | CPU [s] | experiments | paper [s] | CPU [s] | experiments |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Results {
 		e, pp := r.Campaigns[0], r.Campaigns[1]
@@ -223,13 +224,19 @@ func adaptiveSection(p func(string, ...any), rep Report) {
 	if len(rep.Results) == 0 || rep.Results[0].Fixed == nil {
 		return
 	}
+	c := rep.Config
 	p("### Adaptive against fixed-length trials\n\n")
-	p("The default campaign (efficient mode, saturation reading) with adaptive trials and with fixed-length ones, on the same\n")
-	p("seed. CPU is the campaign's own (its thread's); simulated is the trials' simulated time, warm-ups included (a\n")
+	p("The default campaign's procedure (efficient mode, saturation reading) with this run's adaptive trials (at most %.0f s\n", c.RuntimeSeconds)
+	p("measured, the fixed-length trials' window) and with fixed-length ones, on the same seed.")
+	if c.RampRuntimeSeconds > 0 && c.RampRuntimeSeconds != c.RuntimeSeconds {
+		p(" recommend's own default on the\n")
+		p("simulator measures up to %.0f s a trial, which simulates more and may answer otherwise: section 4 runs it as it is.", c.RampRuntimeSeconds)
+	}
+	p("\nCPU is the campaign's own (its thread's); simulated is the trials' simulated time, warm-ups included (a\n")
 	p("refined trial whole, though the simulator went on from the coarser one).\n")
 	p("The ratios are both answers' maximum goodput over the best of the same grid (section 3).\n\n")
 	slas := slaLabels(rep.Config.SLAs)
-	p("| topology | seed | fixed | adaptive | same | critical (fixed / adaptive) | experiments | simulated [s] | CPU [s] | CPU ratio |")
+	p("| topology | seed | fixed | adaptive (at most %.0f s) | same | critical (fixed / adaptive) | experiments | simulated [s] | CPU [s] | CPU ratio |", c.RuntimeSeconds)
 	for _, s := range slas {
 		p(" ratio at %s s (fixed / adaptive) |", s)
 	}
