@@ -172,7 +172,7 @@ func runLocust(ctx context.Context, c config, p plan, dir string, logf func(stri
 		return window{}, err
 	}
 	defer s.stopAll()
-	if err := s.watch(ctx, nil); err != nil {
+	if err := s.watch(ctx, nil, nil); err != nil {
 		return window{}, err
 	}
 	win, err := readWindow(s.out)
@@ -197,7 +197,10 @@ func runLocust(ctx context.Context, c config, p plan, dir string, logf func(stri
 // master; a step of 0 users ends the run. The windows are checked as a
 // trial's is (every user of the level running when it opened and when it
 // closed); the checks of a trial's run (the master listens, no worker ends
-// before the master) hold over the whole ramp.
+// before the master) hold over the whole ramp. A worker that ends fails the
+// run naming the window it ended in: the windows handed on before it stand
+// (every worker ran its users through them), and the exec runner goes on
+// from the level reached in a new run.
 func runRamp(ctx context.Context, c config, p plan, dir string, logf func(string, ...any), next func(window) (exec.RampStep, error)) error {
 	if !p.Ramp {
 		return errors.New("a trial's plan: run it with runLocust")
@@ -251,7 +254,22 @@ func runRamp(ctx context.Context, c config, p plan, dir string, logf func(string
 		i, users = i+1, max(users, step.Users)
 		return nil
 	}
-	if err := s.watch(ctx, poll); err != nil {
+	where := func() string {
+		kept := "no window before it"
+		switch {
+		case i == 1:
+			kept = "window 0 before it stands"
+		case i > 1:
+			kept = fmt.Sprintf("windows 0 to %d before it stand", i-1)
+		}
+		return fmt.Sprintf("into the ramp, at %d users before window %d ended: the other workers' users are not the level's load, so the ramp cannot go on in this run; %s", users, i, kept)
+	}
+	if err := s.watch(ctx, poll, where); err != nil {
+		return err
+	}
+	// A window the master wrote just before it ended (a worker it lost
+	// while awaiting the step after it) was measured whole: hand it on.
+	if err := poll(); err != nil {
 		return err
 	}
 	end, err := readWindow(s.out)
@@ -431,7 +449,10 @@ func (s *session) stopAll() {
 // watch waits for the master to end, and fails at once if it does not
 // listen by connectTimeout or a worker ends before the master wrote its
 // last file. poll, if not nil, runs every tick; its error ends the run.
-func (s *session) watch(ctx context.Context, poll func() error) error {
+// where, if not nil, says where a ramp is for the error of a worker that
+// ended ("into the ramp, at ..."), after a last poll has handed on any
+// window that was complete.
+func (s *session) watch(ctx context.Context, poll func() error, where func() string) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for !s.master.exited() {
@@ -449,8 +470,14 @@ func (s *session) watch(ctx context.Context, poll func() error) error {
 			for _, w := range s.workers {
 				// Once the master wrote the window, it tells the workers to quit.
 				if _, err := os.Stat(s.out); w.exited() && err != nil {
-					return fmt.Errorf("%s %s %.1f s into the trial, before the master ended it: its users' pages are lost, so the trial is not a measurement (last output: %s; log %s)",
-						w.name, w.status(), time.Since(s.began).Seconds(), w.lastLine(), w.log)
+					took := time.Since(s.began).Seconds()
+					if where == nil {
+						return fmt.Errorf("%s %s %.1f s into the trial, before the master ended it: its users' pages are lost, so the trial is not a measurement (last output: %s; log %s)",
+							w.name, w.status(), took, w.lastLine(), w.log)
+					}
+					// The worker's end is the cause, whatever the last poll finds.
+					_ = poll()
+					return fmt.Errorf("%s %s %.1f s %s (last output: %s; log %s)", w.name, w.status(), took, where(), w.lastLine(), w.log)
 				}
 			}
 			if poll != nil {

@@ -234,6 +234,9 @@ class _Master:
         self.clock = None
         self.began = environment.parsed_options.softalloc_began or time.time()
         self.spawned = False  # Locust's spawning_complete fired
+        # A ramp's workers of the last window (client ids): a later level's
+        # users must run on all of them, not on the ones left.
+        self.roster = None
 
     def spawning_complete(self, **_):
         self.spawned = True
@@ -254,6 +257,10 @@ class _Master:
 
     def name(self, cid):
         return self.names.get(cid, cid)
+
+    def split(self):
+        """Each worker's running users, for messages."""
+        return ", ".join(sorted("%s %d" % (self.name(c.id), c.user_count) for c in self.runner.clients.all))
 
     def running(self, users):
         """Every user runs: Locust's master has dispatched them all
@@ -285,13 +292,25 @@ class _Master:
         if step is not None:
             origin, what = step, "the step to %d users" % users
         due = origin + PLAN["connectTimeout"] + t["rampUp"] / 2
-        while not self.running(users):
+        while True:
+            if self.roster is not None:
+                # A worker of the last window that quit or went missing: Locust
+                # would start its users on the others, whose load is then read
+                # as the level's. (Missing takes connectTimeout's heartbeats
+                # here; a worker process that ends is seen at once by
+                # softalloc-locust.)
+                gone = self.lost(self.roster)
+                if gone:
+                    raise _Failed("%s %.1f s after %s, before its window opened" % (
+                        _workers(gone), time.time() - origin, what))
+            if self.running(users):
+                break
             if self.runner.state in (STATE_STOPPED, STATE_STOPPING):
                 raise _Failed("Locust stopped the test %.1f s in, before the window opened, with %d of %d users "
                               "running; see the master's log" % (time.time() - start, self.runner.user_count,
                                                                  users))
             if time.time() >= due:
-                split = ", ".join(sorted("%s %d" % (self.name(c.id), c.user_count) for c in self.runner.clients.all))
+                split = self.split()
                 raise _Failed("%d of %d users were running %.1f s after %s (%s), past connectTimeout "
                               "%g s + half the ramp-up: the workers did not start them in time" % (
                                   self.runner.user_count, users, time.time() - origin, what,
@@ -304,9 +323,16 @@ class _Master:
             gevent.sleep(max(0.0, max(since + t["rampUp"], ready + t["rampUp"] / 2) - time.time()))
 
     def lost(self, expected):
-        """The workers of expected that are gone or missing, by name."""
+        """The workers of expected that are gone or missing: each named, and
+        how it left."""
         present = {c.id: c for c in self.runner.clients.all}
-        return sorted(self.name(c) for c in expected if c not in present or present[c].state == "missing")
+        gone = []
+        for c in expected:
+            if c not in present:
+                gone.append("%s quit" % self.name(c))
+            elif present[c].state == "missing":
+                gone.append("%s stopped answering the master's heartbeats" % self.name(c))
+        return sorted(gone)
 
     def measure(self, start, users):
         """Measures one window of users (every one running: open_when_running
@@ -315,8 +341,11 @@ class _Master:
         result = {"users": users, "workers": []}
         expected = [c.id for c in self.runner.clients.all if c.state != "missing"]
         if len(expected) < PLAN["workers"]:
-            raise _Failed("%d of %d workers running when the window opened (%s)" % (
-                len(expected), PLAN["workers"], ", ".join(sorted(self.name(c) for c in expected)) or "none"))
+            # Locust moved the users of the others to these.
+            gone = sorted(self.name(c) for c in self.names if c not in expected)
+            raise _Failed("%d of %d workers running when the window opened (%s)%s: the users ran on the workers left" % (
+                len(expected), PLAN["workers"], ", ".join(sorted(self.name(c) for c in expected)) or "none",
+                "; gone: " + ", ".join(gone) if gone else ""))
         _liveness(_WINDOW_LIVENESS)
         for c in self.runner.clients.all:
             c.heartbeat = min(c.heartbeat, _WINDOW_LIVENESS)
@@ -328,8 +357,12 @@ class _Master:
             gevent.sleep(min(0.5, max(0.0, opened + t["runtime"] - time.time())))
             gone = self.lost(expected)
             if gone:
-                raise _Failed("worker %s stopped answering the master's heartbeats %.1f s into the "
-                              "measured window" % (", ".join(gone), time.time() - opened))
+                raise _Failed("%s %.1f s into the measured window of %d users" % (
+                    _workers(gone), time.time() - opened, users))
+            if self.runner.user_count < users:
+                # The workers report their users every few seconds: some stopped.
+                raise _Failed("%d of %d users were running %.1f s into the measured window (%s)" % (
+                    self.runner.user_count, users, time.time() - opened, self.split()))
         self.runner.send_message("softalloc_close")
         closed = time.time()
         result["window"] = {"start": opened, "end": closed, "seconds": closed - opened}
@@ -353,6 +386,7 @@ class _Master:
             for k, v in r["pages"].items():
                 pages[k] = pages.get(k, 0) + v
             result["workers"].append(dict(r, clientId=cid))
+        self.roster = expected
         result["total"] = total.serialize()
         result["errors"] = errors
         result["pages"] = pages
@@ -399,7 +433,7 @@ class _Master:
                 w = self.measure(start, users)
                 w["index"], w["began"] = i, start
                 _write(os.path.join(here, "window-%d.json" % i), w)
-                asked = self.await_step(os.path.join(here, "step-%d.json" % i), i)["users"]
+                asked = self.await_step(os.path.join(here, "step-%d.json" % i), i, users)["users"]
                 if asked == 0:
                     break
                 if asked != users:
@@ -431,14 +465,16 @@ class _Master:
         _RAMP["users"] = asked
         return time.time()
 
-    def await_step(self, path, i):
-        """Waits for softalloc-locust's step after window i, watching the
-        workers meanwhile (the load goes on)."""
-        expected = [c.id for c in self.runner.clients.all if c.state != "missing"]
+    def await_step(self, path, i, users):
+        """Waits for softalloc-locust's step after window i of users,
+        watching the workers of the window meanwhile (the load goes on)."""
         while not os.path.exists(path):
-            gone = self.lost(expected)
+            gone = self.lost(self.roster)
             if gone:
-                raise _Failed("worker %s stopped answering the master's heartbeats after window %d" % (", ".join(gone), i))
+                raise _Failed("%s after window %d, awaiting the step" % (_workers(gone), i))
+            if self.runner.user_count < users:
+                raise _Failed("%d of %d users were running after window %d, awaiting the step (%s)" % (
+                    self.runner.user_count, users, i, self.split()))
             if self.runner.state in (STATE_STOPPED, STATE_STOPPING):
                 raise _Failed("Locust stopped the test after window %d; see the master's log" % i)
             gevent.sleep(0.05)
@@ -469,6 +505,11 @@ if PLAN and PLAN.get("ramp"):
 
 class _Failed(Exception):
     pass
+
+
+def _workers(gone):
+    """Workers that left, as lost() names them, for messages."""
+    return "; ".join("worker " + g for g in gone)
 
 
 def _write(path, doc):

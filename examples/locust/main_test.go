@@ -481,21 +481,32 @@ func TestAWorkerThatDiesFailsTheExperiment(t *testing.T) {
 
 func killWorker(t *testing.T, list, name string) int {
 	t.Helper()
-	b, err := os.ReadFile(list)
+	pid, err := workerPID(list, name)
 	require.NoError(t, err)
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	return pid
+}
+
+// workerPID reads a worker's pid from the master's list of the workers
+// that said hello (window.json.workers).
+func workerPID(list, name string) (int, error) {
+	b, err := os.ReadFile(list)
+	if err != nil {
+		return 0, err
+	}
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		var h struct {
 			Worker string `json:"worker"`
 			PID    int    `json:"pid"`
 		}
-		require.NoError(t, json.Unmarshal([]byte(line), &h))
+		if err := json.Unmarshal([]byte(line), &h); err != nil {
+			return 0, fmt.Errorf("%s: %w", list, err)
+		}
 		if h.Worker == name {
-			require.NoError(t, syscall.Kill(h.PID, syscall.SIGKILL))
-			return h.PID
+			return h.PID, nil
 		}
 	}
-	t.Fatalf("no %s in %s: %s", name, list, b)
-	return 0
+	return 0, fmt.Errorf("no %s in %s: %s", name, list, b)
 }
 
 // Workers that cannot reach the master: it gives up after connectTimeout,

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/softalloc/softalloc/internal/promtest"
 	"github.com/softalloc/softalloc/internal/runner/exec"
 	"github.com/softalloc/softalloc/internal/runner/live"
+	"github.com/softalloc/softalloc/internal/syncbuf"
 )
 
 // A ramp (exec protocol version 2) is one Locust run, a master and two
@@ -287,4 +289,80 @@ func TestSlowFindCriticalRampThroughLocust(t *testing.T) {
 	runs, err := filepath.Glob(filepath.Join(dir, "results", "*-ramp-*", "attempt-1", "master.log"))
 	require.NoError(t, err)
 	assert.Len(t, runs, doc.Ramp.Ramps)
+}
+
+// A worker killed in a ramp's second window (SIGKILL, as a crash or the
+// kernel's OOM killer would) fails the attempt at once, with an error on
+// the exec protocol's error channel (stderr, a non-zero exit) naming the
+// worker and the window: the others' users alone are not the level's load.
+// The first window, measured with every worker, stands; the exec runner
+// retries the ramp in a new Locust run from the level it had reached, whose
+// first window is the ramp's second.
+func TestSlowAWorkerKilledMidRampFailsTheAttemptAndKeepsItsWindows(t *testing.T) {
+	_, adapter, dir, _, settings := oneCoreSetup(t, 2*time.Millisecond)
+	var log syncbuf.Buffer
+	r := &exec.Runner{Command: []string{adapter, settings}, Protocol: exec.RampProtocolVersion, Retries: 1,
+		Backoff: 100 * time.Millisecond, Log: &log}
+	rp := algorithms.Ramp{
+		Deployment: algorithms.Deployment{Topology: "local", Tiers: []algorithms.Tier{{Name: "web", Role: "web", Replicas: 1, Cores: 1}}},
+		Allocation: algorithms.Allocation{}, From: 20,
+		Timing: algorithms.Timing{RampUp: 2 * time.Second, Runtime: 3 * time.Second, Precision: 0.05},
+	}
+	attempt := func(n int) string {
+		runs, _ := filepath.Glob(filepath.Join(dir, "results", "*-ramp-*", fmt.Sprintf("attempt-%d", n)))
+		if len(runs) != 1 {
+			return ""
+		}
+		return runs[0]
+	}
+	var wins []algorithms.RampWindow
+	killed := make(chan error, 1)
+	err := r.RunRamp(context.Background(), rp, func(w algorithms.RampWindow) (algorithms.RampStep, error) {
+		wins = append(wins, w)
+		if len(wins) == 1 {
+			// Once window 1 (40 users) opens, kill worker 2.
+			go func() { killed <- killInWindow(attempt(1), 1, "2@local", 60*time.Second) }()
+			return algorithms.RampStep{Users: 40}, nil
+		}
+		return algorithms.RampStep{}, nil
+	})
+	t.Log(log.String())
+	require.NoError(t, err)
+	require.NoError(t, <-killed)
+
+	require.Len(t, wins, 2)
+	assert.Equal(t, []int{0, 20}, []int{wins[0].Index, wins[0].Users}, "the first window stands")
+	assert.Equal(t, []int{1, 40}, []int{wins[1].Index, wins[1].Users}, "the second, measured again by the retry")
+	assert.Regexp(t, `attempt 1 of 2 failed: .*worker 2@local was killed \(killed\) [0-9.]+ s into the ramp, at 40 users before window 1 ended: `+
+		`the other workers' users are not the level's load, so the ramp cannot go on in this run; window 0 before it stands`, log.String())
+	assert.Contains(t, log.String(), "the ramp goes on in a new process from 40 users")
+
+	// The kept window was measured with every worker running its users
+	// from its open to its close; the failed run handed over no other.
+	first, err := readWindow(filepath.Join(attempt(1), "window-0.json"))
+	require.NoError(t, err)
+	require.NoError(t, first.check(2))
+	_, err = os.Stat(filepath.Join(attempt(1), "window-1.observation.json"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+	again, err := readWindow(filepath.Join(attempt(2), "window-0.json"))
+	require.NoError(t, err)
+	assert.Equal(t, 40, again.Users)
+	require.NoError(t, again.check(2), "the retry's window has both workers")
+}
+
+// killInWindow waits until the master of the attempt in dir has opened
+// window i (its i+1th "the window opened"), then kills the worker named
+// name with SIGKILL.
+func killInWindow(dir string, i int, name string, within time.Duration) error {
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		b, _ := os.ReadFile(filepath.Join(dir, "master.log"))
+		if strings.Count(string(b), "softalloc: the window opened") > i {
+			pid, err := workerPID(filepath.Join(dir, "window.json.workers"), name)
+			if err != nil {
+				return err
+			}
+			return syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	return fmt.Errorf("window %d never opened in %s", i, dir)
 }

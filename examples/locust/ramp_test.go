@@ -53,8 +53,15 @@ func fakeRampMaster(t *testing.T, dir string) string {
 	return writeExec(t, filepath.Join(dir, "fake-locust"), `#!/usr/bin/env python3
 import json, os, socket, sys, time
 args = sys.argv[1:]
+# die (beside this file), "WORKER I": that worker is killed once window I is
+# written, and the master then waits for its statistics, as Locust's does.
+die = os.path.join(os.path.dirname(os.path.abspath(__file__)), "die")
+victim, at = open(die).read().split() if os.path.exists(die) else ("", "-1")
 if "--master" not in args:
+    me = args[args.index("--softalloc-worker") + 1]
     while not os.path.exists("window.json"):
+        if me == victim and os.path.exists("window-%s.json" % at):
+            os.kill(os.getpid(), 9)
         time.sleep(0.02)
     sys.exit(0)
 opt = lambda k: args[args.index(k) + 1]
@@ -81,6 +88,8 @@ for i in range(100):
     while not os.path.exists(step):
         time.sleep(0.02)
     asked = json.load(open(step))["users"]
+    while str(i) == at:
+        time.sleep(1)
     if asked == 0:
         break
     users = asked
@@ -197,4 +206,117 @@ func TestARampInAnEarlierRunsDirectoryReadsOnlyItsOwnWindows(t *testing.T) {
 	assert.Equal(t, 20, wins[1].Users)
 	_, err = os.Stat(filepath.Join(run, "window-2.json"))
 	assert.ErrorIs(t, err, os.ErrNotExist, "the earlier run's third window is gone")
+}
+
+// A worker that ends mid-ramp (here killed once window 1 is written) fails
+// the run at once, naming it and the window it ended before; the windows
+// measured before it, window 1 included, are handed on, none after.
+func TestAWorkerThatEndsMidRampNamesTheWindowAndKeepsTheOnesBefore(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "die"), "2@local 1")
+	wins, _, err := fakeRampIn(t, dir, 10, 10, 0)
+	require.Error(t, err)
+	assert.Regexp(t, `^worker 2@local was killed \(killed\) [0-9.]+ s into the ramp, at 10 users before window 2 ended: `+
+		`the other workers' users are not the level's load, so the ramp cannot go on in this run; windows 0 to 1 before it stand \(last output: `, err.Error())
+	require.Len(t, wins, 2)
+	assert.Equal(t, []int{0, 1}, []int{wins[0].Index, wins[1].Index})
+}
+
+// On Locust's Python, against a fake runner: the master fails a ramp at
+// once, naming the worker, when a worker of the last window quits or goes
+// missing before the next window opens, or while it awaits the step, and
+// when the users running drop in a window (the workers report them every
+// few seconds); a window that opens with fewer workers than the run's
+// (Locust moved the others' users to them) names those gone. This is the
+// master's own view, for a worker whose process softalloc-locust does not
+// hold (ssh to a host that went away).
+func TestTheMasterNamesAWorkerThatLeftTheRamp(t *testing.T) {
+	locust := locustPath(t)
+	dir := t.TempDir()
+	p := plan{Target: "http://127.0.0.1:1", Users: 4, Workers: 2, ConnectTimeout: 5, Ramp: true, RampMaxUsers: 20}
+	p.Timing.RampUp, p.Timing.Runtime, p.Timing.RampDown = 0.4, 1, 1
+	src, err := p.render()
+	require.NoError(t, err)
+	writeFile(t, filepath.Join(dir, "softalloc_locustfile.py"), src)
+	writeFile(t, filepath.Join(dir, "drive.py"), `import time, types
+import gevent
+import softalloc_locustfile as lf
+
+class Worker:
+    def __init__(self, id):
+        self.id, self.user_count, self.state, self.heartbeat = id, 2, "running", 3
+
+class Runner:
+    def __init__(self):
+        self.state, self.exceptions = "running", {}
+        self.clients = types.SimpleNamespace(all=[Worker("a"), Worker("b")])
+
+    @property
+    def user_count(self):
+        return sum(c.user_count for c in self.clients.all)
+
+    def send_message(self, *a):
+        pass
+
+def master():
+    env = types.SimpleNamespace(runner=Runner(), parsed_options=types.SimpleNamespace(softalloc_out="", softalloc_began=time.time()))
+    m = lf._Master(env)
+    m.names = {"a": "1@local", "b": "2@local"}
+    m.spawned, m.roster = True, ["a", "b"]
+    return m
+
+def attempt(f, *a):
+    try:
+        f(*a)
+        return "no error"
+    except lf._Failed as e:
+        return str(e)
+
+def later(f):
+    def g():
+        gevent.sleep(0.2)
+        f()
+    gevent.spawn(g)
+
+# The step to 6 users: worker b quits (Locust would start its users on a).
+m = master()
+later(lambda: m.runner.clients.all.pop())
+print(attempt(m.open_when_running, time.time(), 6, time.time()))
+# Worker b goes missing instead.
+m = master()
+later(lambda: setattr(m.runner.clients.all[1], "state", "missing"))
+print(attempt(m.open_when_running, time.time(), 6, time.time()))
+# In the window of 4 users, b's users stop.
+m = master()
+later(lambda: setattr(m.runner.clients.all[1], "user_count", 0))
+print(attempt(m.measure, time.time(), 4))
+# In the window, b quits.
+m = master()
+later(lambda: m.runner.clients.all.pop())
+print(attempt(m.measure, time.time(), 4))
+# b quit before the window opened: Locust moved its users to a.
+m = master()
+m.runner.clients.all.pop()
+m.runner.clients.all[0].user_count = 4
+print(attempt(m.measure, time.time(), 4))
+# After window 0, awaiting the step: b's users stop.
+m = master()
+later(lambda: setattr(m.runner.clients.all[1], "user_count", 0))
+print(attempt(m.await_step, "no-such-step.json", 0, 4))
+`)
+	// A master that does not see the worker leave waits for ever.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := osexec.CommandContext(ctx, filepath.Join(filepath.Dir(locust), "python"), "drive.py")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	require.Len(t, lines, 6, "%s", out)
+	assert.Regexp(t, `^worker 2@local quit 0\.[0-9] s after the step to 6 users, before its window opened$`, lines[0])
+	assert.Regexp(t, `^worker 2@local stopped answering the master's heartbeats 0\.[0-9] s after the step to 6 users, before its window opened$`, lines[1])
+	assert.Regexp(t, `^2 of 4 users were running 0\.[0-9] s into the measured window \(1@local 2, 2@local 0\)$`, lines[2])
+	assert.Regexp(t, `^worker 2@local quit 0\.[0-9] s into the measured window of 4 users$`, lines[3])
+	assert.Equal(t, "1 of 2 workers running when the window opened (1@local); gone: 2@local: the users ran on the workers left", lines[4])
+	assert.Equal(t, "2 of 4 users were running after window 0, awaiting the step (1@local 2, 2@local 0)", lines[5])
 }
