@@ -91,6 +91,12 @@ type Tier struct {
 	// is a limit to check, not a pool of jobs: the pooler's jobs are its
 	// server connections (PoolConnections, default_pool_size).
 	MaxClientConn int `json:"maxClientConn,omitempty"`
+	// ReservePoolSize is a pooler tier's reserve per pool as configured
+	// (PgBouncer's reserve_pool_size, 0: none): server connections a pool
+	// adds when a client has waited reserve_pool_timeout, which the
+	// database must admit beside default_pool_size. A setting softalloc
+	// counts, not a pool it sizes.
+	ReservePoolSize int `json:"reservePoolSize,omitempty"`
 }
 
 // PoolLabel names one of the tier's pools for people: "php-fpm children"

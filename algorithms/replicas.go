@@ -128,6 +128,10 @@ type ReplicaCount struct {
 	// takes at the peak (with a pooler only).
 	PoolerPoolSize          int `json:"poolerPoolSize,omitempty"`
 	PoolerClientConnections int `json:"poolerClientConnections,omitempty"`
+	// PoolerReservePoolSize is reserve_pool_size per pooler server: the
+	// server connections it adds to the pool under a wait, which the
+	// database sees too.
+	PoolerReservePoolSize int `json:"poolerReservePoolSize,omitempty"`
 	// DatabaseConnections are the connections each database server sees at
 	// the peak: the pooler's server connections, else the Feeder's.
 	DatabaseConnections int `json:"databaseConnections"`
@@ -144,10 +148,12 @@ type ReplicaCount struct {
 type PoolerPlan struct {
 	Tier     string `json:"tier"`
 	Replicas int    `json:"replicas"`
-	// DefaultPoolSize is the largest of the range's per-server pools:
-	// ServerConnections = Replicas x DefaultPoolSize are what the database
-	// sees.
+	// DefaultPoolSize is the largest of the range's per-server pools, and
+	// ReservePoolSize the configured reserve_pool_size: ServerConnections =
+	// Replicas x (DefaultPoolSize + ReservePoolSize) are what the database
+	// sees at most.
 	DefaultPoolSize   int `json:"defaultPoolSize"`
+	ReservePoolSize   int `json:"reservePoolSize,omitempty"`
 	ServerConnections int `json:"serverConnections"`
 	// MaxClientConn is the client connections one pooler server takes at
 	// the range's top with surge (the smallest max_client_conn that fits);
@@ -299,9 +305,11 @@ func PlanReplicas(d Deployment, sz Sizing, reserve Allocation, measured []TierMe
 			if p := recs[pi].ConnectionsPerServer; p != nil {
 				pool = *p
 			}
-			rc.PoolerPoolSize = pool
+			rc.PoolerPoolSize, rc.PoolerReservePoolSize = pool, dn.Tiers[pi].ReservePoolSize
 			rc.PoolerClientConnections = ceilDiv(clients, max(1, dn.Tiers[pi].Replicas))
-			rc.DatabaseConnections = pods(pi) * pool
+			// The reserve opens only when clients wait, which is when the
+			// database is busiest: max_connections must admit it.
+			rc.DatabaseConnections = pods(pi) * (pool + rc.PoolerReservePoolSize)
 		}
 		rc.MaxConnections = rc.DatabaseConnections
 		if limit != nil {
@@ -466,15 +474,19 @@ func (p *ReplicaPlan) explain(d Deployment, sz Sizing, vi, ci, pi int, sc Scalin
 	}
 	if pi >= 0 {
 		pt := d.Tiers[pi]
-		pp := &PoolerPlan{Tier: pt.Name, Replicas: pt.Replicas, Configured: pt.MaxClientConn}
+		pp := &PoolerPlan{Tier: pt.Name, Replicas: pt.Replicas, ReservePoolSize: pt.ReservePoolSize, Configured: pt.MaxClientConn}
 		for _, rc := range p.Counts {
 			pp.DefaultPoolSize = max(pp.DefaultPoolSize, rc.PoolerPoolSize)
 			pp.MaxClientConn = max(pp.MaxClientConn, rc.PoolerClientConnections)
 		}
-		pp.ServerConnections = pp.DefaultPoolSize * pt.Replicas
+		pp.ServerConnections = (pp.DefaultPoolSize + pp.ReservePoolSize) * pt.Replicas
 		p.Pooler = pp
-		p.Notes = append(p.Notes, fmt.Sprintf("with the pooler %s the database sees its server connections, %d x default_pool_size %d = %d, not the %s replicas' %s",
-			pt.Name, pt.Replicas, pp.DefaultPoolSize, pp.ServerConnections, p.Feeder, peakText(last)))
+		per := fmt.Sprintf("default_pool_size %d", pp.DefaultPoolSize)
+		if pp.ReservePoolSize > 0 {
+			per = fmt.Sprintf("(default_pool_size %d + reserve_pool_size %d)", pp.DefaultPoolSize, pp.ReservePoolSize)
+		}
+		p.Notes = append(p.Notes, fmt.Sprintf("with the pooler %s the database sees its server connections, %d x %s = %d, not the %s replicas' %s",
+			pt.Name, pt.Replicas, per, pp.ServerConnections, p.Feeder, peakText(last)))
 	}
 	if sc.Min < sc.Max && sc.Surge == (Surge{}) {
 		p.Notes = append(p.Notes, "no surge declared: a rolling update that starts new replicas before it stops old ones opens their pools too (Kubernetes' default maxSurge is 25%); declare surge")

@@ -93,6 +93,10 @@ type Tier struct {
 	// MaxClientConn is a pooler's limit of client connections now, per
 	// server: a limit the tiers in front must fit, not a pool.
 	MaxClientConn int `json:"maxClientConn,omitempty"`
+	// ReservePoolSize is a pooler's reserve_pool_size now: server
+	// connections a pool adds when clients wait, which the database's
+	// budget counts (0: none).
+	ReservePoolSize int `json:"reservePoolSize,omitempty"`
 	// Queries override the presets' (the db tier's response time read from
 	// the app, where the app measures it).
 	Queries map[string]string `json:"queries,omitempty"`
@@ -562,12 +566,14 @@ func pgbouncerPools(p *Proposal, t *Tier, vector func(string) (model.Vector, err
 		n := int(s.Value)
 		sizes[n] = append(sizes[n], string(s.Metric["database"]))
 	}
+	var chosen []string // the databases of the pool proposed
 	switch {
 	case len(sizes) == 0:
 		p.Decide = append(p.Decide, fmt.Sprintf("tier %s: PgBouncer at %s has no database but its admin console (SHOW DATABASES): the pgbouncer preset reads nothing until pgbouncer.ini's [databases] names the application's; set pools: {default_pool_size: N}", t.Name, inst))
 	case len(sizes) == 1:
 		for n := range sizes {
 			setPool(t, "connections", n)
+			chosen = sizes[n]
 		}
 	default:
 		// default_pool_size is the size of the databases that set none:
@@ -587,6 +593,7 @@ func pgbouncerPools(p *Proposal, t *Tier, vector func(string) (model.Vector, err
 			}
 		}
 		setPool(t, "connections", common)
+		chosen = sizes[common]
 		p.Decide = append(p.Decide, fmt.Sprintf("tier %s: PgBouncer at %s has databases of different pool sizes, %s: default_pool_size is only the pool of those that set no pool_size of their own; the file proposes %d, and a hook that sets default_pool_size leaves the others as they are",
 			t.Name, inst, strings.Join(each, "; "), common))
 	}
@@ -597,9 +604,49 @@ func pgbouncerPools(p *Proposal, t *Tier, vector func(string) (model.Vector, err
 	if len(clients) == 1 && clients[0].Value >= 1 {
 		t.MaxClientConn = int(clients[0].Value)
 	}
+	if err := pgbouncerReserve(p, t, chosen, vector); err != nil {
+		return err
+	}
 	t.Notes = append(t.Notes,
-		"default_pool_size is the server connections of each (database, user) pool, the connections pool the pgbouncer preset reads busy against; the database sees it times the pools. max_client_conn is a limit the connections in front must fit, not a pool softalloc sizes",
+		"default_pool_size is the server connections of each (database, user) pool, the connections pool the pgbouncer preset reads busy against; the database sees it, and reserve_pool_size when clients wait, times the pools. max_client_conn is a limit the connections in front must fit, not a pool softalloc sizes",
 		fmt.Sprintf("a hook sets default_pool_size on the running PgBouncer: examples/hooks/pgbouncer.sh --host HOST --port PORT \"{%s.connections}\" (SET through its admin console; with --ini it outlasts a RELOAD)", t.Name))
+	return nil
+}
+
+// pgbouncerReserve reads reserve_pool_size: SHOW DATABASES' reserve_pool
+// (the exporter's database_reserve_pool_size) of the databases whose pool
+// init proposes, the most common of them, the larger on a tie, since the
+// database's budget counts it.
+func pgbouncerReserve(p *Proposal, t *Tier, databases []string, vector func(string) (model.Vector, error)) error {
+	if len(databases) == 0 {
+		return nil
+	}
+	inst := t.Servers[0]["instance"]
+	vec, err := vector(fmt.Sprintf(`pgbouncer_databases_database_reserve_pool_size{database!=%q,instance=%q}`, pgbouncerAdmin, inst))
+	if err != nil {
+		return fmt.Errorf("tier %s: %w", t.Name, err)
+	}
+	of := map[string]bool{}
+	for _, db := range databases {
+		of[db] = true
+	}
+	count := map[int]int{}
+	for _, s := range vec {
+		if of[string(s.Metric["database"])] {
+			count[int(s.Value)]++
+		}
+	}
+	if len(count) == 0 {
+		p.Decide = append(p.Decide, fmt.Sprintf("tier %s: PgBouncer at %s exports no reserve pool (pgbouncer_databases_database_reserve_pool_size): if pgbouncer.ini sets reserve_pool_size, add it to the pools (reserve_pool_size: N), which the database's connection budget counts", t.Name, inst))
+		return nil
+	}
+	best, n := -1, 0
+	for v, c := range count {
+		if c > n || c == n && v > best {
+			best, n = v, c
+		}
+	}
+	t.ReservePoolSize = best
 	return nil
 }
 

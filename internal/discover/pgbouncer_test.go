@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -75,11 +76,11 @@ func TestInitProposesAPgBouncerPoolerTier(t *testing.T) {
 	// postgres_exporter first: a machine without it skips before
 	// PostgreSQL starts.
 	testserver.Binary(t, "prometheus-postgres-exporter", "prometheus-postgres-exporter")
-	// Sizes unlike PgBouncer's defaults (20, 100), so that a default does not pass for a reading.
-	const pool, maxClients = 7, 150
+	// Sizes unlike PgBouncer's defaults (20, 0, 100), so that a default does not pass for a reading.
+	const pool, reserve, maxClients = 7, 3, 150
 	// The app's connection through PgBouncer: its pool (app, app) exists
 	// from the first client on.
-	pgb := testserver.StartPgBouncer(t, testserver.PgBouncerOptions{PoolSize: pool, MaxClientConn: maxClients})
+	pgb := testserver.StartPgBouncer(t, testserver.PgBouncerOptions{PoolSize: pool, ReservePoolSize: reserve, MaxClientConn: maxClients})
 	pgbExp := pgb.Exporter
 	pgExp := postgresExporter(t, pgb.Postgres)
 
@@ -117,6 +118,7 @@ func TestInitProposesAPgBouncerPoolerTier(t *testing.T) {
 	}
 	assert.Equal(t, map[string]int{"connections": pool}, pooler.Pools, "default_pool_size as the running PgBouncer has it")
 	assert.Equal(t, maxClients, pooler.MaxClientConn)
+	assert.Equal(t, reserve, pooler.ReservePoolSize, "reserve_pool_size as the running PgBouncer has it")
 	assert.Empty(t, p.Tiers[3].Pools, "the database's max_connections is not sized behind a pooler")
 	assert.Equal(t, "app", p.Tiers[3].Servers[0]["dbName"])
 	// What is left to decide: the database's connection limit, which
@@ -126,7 +128,7 @@ func TestInitProposesAPgBouncerPoolerTier(t *testing.T) {
 	assert.Contains(t, p.Decide[0], "max_connections 100", "PostgreSQL's default")
 
 	out := Render(p, Settings{Name: "pgb", Target: "http://127.0.0.1:1", Workload: "w.yaml"})
-	assert.Contains(t, string(out), fmt.Sprintf("pools: {default_pool_size: %d, max_client_conn: %d}", pool, maxClients), "PgBouncer's names, as the deployment file takes a pooler's pools")
+	assert.Contains(t, string(out), fmt.Sprintf("pools: {default_pool_size: %d, reserve_pool_size: %d, max_client_conn: %d}", pool, reserve, maxClients), "PgBouncer's names, as the deployment file takes a pooler's pools")
 	assert.Contains(t, string(out), `examples/hooks/pgbouncer.sh`, "the hook that sets default_pool_size")
 	assert.Contains(t, string(out), `"{pooler.connections}"`, "the hook's placeholder of the pooler's pool")
 
@@ -139,6 +141,7 @@ func TestInitProposesAPgBouncerPoolerTier(t *testing.T) {
 	assert.Equal(t, algorithms.RolePooler, d.Deployment.Tiers[2].Role)
 	assert.Equal(t, pool, d.Allocation["pooler"].Connections)
 	assert.Equal(t, maxClients, d.Deployment.Tiers[2].MaxClientConn)
+	assert.Equal(t, reserve, d.Deployment.Tiers[2].ReservePoolSize, "the database's budget counts the reserve init read")
 
 	// softalloc doctor's path, without its probe (no web server answers
 	// the target): the file's queries read what a campaign needs.
@@ -182,6 +185,10 @@ pgbouncer_databases_database_pool_size{backend_database="shop",database="shop"} 
 pgbouncer_databases_database_pool_size{backend_database="orders",database="orders"} 15.0
 pgbouncer_databases_database_pool_size{backend_database="reports",database="reports"} 3.0
 pgbouncer_databases_database_pool_size{backend_database="pgbouncer",database="pgbouncer"} 2.0
+pgbouncer_databases_database_reserve_pool_size{backend_database="shop",database="shop"} 5.0
+pgbouncer_databases_database_reserve_pool_size{backend_database="orders",database="orders"} 5.0
+pgbouncer_databases_database_reserve_pool_size{backend_database="reports",database="reports"} 0.0
+pgbouncer_databases_database_reserve_pool_size{backend_database="pgbouncer",database="pgbouncer"} 0.0
 pgbouncer_config_max_client_conn 500.0
 `
 	goExporter := "pgbouncer_up 1\npgbouncer_stats_sql_transactions_pooled_total{database=\"shop\"} 10\n"
@@ -200,6 +207,7 @@ pgbouncer_config_max_client_conn 500.0
 	assert.Equal(t, []map[string]string{{"instance": pgb}}, pooler.Servers, "only the exporter the preset reads")
 	assert.Equal(t, map[string]int{"connections": 15}, pooler.Pools, "the pool size of most databases, default_pool_size's likeliest")
 	assert.Equal(t, 500, pooler.MaxClientConn)
+	assert.Equal(t, 5, pooler.ReservePoolSize, "the reserve of the databases of the pool proposed")
 	decide := strings.Join(p.Decide, "\n")
 	assert.Contains(t, decide, "tier pooler: PgBouncer exports no CPU")
 	assert.NotContains(t, decide, "tier pooler: no CPU source found", "said once, PgBouncer's way")
@@ -209,5 +217,45 @@ pgbouncer_config_max_client_conn 500.0
 	assert.Contains(t, decide, fmt.Sprintf("target %s (job t3) exports pgbouncer_up but not %s", other, pgbouncerMetric))
 	assert.Contains(t, decide, fmt.Sprintf("target %s (job t4) exports pgbouncer_up 0", down))
 	out := string(Render(p, Settings{}))
-	assert.Contains(t, out, "pools: {default_pool_size: 15, max_client_conn: 500}")
+	assert.Contains(t, out, "pools: {default_pool_size: 15, reserve_pool_size: 5, max_client_conn: 500}")
+}
+
+// reserve_pool_size from SHOW DATABASES' reserve_pool of the databases
+// whose pool init proposes: on a tie the larger, which the database's
+// budget must admit; an exporter without the series (another PgBouncer's
+// column name) leaves it to the user.
+func TestPgBouncerReserveOfTheProposedPool(t *testing.T) {
+	series := func(pairs ...any) model.Vector {
+		var v model.Vector
+		for i := 0; i+1 < len(pairs); i += 2 {
+			v = append(v, &model.Sample{Metric: model.Metric{"database": model.LabelValue(pairs[i].(string))}, Value: model.SampleValue(pairs[i+1].(int))})
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		name      string
+		databases []string
+		vec       model.Vector
+		want      int
+		decide    string
+	}{
+		{"one database", []string{"app"}, series("app", 4, "other", 9), 4, ""},
+		{"a tie", []string{"a", "b"}, series("a", 2, "b", 6), 6, ""},
+		{"most", []string{"a", "b", "c"}, series("a", 2, "b", 6, "c", 2), 2, ""},
+		{"not exported", []string{"app"}, nil, 0, "tier pooler: PgBouncer at 127.0.0.1:9127 exports no reserve pool (pgbouncer_databases_database_reserve_pool_size): if pgbouncer.ini sets reserve_pool_size, add it to the pools (reserve_pool_size: N), which the database's connection budget counts"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var p Proposal
+			tr := Tier{Name: "pooler", Servers: []map[string]string{{"instance": "127.0.0.1:9127"}}}
+			var asked string
+			require.NoError(t, pgbouncerReserve(&p, &tr, tc.databases, func(q string) (model.Vector, error) { asked = q; return tc.vec, nil }))
+			assert.Equal(t, `pgbouncer_databases_database_reserve_pool_size{database!="pgbouncer",instance="127.0.0.1:9127"}`, asked)
+			assert.Equal(t, tc.want, tr.ReservePoolSize)
+			if tc.decide == "" {
+				assert.Empty(t, p.Decide)
+			} else {
+				assert.Equal(t, []string{tc.decide}, p.Decide)
+			}
+		})
+	}
 }

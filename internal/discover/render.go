@@ -57,7 +57,7 @@ func Render(p Proposal, s Settings) []byte {
 		if t.Deploys != "" {
 			w("    software: %s\n", t.Deploys)
 		}
-		if len(t.Pools) > 0 || t.MaxClientConn > 0 {
+		if len(t.Pools) > 0 || t.MaxClientConn > 0 || t.ReservePoolSize > 0 {
 			w("    pools: {%s}  # the sizes now, per server: the allocation a campaign starts from\n", pools(t))
 		}
 	}
@@ -145,6 +145,9 @@ func pools(t Tier) string {
 			name = "default_pool_size"
 		}
 		out = append(out, fmt.Sprintf("%s: %d", name, t.Pools[n]))
+	}
+	if t.ReservePoolSize > 0 {
+		out = append(out, fmt.Sprintf("reserve_pool_size: %d", t.ReservePoolSize))
 	}
 	if t.MaxClientConn > 0 {
 		out = append(out, fmt.Sprintf("max_client_conn: %d", t.MaxClientConn))

@@ -87,8 +87,12 @@ func writeReplicaPlan(w io.Writer, p *algorithms.ReplicaPlan) {
 		if q.Configured > 0 {
 			conf = fmt.Sprintf(" (configured %d)", q.Configured)
 		}
-		fmt.Fprintf(w, "pooler %s (%d servers): default_pool_size %d (the database sees %d), max_client_conn at least %d%s\n",
-			esc(q.Tier), q.Replicas, q.DefaultPoolSize, q.ServerConnections, q.MaxClientConn, conf)
+		reserve := ""
+		if q.ReservePoolSize > 0 {
+			reserve = fmt.Sprintf(" + reserve_pool_size %d", q.ReservePoolSize)
+		}
+		fmt.Fprintf(w, "pooler %s (%d servers): default_pool_size %d%s (the database sees %d), max_client_conn at least %d%s\n",
+			esc(q.Tier), q.Replicas, q.DefaultPoolSize, reserve, q.ServerConnections, q.MaxClientConn, conf)
 	}
 	for _, n := range p.Notes {
 		fmt.Fprintf(w, "  - %s\n", n)
@@ -192,14 +196,23 @@ func hikariRangeSnippet(t algorithms.Tier, p *algorithms.ReplicaPlan) Snippet {
 func pgbouncerSnippet(p *algorithms.ReplicaPlan) Snippet {
 	q := p.Pooler
 	var b strings.Builder
-	fmt.Fprintf(&b, "; softalloc: pooler %q, %d servers: the database sees %d x default_pool_size = %d server connections;\n",
-		q.Tier, q.Replicas, q.Replicas, q.ServerConnections)
+	per := "default_pool_size"
+	if q.ReservePoolSize > 0 {
+		per = "(default_pool_size + reserve_pool_size)"
+	}
+	fmt.Fprintf(&b, "; softalloc: pooler %q, %d servers: the database sees %d x %s = %d server connections;\n",
+		q.Tier, q.Replicas, q.Replicas, per, q.ServerConnections)
 	fmt.Fprintf(&b, "; max_client_conn takes every client connection of %s at %d replicas with surge %s, spread over %d servers.\n",
 		p.Tier, p.Max, p.Surge, q.Replicas)
 	if q.Configured > 0 && q.Configured < q.MaxClientConn {
 		fmt.Fprintf(&b, "; The configured max_client_conn %d is too few for the range's top.\n", q.Configured)
 	}
-	fmt.Fprintf(&b, "[pgbouncer]\ndefault_pool_size = %d\nmax_client_conn = %d\n", q.DefaultPoolSize, q.MaxClientConn)
+	fmt.Fprintf(&b, "[pgbouncer]\ndefault_pool_size = %d\n", q.DefaultPoolSize)
+	if q.ReservePoolSize > 0 {
+		// The reserve the database's budget counted.
+		fmt.Fprintf(&b, "reserve_pool_size = %d\n", q.ReservePoolSize)
+	}
+	fmt.Fprintf(&b, "max_client_conn = %d\n", q.MaxClientConn)
 	return Snippet{Format: FormatPgBouncer, Tier: q.Tier, Servers: fmt.Sprintf("each of %d", q.Replicas), File: "/etc/pgbouncer/pgbouncer.ini", Text: b.String()}
 }
 

@@ -24,6 +24,11 @@ const (
 	// PoolMaxClientConn is the client connections it admits: a limit the
 	// replicas in front must fit, not a pool of jobs.
 	PoolMaxClientConn = "max_client_conn"
+	// PoolReservePoolSize is the server connections a pool adds when a
+	// client has waited reserve_pool_timeout: the database sees them
+	// beside default_pool_size, so its budget counts them; not a pool
+	// softalloc sizes.
+	PoolReservePoolSize = "reserve_pool_size"
 )
 
 const replicasForms = "a positive integer or a range min..max (e.g. 2..12)"
@@ -169,14 +174,25 @@ func readConnectionLimit(n *yaml.Node) (*algorithms.ConnectionLimit, error) {
 // poolerPools reads a pooler tier's pools by PgBouncer's names.
 func (p *parser) poolerPools(t algorithms.Tier, pn *yaml.Node, fail func(string, ...any) error) (algorithms.Tier, algorithms.TierPools, error) {
 	var pools algorithms.TierPools
+	seen := map[string]bool{}
 	for j := 0; j+1 < len(pn.Content); j += 2 {
 		k, v := resolve(pn.Content[j]), pn.Content[j+1]
-		if k.Kind != yaml.ScalarNode || (k.Value != PoolDefaultPoolSize && k.Value != PoolMaxClientConn) {
-			return t, pools, fail("pools: a pooler's pools are %s (its server connections: what the database sees) and %s (the client connections it admits), got %s",
-				PoolDefaultPoolSize, PoolMaxClientConn, describe(k))
+		if k.Kind != yaml.ScalarNode || (k.Value != PoolDefaultPoolSize && k.Value != PoolMaxClientConn && k.Value != PoolReservePoolSize) {
+			return t, pools, fail("pools: a pooler's pools are %s (its server connections: what the database sees), %s (the server connections it adds when clients wait, which the database sees too) and %s (the client connections it admits), got %s",
+				PoolDefaultPoolSize, PoolReservePoolSize, PoolMaxClientConn, describe(k))
 		}
-		if (k.Value == PoolDefaultPoolSize && pools.Connections != 0) || (k.Value == PoolMaxClientConn && t.MaxClientConn != 0) {
+		if seen[k.Value] {
 			return t, pools, fail("pools: %s given twice", k.Value)
+		}
+		seen[k.Value] = true
+		if k.Value == PoolReservePoolSize {
+			// 0 is PgBouncer's default: no reserve.
+			n, err := readCount(v, MaxPoolSize)
+			if err != nil {
+				return t, pools, fail("pools: %s: %v", k.Value, err)
+			}
+			t.ReservePoolSize = n
+			continue
 		}
 		n, err := readInt(v, MaxPoolSize)
 		if err != nil {
@@ -192,6 +208,19 @@ func (p *parser) poolerPools(t algorithms.Tier, pn *yaml.Node, fail func(string,
 		t.Pools = []string{algorithms.PoolConnections}
 	}
 	return t, pools, nil
+}
+
+// readCount reads an integer in 0..limit.
+func readCount(n *yaml.Node, limit int) (int, error) {
+	n = resolve(n)
+	var v int64
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Decode(&v) != nil || v < 0 {
+		return 0, fmt.Errorf("want a count of connections, 0 or more, got %s", describe(n))
+	}
+	if v > int64(limit) {
+		return 0, fmt.Errorf("want at most %d, got %s", limit, describe(n))
+	}
+	return int(v), nil
 }
 
 // checkReplicas checks what concerns several tiers: one tier's count

@@ -104,7 +104,7 @@ func TestReplicaRangeErrors(t *testing.T) {
 		{"pooler before the app", "{name: pgb, role: pooler, replicas: 1}, {name: app, role: app, replicas: 1}, " + db,
 			`tiers[0] ("pgb"): role: a pooler stands in front of a database, and the next tier "app" is of role app; want db`, false},
 		{"pooler with threads", "{name: pgb, role: pooler, replicas: 1, pools: {threads: 5}}, " + db,
-			`tiers[0] ("pgb"): pools: a pooler's pools are default_pool_size (its server connections: what the database sees) and max_client_conn (the client connections it admits), got "threads"`, true},
+			`tiers[0] ("pgb"): pools: a pooler's pools are default_pool_size (its server connections: what the database sees), reserve_pool_size (the server connections it adds when clients wait, which the database sees too) and max_client_conn (the client connections it admits), got "threads"`, true},
 		{"pooler pool zero", "{name: pgb, role: pooler, replicas: 1, pools: {max_client_conn: 0}}, " + db,
 			`tiers[0] ("pgb"): pools: max_client_conn: want a positive integer, got 0`, true},
 		{"pgbouncer names elsewhere", "{name: app, role: app, replicas: 1, pools: {default_pool_size: 5}}, " + db,
