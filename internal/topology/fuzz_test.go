@@ -83,7 +83,11 @@ func FuzzParseDeployment(f *testing.F) {
 	}
 	for _, s := range []string{"", "tiers: [web]", "tiers: 5", "nmae: x", "[1]", "tiers: [{name: a, role: web, replicas: 1, bad: 2}]",
 		"a: &a [*a]", "tiers: [{name: web, <<: &s {role: app, replicas: 3}}, {name: b, <<: *s}]\nname: n",
-		"{\"name\": \"j\", \"tiers\": [{\"name\": \"x\", \"role\": \"db\", \"replicas\": 2, \"pools\": {\"threads\": 3}}]}"} {
+		"{\"name\": \"j\", \"tiers\": [{\"name\": \"x\", \"role\": \"db\", \"replicas\": 2, \"pools\": {\"threads\": 3}}]}",
+		// A pooler with every one of PgBouncer's settings the file takes.
+		"name: p\ntiers:\n  - {name: app, role: app, replicas: 2..4, pools: {connections: 5}}\n" +
+			"  - {name: pgb, role: pooler, replicas: 1, pools: {default_pool_size: 20, reserve_pool_size: 5, max_client_conn: 100}}\n" +
+			"  - {name: db, role: db, replicas: 1, connectionLimit: {max: 100, reserved: {admin: 3}}}\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
