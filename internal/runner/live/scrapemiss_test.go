@@ -84,6 +84,8 @@ func TestAScrapeThatTimesOutIsRetried(t *testing.T) {
 
 	heal := &retryLog{healed: make(chan struct{})}
 	heals := metricsTarget(t, "heal_cpu_seconds_total", func() <-chan struct{} { return heal.healed }, false)
+	healAdaptive := &retryLog{healed: make(chan struct{})}
+	healsAdaptive := metricsTarget(t, "adaptive_cpu_seconds_total", func() <-chan struct{} { return healAdaptive.healed }, false)
 	stalls := metricsTarget(t, "shared_cpu_seconds_total", func() <-chan struct{} { return nil }, false)
 	missing := metricsTarget(t, "shared_cpu_seconds_total", nil, true)
 	// The metric the stalled and missing targets would serve exists: their
@@ -92,7 +94,8 @@ func TestAScrapeThatTimesOutIsRetried(t *testing.T) {
 	ok := metricsTarget(t, "shared_cpu_seconds_total", nil, false)
 	interval := 250 * time.Millisecond // the scrape's timeout too
 	prom := promtest.ScrapingJobs(t, t.Name(), interval, 2*interval,
-		promtest.Job{Name: "heals", Target: heals}, promtest.Job{Name: "stalls", Target: stalls},
+		promtest.Job{Name: "heals", Target: heals}, promtest.Job{Name: "heals-adaptive", Target: healsAdaptive},
+		promtest.Job{Name: "stalls", Target: stalls},
 		promtest.Job{Name: "missing", Target: missing}, promtest.Job{Name: "ok", Target: ok})
 
 	app := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
@@ -101,7 +104,7 @@ func TestAScrapeThatTimesOutIsRetried(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "w.yaml"), []byte(
 		"thinkTime: {mean: 50ms}\nstart: A\ninteractions:\n  - {name: A, path: /a, next: {A: 1}}\n"), 0o644))
 	runner := func(t *testing.T, metric, instance string, log *retryLog) *Runner {
-		sec := map[string]any{"target": app.URL, "prometheus": prom, "workload": "w.yaml", "scrapeTimeout": "10s",
+		sec := map[string]any{"target": app.URL, "prometheus": prom, "workload": "w.yaml", "scrapeTimeout": "10s", "interval": "250ms",
 			"tiers": map[string]any{"app": map[string]any{
 				"queries": map[string]any{"cpu": "rate(" + metric + `{instance="{instance}"}[{window}])`},
 				"servers": []any{map[string]any{"instance": instance}}}}}
@@ -130,6 +133,21 @@ func TestAScrapeThatTimesOutIsRetried(t *testing.T) {
 		require.Len(t, obs.Servers, 1)
 		// The second attempt's window alone, read whole: the counter's rate.
 		assert.InDelta(t, 0.5, obs.Servers[0].CPU, 0.1)
+	})
+
+	t.Run("an adaptive trial's range reads alike", func(t *testing.T) {
+		t.Parallel()
+		r := runner(t, "adaptive_cpu_seconds_total", healsAdaptive, healAdaptive)
+		ae := e
+		ae.Timing.Runtime, ae.Timing.Precision = 16*interval, 0.2
+		obs, err := r.RunExperiment(context.Background(), ae)
+		require.NoError(t, err, healAdaptive.String())
+		log := healAdaptive.String()
+		assert.Contains(t, log, "attempt 1 of 3 failed")
+		assert.Contains(t, log, "Prometheus cannot scrape "+healsAdaptive+" (job heals-adaptive)")
+		assert.Contains(t, log, "may answer again; retrying in")
+		require.NotNil(t, obs.Window, "an adaptive trial's observation")
+		require.Len(t, obs.Servers, 1)
 	})
 
 	t.Run("a target that keeps timing out fails the trial after the attempts", func(t *testing.T) {
