@@ -272,15 +272,10 @@ func discover(ctx context.Context, q querier, now time.Time) (Proposal, error) {
 	if err := dbLatency(&p, vector); err != nil {
 		return p, err
 	}
-	for i := range p.Tiers {
-		if t := &p.Tiers[i]; !hasCPU(*t) && t.Software == "pgbouncer" && i+1 < len(p.Tiers) {
-			sharedCPU(t, p.Tiers[i+1])
-		}
-	}
 	for _, t := range p.Tiers {
 		if !hasCPU(t) && t.Software == "pgbouncer" {
-			p.Decide = append(p.Decide, fmt.Sprintf("tier %s: PgBouncer exports no CPU, no cgroup exporter reports tier=%q, and its exporter is not on the database's host with a cgroup CPU to share: add a cpu query (the process-exporter or node preset; "+
-				"the database's cpu query when it runs in the database's cgroup or host and its CPU counts there)", t.Name, t.Name))
+			p.Decide = append(p.Decide, fmt.Sprintf("tier %s: PgBouncer exports no CPU, and no cgroup exporter reports tier=%q: add a cpu query (the process-exporter or node preset; "+
+				"vector(0) when it runs in the database's cgroup or host and its CPU counts there, as in testbed/deployment-pgbouncer.yaml)", t.Name, t.Name))
 			continue
 		}
 		if !hasCPU(t) {
@@ -381,32 +376,6 @@ func cpuPresets(t *Tier, sources []source) []string {
 	}
 	t.Notes = append(t.Notes, "CPU from node_exporter on each server's host: true only if nothing else runs there (check that no other tier shares the host)")
 	return []string{"node"}
-}
-
-// sharedCPU gives a PgBouncer without a CPU source of its own the database
-// tier's cgroup CPU when every server's exporter is on a host of the
-// database's: PgBouncer runs beside the database (the testbed starts it in
-// the db cgroup), and its single thread's CPU is then part of the
-// database's.
-func sharedCPU(pooler *Tier, db Tier) {
-	if db.Role != "db" || !slices.Contains(db.Presets, "cgroup") {
-		return
-	}
-	hosts := map[string]bool{}
-	for _, srv := range db.Servers {
-		hosts[host(srv["instance"])] = true
-	}
-	for _, srv := range pooler.Servers {
-		if !hosts[host(srv["instance"])] {
-			return
-		}
-	}
-	if pooler.Queries == nil {
-		pooler.Queries = map[string]string{}
-	}
-	pooler.Queries["cpu"] = strings.ReplaceAll(live.Presets["cgroup"].CPU, "{tier}", db.Name)
-	pooler.Notes = append(pooler.Notes, fmt.Sprintf("cpu: shared with tier %s: no cgroup reports tier=%q and PgBouncer's exporter is on the database's host, so PgBouncer is taken to run in %s's cgroup and its CPU is that cgroup's (the db host's); "+
-		"where that CPU saturates both tiers read it, and a campaign names the first, %s. If PgBouncer runs elsewhere, give its own cpu query", db.Name, pooler.Name, db.Name, pooler.Name))
 }
 
 func hasCPU(t Tier) bool {

@@ -3,12 +3,8 @@ package discover
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -172,9 +168,7 @@ func TestInitProposesAPgBouncerPoolerTier(t *testing.T) {
 }
 
 // What init cannot read of a pooler it asks for: PgBouncer's CPU when no
-// cgroup of its own reports it and its exporter is not on the database's
-// host (127.0.0.2 here: TestInitGivesAPoolerInTheDatabasesCgroupItsCPU has
-// the testbed's, on it), which of
+// cgroup of its own reports it (the testbed runs it in the db's), which of
 // the databases' pool sizes is default_pool_size when they differ, and the
 // PgBouncer exporters whose names the pgbouncer preset does not read (the
 // prometheus-community Go one; any whose pgbouncer_up is 0), which are left
@@ -199,7 +193,7 @@ pgbouncer_config_max_client_conn 500.0
 `
 	goExporter := "pgbouncer_up 1\npgbouncer_stats_sql_transactions_pooled_total{database=\"shop\"} 10\n"
 	failing := "pgbouncer_up 0.0\n"
-	pgb, other, down := exporterOn(t, "127.0.0.2", bouncer), exporter(t, goExporter), exporter(t, failing)
+	pgb, other, down := exporter(t, bouncer), exporter(t, goExporter), exporter(t, failing)
 	prom := prometheusScraping(t, exporter(t, apacheText), exporter(t, bboardText), pgb, other, down,
 		exporter(t, "pg_up 1\npg_settings_max_connections 300\npg_stat_activity_count{datname=\"shop\",state=\"active\"} 1\n"),
 		exporter(t, cgroupsText("web", "app", "db")))
@@ -216,7 +210,6 @@ pgbouncer_config_max_client_conn 500.0
 	assert.Equal(t, 5, pooler.ReservePoolSize, "the reserve of the databases of the pool proposed")
 	decide := strings.Join(p.Decide, "\n")
 	assert.Contains(t, decide, "tier pooler: PgBouncer exports no CPU")
-	assert.Empty(t, pooler.Queries, "its exporter is not on the database's host: no CPU of the database's proposed")
 	assert.NotContains(t, decide, "tier pooler: no CPU source found", "said once, PgBouncer's way")
 	assert.Contains(t, decide, "different pool sizes, 15 (orders, shop); 3 (reports)")
 	assert.Contains(t, decide, "tier db: its clients are the server connections of tier pooler")
@@ -265,69 +258,4 @@ func TestPgBouncerReserveOfTheProposedPool(t *testing.T) {
 			}
 		})
 	}
-}
-
-// exporterOn is exporter on another loopback address (Linux answers on all
-// of 127.0.0.0/8): a server on another host, as Prometheus sees it.
-func exporterOn(t *testing.T, ip, text string) string {
-	t.Helper()
-	l, err := net.Listen("tcp", ip+":0")
-	if err != nil {
-		t.Skipf("SKIPPED: cannot listen on %s (a loopback address other than 127.0.0.1): %v", ip, err)
-	}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		fmt.Fprint(w, text)
-	}))
-	_ = srv.Listener.Close()
-	srv.Listener = l
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return strings.TrimPrefix(srv.URL, "http://")
-}
-
-// The testbed's PgBouncer runs in the db cgroup beside PostgreSQL: the
-// cgroup exporter reports web, app and db, and PgBouncer's exporter is on
-// the database's host. init proposes the db tier's cgroup CPU as the
-// pooler's, saying it is shared, and asks nothing of its CPU; the file
-// loads with that query.
-func TestInitGivesAPoolerInTheDatabasesCgroupItsCPU(t *testing.T) {
-	t.Parallel()
-	bouncer := `pgbouncer_up 1.0
-pgbouncer_stats_transactions_total{database="rubbos"} 10.0
-pgbouncer_stats_transactions_duration_microseconds_total{database="rubbos"} 5000.0
-pgbouncer_pools_server_active_connections{database="rubbos",user="rubbos"} 0.0
-pgbouncer_databases_database_pool_size{backend_database="rubbos",database="rubbos"} 20.0
-pgbouncer_databases_database_reserve_pool_size{backend_database="rubbos",database="rubbos"} 0.0
-pgbouncer_config_max_client_conn 2000.0
-`
-	pgb := exporter(t, bouncer)
-	db := exporter(t, "pg_up 1\npg_settings_max_connections 300\npg_stat_activity_count{datname=\"rubbos\",state=\"active\"} 1\n")
-	prom := prometheusScraping(t, exporter(t, apacheText+"apache_duration_ms_total 600\n"), exporter(t, bboardText), pgb, db,
-		exporter(t, cgroupsText("web", "app", "db")))
-
-	p, err := Discover(context.Background(), prom, nil)
-	require.NoError(t, err)
-	require.Len(t, p.Tiers, 4)
-	pooler, dbTier := p.Tiers[2], p.Tiers[3]
-	require.Equal(t, "pooler", pooler.Name)
-	require.Equal(t, []string{"cgroup", "postgres"}, dbTier.Presets[:2], "the database's CPU is its cgroup's")
-	assert.Equal(t, []string{"pgbouncer"}, pooler.Presets, "no cgroup of its own")
-	dbCPU := strings.ReplaceAll(live.Presets["cgroup"].CPU, "{tier}", "db")
-	assert.Equal(t, map[string]string{"cpu": dbCPU}, pooler.Queries, "the db cgroup's CPU")
-	assert.Contains(t, strings.Join(pooler.Notes, "\n"), "shared")
-	decide := strings.Join(p.Decide, "\n")
-	assert.NotContains(t, decide, "tier pooler: PgBouncer exports no CPU", "nothing left to decide of its CPU")
-	assert.NotContains(t, decide, "tier pooler: no CPU source found")
-
-	out := string(Render(p, Settings{Name: "tb", Target: "http://127.0.0.1:1", Workload: "w.yaml"}))
-	assert.Contains(t, out, "        cpu: "+strconv.Quote(dbCPU)+"\n")
-	dir := t.TempDir()
-	file := filepath.Join(dir, "deployment.yaml")
-	require.NoError(t, os.WriteFile(file, []byte(out), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "w.yaml"), []byte("name: w\nthinkTime: {mean: 1s}\nstart: Home\ninteractions:\n  - {name: Home, path: /, next: {Home: 1}}\n"), 0o644))
-	d, err := topology.LoadDeployment(file)
-	require.NoError(t, err, "%s", out)
-	_, err = live.New(d.Runner, file)
-	require.NoError(t, err, "%s", out)
 }
