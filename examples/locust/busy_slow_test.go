@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/softalloc/softalloc/algorithms"
-	"github.com/softalloc/softalloc/internal/runner/live"
 )
 
 // The busy machine of this test is its own: four CPU-bound processes, and
@@ -34,36 +33,23 @@ import (
 // were running when the window opened", or workers marked missing during the
 // ramp-up, "stopped answering the master's heartbeats 1.0 s into the window").
 func TestSlowLocustWindowWaitsForTheUsersOnABusyMachine(t *testing.T) {
-	locust := locustPath(t)
-	wb, err := os.ReadFile(filepath.Join("..", "..", "testbed", "workload.yaml"))
-	require.NoError(t, err)
-	w, err := live.ParseWorkload(wb)
-	require.NoError(t, err)
 	const users = 60
 	timing := algorithms.Timing{RampUp: 3 * time.Second, Runtime: 4 * time.Second, RampDown: time.Second}
-	s := newSite(t, w, 2*time.Millisecond)
+	r := newLocalRun(t, 2*time.Millisecond)
 	burnCPU(t, 4)
 
-	dir := t.TempDir()
 	// Locust below the CPU-bound processes' priority: on a busy machine
 	// other work outweighs it (here the testbed's cgroup: 262144 CPU shares
 	// to a process's 1024), and at equal weight four processes delayed the
 	// users past the ramp-up only while other work ran too.
-	nice := writeFile(t, filepath.Join(dir, "nice-locust"), "#!/bin/sh\nexec nice -n 10 '"+locust+"' \"$@\"\n")
+	nice := writeFile(t, filepath.Join(r.dir, "nice-locust"), "#!/bin/sh\nexec nice -n 10 '"+r.c.Locust+"' \"$@\"\n")
 	require.NoError(t, os.Chmod(nice, 0o755))
-	c, err := loadConfig(writeFile(t, filepath.Join(dir, "s.yaml"),
-		fmt.Sprintf("deployment: none.yaml\nlocust: %s\nworkers: [local, local]\nconnectTimeout: 30s\n", nice)))
-	require.NoError(t, err)
-	p, err := makePlan(w, s.URL, 0, 10*time.Second, users, 2, timing, c.ReplyTimeout.Duration())
-	require.NoError(t, err)
+	r.c.Locust = nice
 	var log strings.Builder
-	win, err := runLocust(context.Background(), c, p, filepath.Join(dir, "run"), func(f string, a ...any) { fmt.Fprintf(&log, f+"\n", a...) })
+	win, err := runLocust(context.Background(), r.c, r.plan(t, users, timing), r.run(), func(f string, a ...any) { fmt.Fprintf(&log, f+"\n", a...) })
 	if err != nil {
-		// Locust's own account of the ramp-up: spawns, reports, heartbeats.
-		for _, f := range []string{"master.log", "worker-1.log", "worker-2.log"} {
-			b, _ := os.ReadFile(filepath.Join(dir, "run", f))
-			t.Logf("%s:\n%s", f, b)
-		}
+		// Locust's own account of the ramp-up.
+		r.logs(t)
 	}
 	require.NoError(t, err, log.String())
 	t.Log(log.String())
@@ -73,7 +59,7 @@ func TestSlowLocustWindowWaitsForTheUsersOnABusyMachine(t *testing.T) {
 		assert.Equal(t, users/2, x.UsersAtClose, x.Worker)
 		assert.Greater(t, x.Total.NumRequests, int64(0), x.Worker)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "run", "master.log"))
+	b, err := os.ReadFile(filepath.Join(r.run(), "master.log"))
 	require.NoError(t, err)
 	for _, line := range regexp.MustCompile(`(?m)^.*(Starting Locust|Sending spawn jobs|softalloc: |Shutting down).*$`).FindAllString(string(b), -1) {
 		t.Log(line)

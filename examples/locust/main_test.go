@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	osexec "os/exec"
@@ -54,12 +52,6 @@ func TestRoundingStepMatchesLocust(t *testing.T) {
 	for _, c := range []struct{ ms, step float64 }{{0, 1}, {99, 1}, {100, 10}, {147, 10}, {999, 10}, {1000, 100}, {3432, 100}, {10000, 1000}, {58760, 1000}} {
 		assert.Equal(t, c.step, roundingStep(c.ms), "%g ms", c.ms)
 	}
-}
-
-func writeFile(t *testing.T, path, text string) string {
-	t.Helper()
-	require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
-	return path
 }
 
 func TestConfigNamesTheBadValue(t *testing.T) {
@@ -121,136 +113,17 @@ interactions:
 	assert.Equal(t, 0.7, back.Think.Mean)
 }
 
-// locustPath installs the pinned Locust (install-locust.sh) and returns its
-// executable. Outside CI a machine without Python or PyPI skips; in CI the
-// tests must run.
-func locustPath(t *testing.T) string {
-	t.Helper()
-	path, err := runInstall()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err.Error() + "; in CI the Locust tests must run")
-		}
-		t.Skip("SKIPPED: " + err.Error())
-	}
-	return path
-}
-
-func runInstall() (string, error) {
-	out, err := osexec.Command("./install-locust.sh").Output()
-	if err != nil {
-		msg := fmt.Sprintf("cannot install Locust (examples/locust/install-locust.sh): %v", err)
-		if ee, ok := err.(*osexec.ExitError); ok {
-			msg += ": " + strings.TrimSpace(string(ee.Stderr))
-		}
-		return "", errors.New(msg)
-	}
-	return strings.TrimSpace(string(out)), nil
-}
-
-// site is a local HTTP server that answers every path after a short delay
-// and counts the pages of the testbed's workload by interaction.
-type site struct {
-	*httptest.Server
-	mu    sync.Mutex
-	pages map[string]int
-	// agents counts the requests by User-Agent.
-	agents map[string]int
-	// byAgent counts each User-Agent's (each user's) pages by interaction.
-	byAgent map[string]map[string]int
-}
-
-func newSite(t *testing.T, w *workload.Workload, delay time.Duration) *site {
-	t.Helper()
-	// A page's path as a pattern: {rand:..} digits, {pick:a|b} a word.
-	type pat struct {
-		name string
-		re   *regexp.Regexp
-	}
-	var pats []pat
-	for _, it := range w.Interactions {
-		q := regexp.QuoteMeta(it.Path)
-		q = regexp.MustCompile(`\\\{rand:[^}]*\\\}`).ReplaceAllString(q, `[0-9]+`)
-		q = regexp.MustCompile(`\\\{pick:[^}]*\\\}`).ReplaceAllString(q, `[a-z]+`)
-		pats = append(pats, pat{it.Name, regexp.MustCompile("^" + q + "$")})
-	}
-	s := &site{pages: map[string]int{}, agents: map[string]int{}, byAgent: map[string]map[string]int{}}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.agents[r.UserAgent()]++
-		s.mu.Unlock()
-		time.Sleep(delay)
-		for _, p := range pats {
-			if p.re.MatchString(r.URL.RequestURI()) {
-				s.mu.Lock()
-				s.pages[p.name]++
-				if s.byAgent[r.UserAgent()] == nil {
-					s.byAgent[r.UserAgent()] = map[string]int{}
-				}
-				s.byAgent[r.UserAgent()][p.name]++
-				s.mu.Unlock()
-				break
-			}
-		}
-		fmt.Fprint(rw, "ok")
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *site) shares() map[string]float64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, c := range s.pages {
-		n += c
-	}
-	out := map[string]float64{}
-	for k, c := range s.pages {
-		out[k] = float64(c) / float64(n)
-	}
-	return out
-}
-
-// shareVariance is the variance of shares()'s estimate of name's share with
-// the users as independent clusters: a user's pages follow each other in
-// one walk from the start page, so they are not independent draws
-// (a ratio estimator's linearisation, the sum over users of (c - p n)^2
-// over N^2, with U/(U-1) for the share estimated from the same users).
-func (s *site) shareVariance(name string, share float64) float64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var ss, n float64
-	for _, pages := range s.byAgent {
-		var all float64
-		for _, c := range pages {
-			all += float64(c)
-		}
-		d := float64(pages[name]) - share*all
-		ss, n = ss+d*d, n+all
-	}
-	u := float64(len(s.byAgent))
-	if n == 0 || u < 2 {
-		return math.Inf(1)
-	}
-	return ss / (n * n) * u / (u - 1)
-}
-
 // A real distributed Locust run, a master and two local workers against a
 // local server, next to the live runner's load generator against another:
 // the users split evenly, Locust's merge of the workers' statistics is their
 // sum, the closed loop gives the throughput the response time law says,
 // and the walk gives the live runner's page mix.
 func TestLocustTwoWorkersAgainstALocalServer(t *testing.T) {
-	locust := locustPath(t)
-	wb, err := os.ReadFile(filepath.Join("..", "..", "testbed", "workload.yaml"))
-	require.NoError(t, err)
-	w, err := live.ParseWorkload(wb)
-	require.NoError(t, err)
 	const users = 60
 	const delay = 2 * time.Millisecond
 	timing := algorithms.Timing{RampUp: 3 * time.Second, Runtime: 8 * time.Second, RampDown: time.Second}
-	bySite, byLive := newSite(t, w, delay), newSite(t, w, delay)
+	r := newLocalRun(t, delay)
+	w, bySite, byLive := r.w, r.site, newSite(t, r.w, delay)
 
 	// The live runner's generator, at the same time on its own server.
 	var liveRes live.LoadResult
@@ -265,14 +138,8 @@ func TestLocustTwoWorkersAgainstALocalServer(t *testing.T) {
 		liveRes, liveErr = l.Run(context.Background())
 	}()
 
-	dir := t.TempDir()
-	c, err := loadConfig(writeFile(t, filepath.Join(dir, "s.yaml"),
-		fmt.Sprintf("deployment: none.yaml\nlocust: %s\nworkers: [local, local]\nconnectTimeout: 30s\n", locust)))
-	require.NoError(t, err)
-	p, err := makePlan(w, bySite.URL, 0, 10*time.Second, users, 2, timing, c.ReplyTimeout.Duration())
-	require.NoError(t, err)
 	var log strings.Builder
-	win, err := runLocust(context.Background(), c, p, filepath.Join(dir, "run"), func(f string, a ...any) { fmt.Fprintf(&log, f+"\n", a...) })
+	win, err := runLocust(context.Background(), r.c, r.plan(t, users, timing), r.run(), func(f string, a ...any) { fmt.Fprintf(&log, f+"\n", a...) })
 	require.NoError(t, err, log.String())
 	t.Log(log.String())
 	wg.Wait()
@@ -386,31 +253,14 @@ func TestLocustTwoWorkersAgainstALocalServer(t *testing.T) {
 	})
 }
 
-// testBinaries builds softalloc and softalloc-locust.
-func testBinaries(t *testing.T) (softalloc, adapter string) {
+// faultSetup is an adapterRun whose deployment's target is a local site
+// and whose settings add settings; Prometheus is never reached, since each
+// fault ends the trial before the servers are read.
+func faultSetup(t *testing.T, settings string) adapterRun {
 	t.Helper()
-	dir := t.TempDir()
-	softalloc, adapter = filepath.Join(dir, "softalloc"), filepath.Join(dir, "softalloc-locust")
-	for out, pkg := range map[string]string{softalloc: "../../cmd/softalloc", adapter: "."} {
-		b, err := osexec.Command("go", "build", "-o", out, pkg).CombinedOutput()
-		require.NoError(t, err, "go build %s: %s", pkg, b)
-	}
-	return softalloc, adapter
-}
-
-// faultSetup writes a deployment whose target is a local server and
-// settings for the adapter; Prometheus is never reached, since each fault
-// ends the trial before the servers are read.
-func faultSetup(t *testing.T, locust, settings string) (dir, deployment, settingsFile string) {
-	t.Helper()
-	dir = t.TempDir()
-	wb, err := os.ReadFile(filepath.Join("..", "..", "testbed", "workload.yaml"))
-	require.NoError(t, err)
-	w, err := live.ParseWorkload(wb)
-	require.NoError(t, err)
+	_, w := testbedWorkload(t)
 	s := newSite(t, w, time.Millisecond)
-	writeFile(t, filepath.Join(dir, "workload.yaml"), string(wb))
-	deployment = writeFile(t, filepath.Join(dir, "deployment.yaml"), fmt.Sprintf(`name: local
+	return newAdapterRun(t, fmt.Sprintf(`name: local
 tiers:
   - {name: web, role: web, replicas: 1, pools: {threads: 10}}
 runner:
@@ -419,20 +269,16 @@ runner:
   workload: workload.yaml
   prometheus: http://127.0.0.1:1
   tiers: {web: {presets: [node], servers: [{node: "x"}]}}
-`, s.URL))
-	settingsFile = writeFile(t, filepath.Join(dir, "locust.yaml"),
-		fmt.Sprintf("deployment: deployment.yaml\nlocust: %s\nresults: results\n%s", locust, settings))
-	return dir, deployment, settingsFile
+`, s.URL), settings)
 }
 
 // A worker killed in the measured window fails the experiment at once,
 // saying which worker and how, and softalloc journals nothing.
 func TestAWorkerThatDiesFailsTheExperiment(t *testing.T) {
-	locust := locustPath(t)
-	softalloc, adapter := testBinaries(t)
-	dir, deployment, settings := faultSetup(t, locust, "workers: [local, local]\n")
+	a := faultSetup(t, "workers: [local, local]\n")
+	dir := a.dir
 	journal := filepath.Join(dir, "journal.jsonl")
-	cmd := osexec.Command(softalloc, "simulate", "-f", deployment, "--runner", "exec", "--runner-cmd", adapter+" "+settings,
+	cmd := osexec.Command(a.softalloc, "simulate", "-f", a.deployment, "--runner", "exec", "--runner-cmd", a.adapter+" "+a.settings,
 		"--runner-retries", "0", "--users", "20", "--ramp-up", "3s", "--runtime", "20s", "--ramp-down", "1s",
 		"--journal", journal, "--parallel", "1")
 	var stderr syncbuf.Buffer
@@ -479,46 +325,13 @@ func TestAWorkerThatDiesFailsTheExperiment(t *testing.T) {
 	}
 }
 
-func killWorker(t *testing.T, list, name string) int {
-	t.Helper()
-	pid, err := workerPID(list, name)
-	require.NoError(t, err)
-	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
-	return pid
-}
-
-// workerPID reads a worker's pid from the master's list of the workers
-// that said hello (window.json.workers).
-func workerPID(list, name string) (int, error) {
-	b, err := os.ReadFile(list)
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var h struct {
-			Worker string `json:"worker"`
-			PID    int    `json:"pid"`
-		}
-		if err := json.Unmarshal([]byte(line), &h); err != nil {
-			return 0, fmt.Errorf("%s: %w", list, err)
-		}
-		if h.Worker == name {
-			return h.PID, nil
-		}
-	}
-	return 0, fmt.Errorf("no %s in %s: %s", name, list, b)
-}
-
 // Workers that cannot reach the master: it gives up after connectTimeout,
 // and the error names every worker it never saw. connectTimeout counts from
 // the master's start, which takes Locust 4 s on this machine under load.
 func TestAMasterWithoutItsWorkersTimesOut(t *testing.T) {
-	locust := locustPath(t)
-	_, adapter := testBinaries(t)
 	// The workers are told a port nothing listens on (a later --master-port wins).
-	_, _, settings := faultSetup(t, locust,
-		"workers: [ghost-a, ghost-b]\nremote: ['{locust}', '{workerArgs}', --master-port, '1']\nconnectTimeout: 10s\n")
-	cmd := osexec.Command(adapter, settings)
+	a := faultSetup(t, "workers: [ghost-a, ghost-b]\nremote: ['{locust}', '{workerArgs}', --master-port, '1']\nconnectTimeout: 10s\n")
+	cmd := osexec.Command(a.adapter, a.settings)
 	cmd.Stdin = strings.NewReader(`{"protocolVersion":1,"experimentId":"local-u10-000000000000","attempt":1,"topology":"local",` +
 		`"tiers":[{"name":"web","role":"web","replicas":1,"cores":1,"pools":{"threads":10},"servers":["web-1"]}],` +
 		`"allocation":{"web":{"threads":10}},"workload":{"users":10},"timing":{"rampUpSeconds":2,"runtimeSeconds":4,"rampDownSeconds":1}}` + "\n")
@@ -541,17 +354,15 @@ func TestAMasterWithoutItsWorkersTimesOut(t *testing.T) {
 // SIGTERM (the exec runner's timeout, or Ctrl-C) ends the trial at once and
 // leaves no Locust process behind.
 func TestSIGTERMStopsTheMasterAndTheWorkers(t *testing.T) {
-	locust := locustPath(t)
-	_, adapter := testBinaries(t)
-	dir, _, settings := faultSetup(t, locust, "workers: [local, local]\n")
-	cmd := osexec.Command(adapter, settings)
+	a := faultSetup(t, "workers: [local, local]\n")
+	cmd := osexec.Command(a.adapter, a.settings)
 	cmd.Stdin = strings.NewReader(`{"protocolVersion":1,"experimentId":"local-u10-111111111111","attempt":1,"topology":"local",` +
 		`"tiers":[{"name":"web","role":"web","replicas":1,"cores":1,"pools":{"threads":10},"servers":["web-1"]}],` +
 		`"allocation":{"web":{"threads":10}},"workload":{"users":10},"timing":{"rampUpSeconds":2,"runtimeSeconds":60,"rampDownSeconds":1}}` + "\n")
 	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
-	run := filepath.Join(dir, "results", "local-u10-111111111111", "attempt-1")
+	run := filepath.Join(a.dir, "results", "local-u10-111111111111", "attempt-1")
 	require.Eventually(t, func() bool {
 		b, _ := os.ReadFile(filepath.Join(run, "master.log"))
 		return strings.Contains(string(b), "softalloc: the window opened")

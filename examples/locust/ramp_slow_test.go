@@ -26,7 +26,6 @@ import (
 	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/promtest"
 	"github.com/softalloc/softalloc/internal/runner/exec"
-	"github.com/softalloc/softalloc/internal/runner/live"
 	"github.com/softalloc/softalloc/internal/syncbuf"
 )
 
@@ -40,25 +39,15 @@ import (
 // 240 three separate runs would start. About 30 s (Locust's start, then
 // three 2 s + 4 s levels): it runs in make test's second pass.
 func TestSlowLocustRampRisesInOneRun(t *testing.T) {
-	locust := locustPath(t)
-	wb, err := os.ReadFile(filepath.Join("..", "..", "testbed", "workload.yaml"))
-	require.NoError(t, err)
-	w, err := live.ParseWorkload(wb)
-	require.NoError(t, err)
 	levels := []int{40, 80, 120}
 	timing := algorithms.Timing{RampUp: 2 * time.Second, Runtime: 4 * time.Second, RampDown: time.Second}
-	s := newSite(t, w, 2*time.Millisecond)
-
-	dir := t.TempDir()
-	c, err := loadConfig(writeFile(t, filepath.Join(dir, "s.yaml"),
-		fmt.Sprintf("deployment: none.yaml\nlocust: %s\nworkers: [local, local]\nconnectTimeout: 30s\n", locust)))
-	require.NoError(t, err)
-	p, err := makePlan(w, s.URL, 0, 10*time.Second, levels[0], 2, timing, c.ReplyTimeout.Duration())
-	require.NoError(t, err)
+	r := newLocalRun(t, 2*time.Millisecond)
+	s := r.site
+	p := r.plan(t, levels[0], timing)
 	p.Ramp, p.RampMaxUsers = true, levels[len(levels)-1]
 	var log strings.Builder
 	var wins []window
-	err = runRamp(context.Background(), c, p, filepath.Join(dir, "run"), func(f string, a ...any) { fmt.Fprintf(&log, f+"\n", a...) },
+	err := runRamp(context.Background(), r.c, p, r.run(), func(f string, a ...any) { fmt.Fprintf(&log, f+"\n", a...) },
 		func(win window) (exec.RampStep, error) {
 			wins = append(wins, win)
 			if len(wins) == len(levels) {
@@ -67,10 +56,7 @@ func TestSlowLocustRampRisesInOneRun(t *testing.T) {
 			return exec.RampStep{Users: levels[len(wins)]}, nil
 		})
 	if err != nil {
-		for _, f := range []string{"master.log", "worker-1.log", "worker-2.log"} {
-			b, _ := os.ReadFile(filepath.Join(dir, "run", f))
-			t.Logf("%s:\n%s", f, b)
-		}
+		r.logs(t)
 	}
 	require.NoError(t, err, log.String())
 	t.Log(log.String())
@@ -136,7 +122,7 @@ func TestSlowLocustRampRisesInOneRun(t *testing.T) {
 	})
 
 	t.Run("the master used Locust's load shape", func(t *testing.T) {
-		b, err := os.ReadFile(filepath.Join(dir, "run", "master.log"))
+		b, err := os.ReadFile(filepath.Join(r.run(), "master.log"))
 		require.NoError(t, err)
 		for _, n := range levels {
 			assert.Contains(t, string(b), fmt.Sprintf("Shape test updating to %d users", n))
@@ -195,15 +181,13 @@ func (c *oneCore) residence() float64 {
 	return c.resident.Seconds()
 }
 
-// oneCoreSetup builds softalloc and softalloc-locust, starts a oneCore
-// server of service and a Prometheus scraping it every second, and writes a
-// deployment of it (the live runner's section) and the adapter's settings
-// (two local workers) in dir.
-func oneCoreSetup(t *testing.T, service time.Duration) (softalloc, adapter, dir, deployment, settings string) {
+// oneCoreSetup starts a oneCore server of service and a Prometheus
+// scraping it every second, and returns an adapterRun whose deployment is
+// of it (the live runner's section) and whose settings run two local
+// workers.
+func oneCoreSetup(t *testing.T, service time.Duration) adapterRun {
 	t.Helper()
-	locust := locustPath(t)
 	promtest.Binary(t, t.Name())
-	softalloc, adapter = testBinaries(t)
 	c := &oneCore{service: service}
 	site := httptest.NewServer(http.HandlerFunc(c.serve))
 	t.Cleanup(site.Close)
@@ -215,12 +199,8 @@ func oneCoreSetup(t *testing.T, service time.Duration) (softalloc, adapter, dir,
 	t.Cleanup(metrics.Close)
 	prom := promtest.Scraping(t, t.Name(), time.Second, 2*time.Second, metrics.URL)
 
-	dir = t.TempDir()
-	wb, err := os.ReadFile(filepath.Join("..", "..", "testbed", "workload.yaml"))
-	require.NoError(t, err)
-	writeFile(t, filepath.Join(dir, "workload.yaml"), string(wb))
 	instance := strings.TrimPrefix(metrics.URL, "http://")
-	deployment = writeFile(t, filepath.Join(dir, "deployment.yaml"), fmt.Sprintf(`name: local
+	return newAdapterRun(t, fmt.Sprintf(`name: local
 tiers:
   - {name: web, role: web, replicas: 1, cores: 1}
 runner:
@@ -236,10 +216,7 @@ runner:
       queries:
         throughput: rate(onecore_requests_total[{window}])
         responseTime: rate(onecore_request_seconds_total[{window}]) / rate(onecore_requests_total[{window}])
-`, site.URL, prom, instance))
-	settings = writeFile(t, filepath.Join(dir, "locust.yaml"),
-		fmt.Sprintf("deployment: deployment.yaml\nlocust: %s\nworkers: [local, local]\nresults: results\n", locust))
-	return softalloc, adapter, dir, deployment, settings
+`, site.URL, prom, instance), "workers: [local, local]\n")
 }
 
 // softalloc find-critical --ramp through softalloc-locust (exec protocol
@@ -249,13 +226,13 @@ runner:
 // the closed loop puts within the bounds below.
 func TestSlowFindCriticalRampThroughLocust(t *testing.T) {
 	const service = 8 * time.Millisecond
-	softalloc, adapter, dir, deployment, settings := oneCoreSetup(t, service)
+	a := oneCoreSetup(t, service)
 	// The ramp rises by the step itself: by the derived small step (4
 	// users) it took 88 s, and the closed loop's bound below is the same.
-	cmd := osexec.Command(softalloc, "find-critical", "-f", deployment, "--runner", "exec", "--runner-cmd", adapter+" "+settings,
+	cmd := osexec.Command(a.softalloc, "find-critical", "-f", a.deployment, "--runner", "exec", "--runner-cmd", a.adapter+" "+a.settings,
 		"--runner-protocol", "2", "--ramp", "--ramp-up", "2s", "--runtime", "3s", "--ramp-down", "0s", "--step", "20", "--small-step", "20",
 		"--no-journal", "--output", "json")
-	cmd.Dir = dir
+	cmd.Dir = a.dir
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	began := time.Now()
@@ -286,7 +263,7 @@ func TestSlowFindCriticalRampThroughLocust(t *testing.T) {
 	assert.Greater(t, len(doc.Ramp.Windows), 1)
 	require.NotEmpty(t, doc.Ramp.Answer)
 	// One attempt's directory per ramp: each ramp was one Locust run.
-	runs, err := filepath.Glob(filepath.Join(dir, "results", "*-ramp-*", "attempt-1", "master.log"))
+	runs, err := filepath.Glob(filepath.Join(a.dir, "results", "*-ramp-*", "attempt-1", "master.log"))
 	require.NoError(t, err)
 	assert.Len(t, runs, doc.Ramp.Ramps)
 }
@@ -299,9 +276,9 @@ func TestSlowFindCriticalRampThroughLocust(t *testing.T) {
 // retries the ramp in a new Locust run from the level it had reached, whose
 // first window is the ramp's second.
 func TestSlowAWorkerKilledMidRampFailsTheAttemptAndKeepsItsWindows(t *testing.T) {
-	_, adapter, dir, _, settings := oneCoreSetup(t, 2*time.Millisecond)
+	a := oneCoreSetup(t, 2*time.Millisecond)
 	var log syncbuf.Buffer
-	r := &exec.Runner{Command: []string{adapter, settings}, Protocol: exec.RampProtocolVersion, Retries: 1,
+	r := &exec.Runner{Command: []string{a.adapter, a.settings}, Protocol: exec.RampProtocolVersion, Retries: 1,
 		Backoff: 100 * time.Millisecond, Log: &log}
 	rp := algorithms.Ramp{
 		Deployment: algorithms.Deployment{Topology: "local", Tiers: []algorithms.Tier{{Name: "web", Role: "web", Replicas: 1, Cores: 1}}},
@@ -309,7 +286,7 @@ func TestSlowAWorkerKilledMidRampFailsTheAttemptAndKeepsItsWindows(t *testing.T)
 		Timing: algorithms.Timing{RampUp: 2 * time.Second, Runtime: 3 * time.Second, Precision: 0.05},
 	}
 	attempt := func(n int) string {
-		runs, _ := filepath.Glob(filepath.Join(dir, "results", "*-ramp-*", fmt.Sprintf("attempt-%d", n)))
+		runs, _ := filepath.Glob(filepath.Join(a.dir, "results", "*-ramp-*", fmt.Sprintf("attempt-%d", n)))
 		if len(runs) != 1 {
 			return ""
 		}
