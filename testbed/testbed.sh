@@ -18,6 +18,7 @@
 #   testbed.sh status                               what runs, the caps, the URLs
 #   testbed.sh apply WEB_THREADS APP_THREADS APP_CONNECTIONS [ACCEPT_COUNT]
 #                                                   the live runner's hook: set the pools
+#                                                   (through examples/hooks; their lines on stderr)
 #                                                   (ACCEPT_COUNT: Tomcat's, java only, default 100;
 #                                                   wordpress: apply WEB_THREADS CHILDREN DB_CONNECTIONS)
 #   testbed.sh caps web=CORES app=CORES db=CORES    move the CPU caps (0 or max: uncapped)
