@@ -151,16 +151,47 @@ func (s *site) shareVariance(name string, share float64) float64 {
 	return ss / (n * n) * u / (u - 1)
 }
 
-// testBinaries builds softalloc and softalloc-locust.
+// binaries are softalloc and softalloc-locust, built once per test
+// process (a build links for about 5 s, and five tests use them) into a
+// directory TestMain removes.
+var binaries struct {
+	once                    sync.Once
+	dir, softalloc, adapter string
+	err                     error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binaries.dir != "" {
+		os.RemoveAll(binaries.dir)
+	}
+	os.Exit(code)
+}
+
+// testBinaries builds softalloc and softalloc-locust, the first time.
 func testBinaries(t *testing.T) (softalloc, adapter string) {
 	t.Helper()
-	dir := t.TempDir()
-	softalloc, adapter = filepath.Join(dir, "softalloc"), filepath.Join(dir, "softalloc-locust")
-	for out, pkg := range map[string]string{softalloc: "../../cmd/softalloc", adapter: "."} {
-		b, err := osexec.Command("go", "build", "-o", out, pkg).CombinedOutput()
-		require.NoError(t, err, "go build %s: %s", pkg, b)
-	}
-	return softalloc, adapter
+	binaries.once.Do(func() {
+		if binaries.dir, binaries.err = os.MkdirTemp("", "softalloc-locust-test-"); binaries.err != nil {
+			return
+		}
+		binaries.softalloc, binaries.adapter = filepath.Join(binaries.dir, "softalloc"), filepath.Join(binaries.dir, "softalloc-locust")
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i, b := range [][2]string{{binaries.softalloc, "../../cmd/softalloc"}, {binaries.adapter, "."}} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if out, err := osexec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
+					errs[i] = fmt.Errorf("go build %s: %w: %s", b[1], err, out)
+				}
+			}()
+		}
+		wg.Wait()
+		binaries.err = errors.Join(errs...)
+	})
+	require.NoError(t, binaries.err)
+	return binaries.softalloc, binaries.adapter
 }
 
 func killWorker(t *testing.T, list, name string) int {
