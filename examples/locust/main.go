@@ -83,6 +83,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return fmt.Errorf("deployment %q: %w", c.path(c.Deployment), err)
 	}
+	// The hook's output, the warm-up and the runner's notes: the exec
+	// runner shows the program's stderr.
+	lr.Log = stderr
 	lc := lr.Config()
 	if e.Workload.Users > lc.MaxUsers {
 		return fmt.Errorf("%d users: want at most %d (the runner section's maxUsers)", e.Workload.Users, lc.MaxUsers)
@@ -94,6 +97,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
 
 	if err := lr.Prepare(ctx, e.Allocation); err != nil {
+		return err
+	}
+	// The section's warmUp, as a live trial runs it after an apply: a
+	// reload may have emptied the caches Locust's first window would read.
+	if err := lr.WarmUp(ctx, e); err != nil {
 		return err
 	}
 	if req.Ramp {

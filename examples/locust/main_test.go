@@ -348,7 +348,8 @@ func TestAMasterWithoutItsWorkersTimesOut(t *testing.T) {
 		`worker 1@ghost-a \(still running; [^)]*\); worker 2@ghost-b \(still running; [^)]*\)`, stderr.String())
 	assert.Less(t, took, 30*time.Second)
 	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
-	assert.Len(t, lines, 2, "a note of the start, and the error on one line")
+	require.Len(t, lines, 3, "the live runner's note, a note of the start, and the error on one line")
+	assert.Contains(t, lines[0], "the runner section has no hook", "the section's own warning reaches the user")
 }
 
 // SIGTERM (the exec runner's timeout, or Ctrl-C) ends the trial at once and
