@@ -130,6 +130,16 @@ func TestLiveWordPressStack(t *testing.T) {
 		pools := filepath.Join(testbedDir(), "run", "pools")
 		before, err := os.ReadFile(pools)
 		require.NoError(t, err)
+		// The database grows before php-fpm on an apply: a refusal must come
+		// before either changes (the stack's own apply set max_connections
+		// to 10,010 before php-fpm refused 5,000 children).
+		maxConnections := func() string {
+			out, err := exec.Command("mariadb", "--no-defaults", "--socket="+filepath.Join(testbedDir(), "run", "mysqld.sock"),
+				"-uroot", "-N", "-e", "SELECT @@max_connections").CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			return strings.TrimSpace(string(out))
+		}
+		connsBefore := maxConnections()
 		msg := fails(t, exec.Command(tb, "apply", "100", "0"))
 		assert.Contains(t, msg, "apply 100 0: want positive integers")
 		msg = fails(t, exec.Command(tb, "apply", "100", "5000"))
@@ -140,6 +150,7 @@ func TestLiveWordPressStack(t *testing.T) {
 		pool, err := os.ReadFile(filepath.Join(testbedDir(), "php", "pool.d", "www.conf"))
 		require.NoError(t, err)
 		assert.NotContains(t, string(pool), "5000")
+		assert.Equal(t, connsBefore, maxConnections(), "max_connections untouched by the refused apply")
 	})
 
 	t.Run("up on a taken port fails with one line naming it, and the running stack is untouched", func(t *testing.T) {
