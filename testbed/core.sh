@@ -532,6 +532,20 @@ status_ok() {
   http_ok "$STACK_HEALTH" $WEB_PORT
 }
 
+# require_up CMD: CMD (apply, scale) runs on a testbed that is up: every
+# server running and the health page answering. Under a load that saturates
+# the stack the page waits behind the load's requests, past http_get's 5 s
+# (a scale at 200 pages/s with the database saturated was refused as "not
+# up"), so it is given 30 s.
+require_up() {
+  local n
+  for n in $STACK_PROCS $(core_procs); do
+    pid_alive "$n" || die "$1: the testbed is not up ($n is not running; run testbed.sh up)"
+  done
+  wait_for "$1: the health page $STACK_HEALTH" 30 http_ok "$STACK_HEALTH" $WEB_PORT ||
+    die "$1: the testbed's health page $STACK_HEALTH did not answer 200 within 30 s"
+}
+
 # running_stack: the stack that is up (go when the file predates stacks).
 running_stack() { cat "$RUN/stack" 2>/dev/null || echo go; }
 

@@ -145,7 +145,7 @@ stack_apply() {
   [ $# -eq 3 ] || [ $# -eq 4 ] || die "apply: want WEB_THREADS APP_THREADS APP_CONNECTIONS [ACCEPT_COUNT]"
   local w=$1 t=$2 c=$3 i old
   bboard_apply_check "$w" "$t" "$c" "${4:-0}"
-  status_ok || die "apply: the testbed is not up (run testbed.sh up)"
+  require_up apply
   cg_detect
   old=$(cat "$RUN/pools")
   [ "$old" = "$w $t $c" ] && return 0
@@ -172,7 +172,7 @@ stack_scale() {
   [ $# -eq 1 ] && [[ $1 == app=* ]] || die "scale: want app=N (1..$MAX_APP_REPLICAS)"
   local n=${1#app=} cur i w t c
   check_replicas "$n" "scale app"
-  status_ok || die "scale: the testbed is not up (run testbed.sh up)"
+  require_up scale
   cg_detect
   cur=$(app_replicas)
   read -r w t c <"$RUN/pools"

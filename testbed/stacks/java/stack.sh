@@ -166,7 +166,7 @@ stack_status() {
 stack_apply() {
   [ $# -eq 3 ] || [ $# -eq 4 ] || die "apply: want WEB_THREADS APP_THREADS APP_CONNECTIONS [ACCEPT_COUNT]"
   local w=$1 t=$2 c=$3 a=${4:-$DEFAULT_ACCEPT} mode=${SOFTALLOC_TESTBED_APPLY:-runtime} old
-  status_ok || die "apply: the testbed is not up (run testbed.sh up)"
+  require_up apply
   if [ -n "${SOFTALLOC_TESTBED_JAVA_THREADS:-}" ] && [ "$SOFTALLOC_TESTBED_JAVA_THREADS" != "$(java_threads)" ]; then
     die "apply: the hook is for $SOFTALLOC_TESTBED_JAVA_THREADS threads, and the Java stack up runs $(java_threads) threads (SOFTALLOC_TESTBED_JAVA_THREADS=$SOFTALLOC_TESTBED_JAVA_THREADS STACK=java testbed.sh up)"
   fi

@@ -357,7 +357,7 @@ stack_apply() {
   # (algorithms' DefaultConnectionsPerChild and ConnectionReserve), never
   # below MariaDB's default unless given.
   if [ -z "$m" ]; then m=$((2 * c + 10)); ((m < 151)) && m=151; fi
-  status_ok || die "apply: the testbed is not up (run testbed.sh up)"
+  require_up apply
   cg_detect
   old=$(cat "$RUN/pools")
   [ "$old" = "$w $c $m" ] && return 0
