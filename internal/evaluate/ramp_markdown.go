@@ -56,7 +56,7 @@ func rampSection(p func(string, ...any), rep Report) {
 	if s.Timed > 0 {
 		p("Where both answered (%d rows) the ramps simulated %.0f s in all against the default campaigns' %.0f s (%.2f of it; %.0f s\n",
 			s.Timed, s.RampSim, s.DefaultSim, s.RampSim/math.Max(s.DefaultSim, 1e-9), s.DefaultWhole)
-		p("counting a refined trial whole) and the fixed ones' %.0f s; on one row at most %.2f of the default's, half or less on %d of %d.\n",
+		p("counting a refined trial whole) and the fixed ones' %.0f s; per row at most %.2f of the default's, half or less on %d of %d.\n",
 			s.FixedSim, s.MaxSimRatio, s.AtMostHalf, s.Timed)
 		p("CPU: %.1f s against %.1f s (%.2f of it) and %.1f s; wall: %.1f s against %.1f s and %.1f s.\n",
 			s.RampCPU, s.DefaultCPU, s.RampCPU/math.Max(s.DefaultCPU, 1e-9), s.FixedCPU, s.RampWall, s.DefaultWall, s.FixedWall)

@@ -148,7 +148,7 @@ func TestRampSectionMarkdown(t *testing.T) {
 	assert.Contains(t, md, "The ramp answered on 2 of 3. It names the fixed campaign's critical resource on 1 of them and the default's on 1;")
 	assert.Contains(t, md, "on 1 of 2 judged; the largest difference is 0.80 points\n(1/4/1/4 seed 1 at 0.5 s)")
 	assert.Contains(t, md, "the ramps simulated 1600 s in all against the default campaigns' 3600 s (0.44 of it; 3895 s")
-	assert.Contains(t, md, "on one row at most 0.62 of the default's, half or less on 1 of 2")
+	assert.Contains(t, md, "per row at most 0.62 of the default's, half or less on 1 of 2")
 	assert.Contains(t, md, "(1 of 3),")
 	assert.NotContains(t, md, "%!", "every verb has its value")
 
