@@ -243,11 +243,8 @@ func (o options) run() error {
 		journal := filepath.Join(o.work, "recommend.jsonl")
 		_ = os.Remove(journal) // a journal of an earlier run would answer from its trials
 		t0 := time.Now()
-		args := []string{"recommend", "--runner", "live", "-f", virtualFile, "--journal", journal, "--output", "json", "--quiet"}
-		if o.step > 0 {
-			args = append(args, "--step", strconv.Itoa(o.step))
-		}
-		rep.RecommendArgs = strings.Join(args[4:], " ")
+		args, shown := recommendArgs(virtualFile, journal, o.step)
+		rep.RecommendArgs = shown
 		cmd := exec.Command(o.bin, args...)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -322,6 +319,16 @@ func (o options) run() error {
 	rep.Generated = time.Now().UTC().Format(time.RFC3339)
 	rep.Minutes = time.Since(start).Minutes()
 	return rep.write(o.out)
+}
+
+// recommendArgs are recommend's arguments, and those the report shows after
+// the deployment file's name.
+func recommendArgs(deployment, journal string, step int) (args []string, shown string) {
+	args = []string{"recommend", "--runner", "live", "-f", deployment, "--journal", journal, "--output", "json", "--quiet"}
+	if step > 0 {
+		args = append(args, "--step", strconv.Itoa(step))
+	}
+	return args, strings.Join(args[5:], " ")
 }
 
 // shifted writes the deployment file with its ports moved by the testbed's

@@ -188,3 +188,14 @@ func TestCPUPerPage(t *testing.T) {
 	assert.InDelta(t, 1.0, cpuPerPage(r), 1e-9)
 	assert.Zero(t, cpuPerPage(row{}))
 }
+
+// The report shows recommend's flags after the deployment file, which it
+// names itself.
+func TestRecommendArgs(t *testing.T) {
+	args, shown := recommendArgs("/w/deployment-java-vthreads.yaml", "/w/recommend.jsonl", 10)
+	assert.Equal(t, []string{"recommend", "--runner", "live", "-f", "/w/deployment-java-vthreads.yaml", "--journal", "/w/recommend.jsonl",
+		"--output", "json", "--quiet", "--step", "10"}, args)
+	assert.Equal(t, "--journal /w/recommend.jsonl --output json --quiet --step 10", shown)
+	args, _ = recommendArgs("d.yaml", "j", 0)
+	assert.NotContains(t, args, "--step", "0: recommend derives its step")
+}
