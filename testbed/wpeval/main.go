@@ -109,6 +109,10 @@ type Report struct {
 	// PHPMemoryMiB is the php-fpm tier's memory limit; ChildRSSMiB the mean
 	// RSS of its children after the campaign, which the memory rule divides.
 	PHPMemoryMiB float64 `json:"phpMemoryMiB"`
+	// Caps are the tiers' CPU caps the run measured under, in cores, as
+	// testbed.sh caps takes them ("web=0.5 app=0.8 db=0.5"; absent in runs
+	// before they were recorded, which ran at web=0.5 app=1 db=0.5).
+	Caps string `json:"caps,omitempty"`
 	ChildRSSMiB  float64 `json:"childRSSMiB"`
 	Recommend    Answer  `json:"recommend"`
 	Advise       Answer  `json:"advise"`
@@ -226,6 +230,8 @@ func run(c config) error {
 	r.Advise.Seconds = time.Since(t1).Seconds()
 
 	r.PHPMemoryMiB, r.ChildRSSMiB = phpMemory()
+	var appCap float64
+	r.Caps, appCap = caps()
 	memRule := 0
 	if r.ChildRSSMiB > 0 {
 		memRule = int(r.PHPMemoryMiB / r.ChildRSSMiB)
@@ -233,7 +239,8 @@ func run(c config) error {
 	allocs := []GridAlloc{
 		{Role: "debian", Why: "Debian's defaults: Apache MaxRequestWorkers 150, php-fpm max_children 5, MariaDB max_connections 151", WebThreads: 150, Children: 5},
 		{Role: "memory rule", Why: fmt.Sprintf("the calculators' children: %.0f MiB for PHP / %.1f MiB a child's RSS", r.PHPMemoryMiB, r.ChildRSSMiB), WebThreads: 150, Children: memRule},
-		{Role: "4 x cores", Why: "4 children per core of the php-fpm tier's 1-core cap", WebThreads: 150, Children: 4},
+		{Role: "4 x cores", Why: fmt.Sprintf("4 children per core of the php-fpm tier's %g-core cap, rounded up to whole cores", appCap),
+			WebThreads: 150, Children: 4 * max(1, int(math.Ceil(appCap)))},
 		{Role: "generous", Why: "a large over-allocation", WebThreads: 400, Children: c.generous},
 	}
 	if r.Recommend.Children > 0 {
@@ -532,6 +539,26 @@ func phpMemory() (limit, rss float64) {
 		rss = sum / float64(n)
 	}
 	return limit, rss
+}
+
+// caps reads the tiers' CPU caps of the testbed (run/cap-TIER, cores),
+// as testbed.sh caps writes them, and the php-fpm tier's.
+func caps() (string, float64) {
+	dir := os.Getenv("SOFTALLOC_TESTBED_DIR")
+	var parts []string
+	var app float64
+	for _, tier := range []string{"web", "app", "db"} {
+		b, err := os.ReadFile(filepath.Join(dir, "run", "cap-"+tier))
+		if err != nil {
+			continue
+		}
+		c := strings.TrimSpace(string(b))
+		parts = append(parts, tier+"="+c)
+		if tier == "app" {
+			app, _ = strconv.ParseFloat(c, 64)
+		}
+	}
+	return strings.Join(parts, " "), app
 }
 
 func uptime() string {

@@ -56,3 +56,13 @@ func TestPoolOfReadsTheAllocationsNotation(t *testing.T) {
 	assert.Equal(t, 100, poolOf("web.threads=100,app.children=18", "web.threads"))
 	assert.Zero(t, poolOf("100-5-5", "app.children"))
 }
+
+// The page names the caps the run measured under (the php-fpm tier's went
+// from 1 to 0.8 cores and the page still said 1), and a run from before
+// they were recorded keeps what it ran at.
+func TestThePageNamesTheCapsOfItsRun(t *testing.T) {
+	r := &Report{SLAs: []string{"1"}, Caps: "web=0.5 app=0.8 db=0.5", PHPMemoryMiB: 512}
+	assert.Contains(t, r.markdown(), "CPU caps web=0.5 app=0.8 db=0.5 cores and 512 MiB")
+	r.Caps = ""
+	assert.Contains(t, r.markdown(), "CPU caps web=0.5 app=1 db=0.5 cores")
+}
