@@ -109,13 +109,13 @@ type Report struct {
 	// PHPMemoryMiB is the php-fpm tier's memory limit; ChildRSSMiB the mean
 	// RSS of its children after the campaign, which the memory rule divides.
 	PHPMemoryMiB float64 `json:"phpMemoryMiB"`
+	ChildRSSMiB  float64 `json:"childRSSMiB"`
 	// Caps are the tiers' CPU caps the run measured under, in cores, as
 	// testbed.sh caps takes them ("web=0.5 app=0.8 db=0.5"; absent in runs
 	// before they were recorded, which ran at web=0.5 app=1 db=0.5).
-	Caps string `json:"caps,omitempty"`
-	ChildRSSMiB  float64 `json:"childRSSMiB"`
-	Recommend    Answer  `json:"recommend"`
-	Advise       Answer  `json:"advise"`
+	Caps      string `json:"caps,omitempty"`
+	Recommend Answer `json:"recommend"`
+	Advise    Answer `json:"advise"`
 	// AdviseEvidence is advise's JSON "advice" block as it printed it.
 	AdviseEvidence json.RawMessage `json:"adviseEvidence,omitempty"`
 	Grid           []GridAlloc     `json:"grid"`
