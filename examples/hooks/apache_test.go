@@ -67,7 +67,7 @@ ProxyPass /app/ http://127.0.0.1:%[3]d/ max=%[1]d timeout=60 keepalive=On
 `, threads, threads+1, backend, perChild))
 	testserver.Start(t, apache, "-f", s.config, "-DFOREGROUND")
 	s.status = fmt.Sprintf("http://127.0.0.1:%d/server-status", port)
-	waitFor(t, "Apache's status page", 30*time.Second, func() error { _, err := httpGet(s.status + "?auto"); return err })
+	testserver.WaitFor(t, "Apache's status page", 30*time.Second, func() error { _, err := testserver.HTTPGet(s.status + "?auto"); return err })
 	return s
 }
 
@@ -84,7 +84,7 @@ func (s apacheStack) statusField(t *testing.T, name string) int {
 // statusFields reads numbers from one reading of the status page.
 func (s apacheStack) statusFields(t *testing.T, names ...string) []int {
 	t.Helper()
-	body, err := httpGet(s.status + "?auto")
+	body, err := testserver.HTTPGet(s.status + "?auto")
 	require.NoError(t, err)
 	var ns []int
 	for _, name := range names {

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -57,42 +55,6 @@ func runHook(t *testing.T, env []string, script string, args ...string) hookResu
 	}
 	t.Logf("%s %s: exit %d\nstdout: %sstderr: %s", script, strings.Join(args, " "), r.code, r.stdout, r.stderr)
 	return r
-}
-
-// httpGet is a page's body, an error unless the answer is 200.
-func httpGet(url string) (string, error) {
-	// No kept connection: an idle one holds an old nginx worker or Apache
-	// child past a reload, which the tests would count.
-	c := http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := c.Get(url)
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s: %s: %s", url, resp.Status, b)
-	}
-	return string(b), nil
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // Every hook refuses a size that is not a positive integer, in any of its

@@ -31,7 +31,7 @@ func startMariaDB(t *testing.T) string {
 		"--port="+strconv.Itoa(freeport.Port(t)), "--socket="+sock, "--pid-file="+filepath.Join(dir, "pid"),
 		"--log-error="+filepath.Join(dir, "err.log"), "--skip-name-resolve", "--skip-log-bin",
 		"--innodb-buffer-pool-size=16M", "--max-connections=151")
-	waitFor(t, "MariaDB", 60*time.Second, func() error { _, err := mariadbQuery(sock, "SELECT 1"); return err })
+	testserver.WaitFor(t, "MariaDB", 60*time.Second, func() error { _, err := mariadbQuery(sock, "SELECT 1"); return err })
 	return sock
 }
 

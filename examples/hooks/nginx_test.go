@@ -56,7 +56,7 @@ http {
 `, dir, port, backend))
 	testserver.Start(t, nginx, "-c", conf, "-p", dir, "-g", "daemon off;")
 	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
-	waitFor(t, "nginx", 30*time.Second, func() error { _, err := httpGet(url); return err })
+	testserver.WaitFor(t, "nginx", 30*time.Second, func() error { _, err := testserver.HTTPGet(url); return err })
 	env := []string{"NGINX_CONF=" + conf, "NGINX_PREFIX=" + dir, "NGINX_UPSTREAM=app"}
 
 	r := runHook(t, env, "nginx.sh", "16", "20", "6")
@@ -83,7 +83,7 @@ http {
 		require.NoError(t, err)
 		conns = append(conns, c)
 	}
-	waitFor(t, "nginx's own complaint", 10*time.Second, func() error {
+	testserver.WaitFor(t, "nginx's own complaint", 10*time.Second, func() error {
 		log, err := os.ReadFile(filepath.Join(dir, "error.log"))
 		if err == nil && !strings.Contains(string(log), "16 worker_connections are not enough") {
 			err = fmt.Errorf("error.log: %s", log)

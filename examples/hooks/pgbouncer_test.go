@@ -61,7 +61,7 @@ logfile = %s/pgbouncer.log
 		t.Fatalf("SHOW CONFIG has no %s: %s", key, out)
 		return ""
 	}
-	waitFor(t, "PgBouncer's console", 30*time.Second, func() error { _, err := console("SHOW VERSION"); return err })
+	testserver.WaitFor(t, "PgBouncer's console", 30*time.Second, func() error { _, err := console("SHOW VERSION"); return err })
 	// A client reaches PostgreSQL through it.
 	out, err := exec.Command("psql", "-X", "-A", "-t", "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "postgres", "-d", "app", "-c", "SELECT 41 + 1").CombinedOutput()
 	require.NoError(t, err, "%s", out)

@@ -67,7 +67,7 @@ ProxyPass /status fcgi://127.0.0.1:%[4]d/status timeout=5
 `, dir, httpPort, mods, statusPort))
 	testserver.Start(t, apache, "-X", "-f", filepath.Join(dir, "httpd.conf"))
 	s.status = fmt.Sprintf("http://127.0.0.1:%d/status", httpPort)
-	waitFor(t, "php-fpm's status page", 30*time.Second, func() error { _, err := httpGet(s.status); return err })
+	testserver.WaitFor(t, "php-fpm's status page", 30*time.Second, func() error { _, err := testserver.HTTPGet(s.status); return err })
 	return s
 }
 
@@ -77,7 +77,7 @@ func (s fpmStack) env() []string {
 
 // totalProcesses reads the pool's processes from php-fpm's own status page.
 func (s fpmStack) totalProcesses() (int, error) {
-	body, err := httpGet(s.status + "?json")
+	body, err := testserver.HTTPGet(s.status + "?json")
 	if err != nil {
 		return 0, err
 	}
@@ -98,7 +98,7 @@ func TestPHPFPMHook(t *testing.T) {
 	t.Run("static", func(t *testing.T) {
 		t.Parallel()
 		s := startPHPFPM(t, "pm = static\npm.max_children = 3")
-		waitFor(t, "3 children", 30*time.Second, func() error {
+		testserver.WaitFor(t, "3 children", 30*time.Second, func() error {
 			n, err := s.totalProcesses()
 			if err == nil && n != 3 {
 				err = fmt.Errorf("%d processes", n)

@@ -112,7 +112,7 @@ func TestPostgreSQLHook(t *testing.T) {
 	after, err := os.ReadFile(filepath.Join(s.data, "postgresql.auto.conf"))
 	require.NoError(t, err)
 	assert.Equal(t, string(auto), string(after))
-	waitFor(t, "PostgreSQL back", 30*time.Second, func() error { _, err := s.query("SELECT 1"); return err })
+	testserver.WaitFor(t, "PostgreSQL back", 30*time.Second, func() error { _, err := s.query("SELECT 1"); return err })
 	assert.Equal(t, "20", maxConns())
 
 	r = runHook(t, append(s.env(), "PGDATA="+s.data), "postgresql.sh", "--restart", "999999")

@@ -105,16 +105,14 @@ func ScrapingJobs(t testing.TB, what string, interval, history time.Duration, jo
 	// Ready once `up` has samples of every target over history.
 	n := max(2, int(history/interval)-1)
 	q := fmt.Sprintf("count(count_over_time(up[%dms]) >= %d) == %d", (history + interval).Milliseconds(), n, len(jobs))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if ok, _ := answers(base, q); ok {
-			return base
+	testserver.WaitFor(t, fmt.Sprintf("Prometheus scraping its %d targets over %v (its output follows)", len(jobs), history), 30*time.Second, func() error {
+		ok, err := answers(base, q)
+		if err == nil && !ok {
+			err = fmt.Errorf("%s is empty", q)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Prometheus did not scrape its %d targets over %v within 30 s (its output follows)", len(jobs), history)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err
+	})
+	return base
 }
 
 func quote(t testing.TB, v any) string {

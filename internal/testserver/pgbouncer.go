@@ -4,8 +4,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	osuser "os/user"
@@ -90,7 +88,7 @@ func StartPgBouncer(t testing.TB, opts PgBouncerOptions) PgBouncer {
 	}
 	t.Cleanup(func() { _ = app.Close() })
 	// The app's pool (app, app) exists in PgBouncer from its first client on.
-	waitFor(t, "PgBouncer", 30*time.Second, app.Ping)
+	WaitFor(t, "PgBouncer", 30*time.Second, app.Ping)
 	p.App = app
 
 	p.Exporter = freeport.Addr(t)
@@ -101,8 +99,8 @@ func StartPgBouncer(t testing.TB, opts PgBouncerOptions) PgBouncer {
 	// "stdout" from the command line is a file of that name; its default
 	// logs to stderr.
 	Start(t, exporter, "--config", conf)
-	waitFor(t, "prometheus-pgbouncer-exporter", 30*time.Second, func() error {
-		resp, err := httpGet("http://" + p.Exporter + "/metrics")
+	WaitFor(t, "prometheus-pgbouncer-exporter", 30*time.Second, func() error {
+		resp, err := HTTPGet("http://" + p.Exporter + "/metrics")
 		if err != nil {
 			return err
 		}
@@ -189,7 +187,7 @@ func startPostgres(t testing.TB, bin string, settings []string) (string, *sql.DB
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = root.Close() })
-	waitFor(t, "PostgreSQL", 60*time.Second, root.Ping)
+	WaitFor(t, "PostgreSQL", 60*time.Second, root.Ping)
 	return addr, root
 }
 
@@ -262,39 +260,4 @@ func writeFile(t testing.TB, name, text string) {
 	if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// waitFor polls ready until it answers nil, failing the test with its last
-// error after timeout.
-func waitFor(t testing.TB, what string, timeout time.Duration, ready func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := ready()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not answer in %v: %v", what, timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// httpGet is the body of a GET of url that answered 200.
-func httpGet(url string) (string, error) {
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get(url)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", url, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return string(b), nil
 }

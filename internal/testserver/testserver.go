@@ -4,6 +4,9 @@
 package testserver
 
 import (
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,4 +55,45 @@ func Start(t testing.TB, name string, args ...string) *exec.Cmd {
 		}
 	})
 	return cmd
+}
+
+// WaitFor polls ready until it answers nil, failing the test with what, the
+// timeout and ready's last error once the timeout has passed: the one
+// deadline loop of the tests that wait for a server to start or to take a
+// change.
+func WaitFor(t testing.TB, what string, timeout time.Duration, ready func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := ready()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v: %v", what, timeout, err)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// HTTPGet is the body of a GET of url, an error naming the status and the
+// body unless the answer is 200. It keeps no connection: an idle one holds
+// an old nginx worker or Apache child past a reload, which the hooks'
+// tests would count.
+func HTTPGet(url string) (string, error) {
+	c := http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s: %s", url, resp.Status, b)
+	}
+	return string(b), nil
 }
