@@ -45,9 +45,19 @@ count (their --output json answer for a deployment file with a replica range,
 e.g. replicas: 2..12: its replicas key). The hook's arguments name pools as
 {tier.pool}, e.g. {app.connections}, as the live runner's hook does.
 
+The pools are sized ahead of the scaler: at N replicas watch applies the
+pools the plan has for N + surge (at most its top count), the surge being the
+deployment file's (the pods a rollout adds, e.g. surge: 1 or 25%; the plan's
+rows carry it). Declare as surge the most replicas the scaler or a rollout can
+add before watch has read the count and its hook has run: those replicas start
+with the pools of the last apply, and N + surge of them then still fit the
+database's budget. Without a surge a scale-up exceeds it until the hook has
+shrunk the pools (watch says so, naming the surge that would have covered
+it). After a scale-down the pools grow back to the new count's plus surge.
+
 Each reading is one decision, logged on standard error with its reason and
-numbers. A new count is applied once it has been read --hold times in a row
-(a rollout's surge pods and a missed scrape come and go). A failed reading
+numbers (the surge among them). A new count is applied once it has been read
+--hold times in a row (a rollout's surge pods and a missed scrape come and go). A failed reading
 (Prometheus down, an answer that is not one number) or a count outside the
 plan changes nothing; a failed hook is tried again at the next readings. With
 --state the count applied is kept in a file written after each successful
@@ -138,8 +148,9 @@ func runWatch(ctx context.Context, o *watchOptions) error {
 	reg := prometheus.NewRegistry()
 	read := prometheus.NewGauge(prometheus.GaugeOpts{Name: "softalloc_watch_replicas", Help: "The replica count read last (-1: the reading failed)."})
 	applied := prometheus.NewGauge(prometheus.GaugeOpts{Name: "softalloc_watch_applied_replicas", Help: "The replica count whose pools were applied last (0: none)."})
+	sized := prometheus.NewGauge(prometheus.GaugeOpts{Name: "softalloc_watch_sized_replicas", Help: "The replica count the pools in place are planned for: the applied count plus its surge, at most the plan's top (0: none)."})
 	decisions := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "softalloc_watch_decisions_total", Help: "Decisions by action: apply, dry-run, hold, keep, outside, read-error, apply-error."}, []string{"action"})
-	reg.MustRegister(read, applied, decisions)
+	reg.MustRegister(read, applied, sized, decisions)
 	applied.Set(float64(w.Applied()))
 	if o.listen != "" {
 		ln, err := net.Listen("tcp", o.listen)
@@ -154,6 +165,7 @@ func runWatch(ctx context.Context, o *watchOptions) error {
 	err = w.Run(ctx, o.interval, func(d watch.Decision) {
 		read.Set(float64(d.Replicas))
 		applied.Set(float64(d.Applied))
+		sized.Set(float64(d.SizedFor))
 		decisions.WithLabelValues(d.Action).Inc()
 	})
 	if err == nil && ctx.Err() != nil && !errors.Is(ctx.Err(), context.Canceled) {

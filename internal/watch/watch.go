@@ -10,6 +10,14 @@
 // written only after the hook succeeded, so a watch stopped at any moment
 // (kill -9 included) applies again after a restart what it may not have
 // finished, and nothing twice that it had.
+//
+// Pools are sized ahead of the scaler: at n replicas watch applies the
+// pools planned for n + surge (the plan's, at most its top count), the
+// count the scaler or a rollout can reach before watch reads it and its
+// hook has run. A replica that starts meanwhile opens the pools of the
+// last apply; sized for n, n + surge of them would exceed the database's
+// budget until the hook had shrunk them. After a scale-down the pools grow
+// back, to the new count plus its surge.
 package watch
 
 import (
@@ -29,11 +37,20 @@ import (
 )
 
 // Plan is what watch applies: the allocation at each count of the tier's
-// range, from recommend's or advise's replicas answer.
+// range, from recommend's or advise's replicas answer, and the surge at
+// each count (the pods a rollout, or the scaler's next step, adds over it).
 type Plan struct {
 	Tier     string
 	Min, Max int
 	At       map[int]algorithms.Allocation
+	// Surge is the plan's rows' surge by count (none: 0).
+	Surge map[int]int
+}
+
+// SizedFor is the count whose pools watch applies at n replicas: n plus
+// its surge, at most the plan's top count (the scaler's maxReplicas).
+func (p Plan) SizedFor(n int) int {
+	return min(n+max(0, p.Surge[n]), p.Max)
 }
 
 // NewPlan takes the counts of a replica plan.
@@ -41,12 +58,16 @@ func NewPlan(p *algorithms.ReplicaPlan) (Plan, error) {
 	if p == nil || len(p.Counts) == 0 {
 		return Plan{}, errors.New("no replica plan: the answer has no replicas key (give the deployment file a replica range, e.g. replicas: 2..12)")
 	}
-	out := Plan{Tier: p.Tier, Min: p.Min, Max: p.Max, At: map[int]algorithms.Allocation{}}
+	out := Plan{Tier: p.Tier, Min: p.Min, Max: p.Max, At: map[int]algorithms.Allocation{}, Surge: map[int]int{}}
 	for _, rc := range p.Counts {
 		if len(rc.Allocation) == 0 {
 			return Plan{}, fmt.Errorf("replicas.counts: count %d has no allocation", rc.Replicas)
 		}
+		if rc.Surge < 0 {
+			return Plan{}, fmt.Errorf("replicas.counts: count %d has surge %d, want 0 or more pods", rc.Replicas, rc.Surge)
+		}
 		out.At[rc.Replicas] = rc.Allocation
+		out.Surge[rc.Replicas] = rc.Surge
 	}
 	for n := p.Min; n <= p.Max; n++ {
 		if _, ok := out.At[n]; !ok {
@@ -91,6 +112,9 @@ type Decision struct {
 	Action   string
 	Replicas int // the count read (-1: none)
 	Applied  int // the count applied after the decision (0: none yet)
+	// SizedFor is the count the pools in place after the decision were
+	// planned for, Applied plus its surge (0: none yet).
+	SizedFor int
 	Reason   string
 }
 
@@ -101,6 +125,7 @@ type Watcher struct {
 	apply   Applier
 	opts    Options
 	applied int // the count whose allocation was applied last (0: none)
+	sized   int // the count that allocation was planned for (0: none)
 	pending int // a new count being held
 	seen    int // readings in a row of pending
 	// Counters for the watcher's own metrics.
@@ -126,11 +151,11 @@ func New(plan Plan, src Source, apply Applier, opts Options) (*Watcher, error) {
 		case errors.Is(err, os.ErrNotExist):
 		case err != nil:
 			return nil, err
-		case st.Tier == plan.Tier && plan.At[st.Replicas] != nil && plan.At[st.Replicas].Key() == st.Allocation:
-			w.applied = st.Replicas
+		case st.Tier == plan.Tier && plan.At[st.Replicas] != nil && plan.At[plan.SizedFor(st.Replicas)].Key() == st.Allocation:
+			w.applied, w.sized = st.Replicas, plan.SizedFor(st.Replicas)
 		default:
-			// Another plan's state: its allocation is not this plan's,
-			// so the first reading applies this one.
+			// Another plan's state (or another surge): its allocation is
+			// not this plan's, so the first reading applies this one.
 			w.logf("state %s: count %d of tier %s with %s is not this plan's: the first reading applies", opts.StatePath, st.Replicas, st.Tier, st.Allocation)
 		}
 	}
@@ -147,7 +172,7 @@ func (w *Watcher) logf(format string, args ...any) {
 // Step reads the count once and decides.
 func (w *Watcher) Step(ctx context.Context) Decision {
 	d := w.step(ctx)
-	d.Applied = w.applied
+	d.Applied, d.SizedFor = w.applied, w.sized
 	w.logf("%s: %s", d.Action, d.Reason)
 	return d
 }
@@ -163,8 +188,7 @@ func (w *Watcher) step(ctx context.Context) Decision {
 		w.pending, w.seen = 0, 0
 		return Decision{Action: "keep", Replicas: n, Reason: fmt.Sprintf("%s at %d replicas, as applied", w.plan.Tier, n)}
 	}
-	a, ok := w.plan.At[n]
-	if !ok {
+	if _, ok := w.plan.At[n]; !ok {
 		w.pending, w.seen = 0, 0
 		return Decision{Action: "outside", Replicas: n, Reason: fmt.Sprintf("%s at %d replicas, outside the plan's %d..%d: nothing applied, %s (widen the range and recommend again)",
 			w.plan.Tier, n, w.plan.Min, w.plan.Max, w.keeping())}
@@ -177,7 +201,26 @@ func (w *Watcher) step(ctx context.Context) Decision {
 		return Decision{Action: "hold", Replicas: n, Reason: fmt.Sprintf("%s at %d replicas (%s), read %d of %d times before applying",
 			w.plan.Tier, n, w.was(), w.seen, w.opts.Hold)}
 	}
-	what := fmt.Sprintf("%s at %d replicas (%s), read %d times: %s", w.plan.Tier, n, w.was(), w.seen, describe(a))
+	t := w.plan.SizedFor(n)
+	a := w.plan.At[t]
+	what := fmt.Sprintf("%s at %d replicas (%s), read %d times: %s, %s", w.plan.Tier, n, w.was(), w.seen, describe(a), w.sizing(n))
+	if w.sized != 0 && n > w.sized {
+		// The scaler went further than the surge the pools were sized
+		// for: until now they may have exceeded the budget.
+		what += fmt.Sprintf(" (%d replicas ran pools sized for %d: declare a surge of %d or more)", n, w.sized, n-w.applied)
+	}
+	if w.sized != 0 && w.plan.At[w.sized].Key() == a.Key() {
+		// The pools in place are this count's: no hook (a rolling
+		// restart for nothing).
+		w.applied, w.sized = n, t
+		w.pending, w.seen = 0, 0
+		if !w.opts.DryRun && w.opts.StatePath != "" {
+			if err := writeState(w.opts.StatePath, state{Tier: w.plan.Tier, Replicas: n, Allocation: a.Key(), At: w.opts.Now().UTC()}); err != nil {
+				return Decision{Action: "keep", Replicas: n, Reason: what + fmt.Sprintf(": in place, nothing to apply; the state was not saved: %v", err)}
+			}
+		}
+		return Decision{Action: "keep", Replicas: n, Reason: what + ": in place, nothing to apply"}
+	}
 	if w.opts.DryRun {
 		w.pending, w.seen = 0, 0
 		return Decision{Action: "dry-run", Replicas: n, Reason: what + " (dry run: not applied)"}
@@ -192,12 +235,12 @@ func (w *Watcher) step(ctx context.Context) Decision {
 		if err := writeState(w.opts.StatePath, state{Tier: w.plan.Tier, Replicas: n, Allocation: a.Key(), At: w.opts.Now().UTC()}); err != nil {
 			// Applied, but a restart would not know: it applies again,
 			// which a hook takes (it sets sizes, it does not add them).
-			w.applied = n
+			w.applied, w.sized = n, t
 			w.Applies++
 			return Decision{Action: "apply", Replicas: n, Reason: what + fmt.Sprintf("; applied, but the state was not saved: %v", err)}
 		}
 	}
-	w.applied = n
+	w.applied, w.sized = n, t
 	w.Applies++
 	w.pending, w.seen = 0, 0
 	return Decision{Action: "apply", Replicas: n, Reason: what + "; applied"}
@@ -210,11 +253,20 @@ func (w *Watcher) was() string {
 	return fmt.Sprintf("was %d", w.applied)
 }
 
+// sizing names the count n's pools are planned for and the surge.
+func (w *Watcher) sizing(n int) string {
+	s, t := w.plan.Surge[n], w.plan.SizedFor(n)
+	if n+s > t {
+		return fmt.Sprintf("the pools of %d replicas (%d + surge %d, at most the plan's %d)", t, n, s, w.plan.Max)
+	}
+	return fmt.Sprintf("the pools of %d replicas (%d + surge %d)", t, n, s)
+}
+
 func (w *Watcher) keeping() string {
 	if w.applied == 0 {
 		return "nothing applied yet"
 	}
-	return fmt.Sprintf("the pools of %d replicas stay", w.applied)
+	return fmt.Sprintf("the pools of %d replicas stay", w.sized)
 }
 
 // describe is an allocation as tier.pool=N, sorted.

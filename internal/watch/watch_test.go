@@ -70,7 +70,9 @@ func TestWatchDecides(t *testing.T) {
 		assert.Equal(t, 3, w.Applied())
 		assert.Equal(t, 1, w.ReadErrors)
 		out := log.String()
-		assert.Contains(t, out, "watch: apply: app at 2 replicas (nothing applied yet), read 2 times: app.connections=30,app.threads=150; applied\n")
+		assert.Contains(t, out, "watch: apply: app at 2 replicas (nothing applied yet), read 2 times: app.connections=30,app.threads=150, the pools of 2 replicas (2 + surge 0); applied\n")
+		// No surge declared, and the scaler went 2 -> 3: said, with the surge that would have covered it.
+		assert.Contains(t, out, "watch: apply: app at 3 replicas (was 2), read 2 times: app.connections=20,app.threads=150, the pools of 3 replicas (3 + surge 0) (3 replicas ran pools sized for 2: declare a surge of 1 or more); applied\n")
 		assert.Contains(t, out, "watch: read-error: connection refused; nothing applied, the pools of 2 replicas stay\n")
 		assert.Contains(t, out, "watch: outside: app at 5 replicas, outside the plan's 1..3: nothing applied, the pools of 3 replicas stay")
 		assert.Equal(t, 10, strings.Count(out, "\n"), "one line a decision")
@@ -115,6 +117,84 @@ func TestWatchDecides(t *testing.T) {
 		_, err = New(testPlan, &readings{}, app, Options{StatePath: path})
 		assert.ErrorContains(t, err, "remove it to start afresh")
 	})
+}
+
+// budgetPlan splits a database's budget of 60 connections over 1..4 app
+// replicas, each count's row with a surge of 2 (the scaler's step).
+func budgetPlan(surge int) Plan {
+	p := Plan{Tier: "app", Min: 1, Max: 4, At: map[int]algorithms.Allocation{}, Surge: map[int]int{}}
+	for n := 1; n <= 4; n++ {
+		p.At[n] = algorithms.Allocation{"app": {Threads: 150, Connections: 60 / n}}
+		p.Surge[n] = surge
+	}
+	return p
+}
+
+// The model of a scaling event: the scaler goes from n to any count up to
+// n + surge (at most the range's top) before watch has read it, and the
+// replicas it starts open the pools of the last apply. Every such count
+// must fit the budget of 60 with the pools watch applied at n; pools sized
+// for n alone (60/n a replica) would not: 1 -> 3 opens 180.
+func TestWatchSizesThePoolsForTheSurge(t *testing.T) {
+	const budget = 60
+	for _, surge := range []int{0, 1, 2, 3} {
+		plan := budgetPlan(surge)
+		for n := plan.Min; n <= plan.Max; n++ {
+			app := &applies{}
+			w, err := New(plan, &readings{vals: []int{n}, errs: make([]error, 1)}, app, Options{Hold: 1})
+			require.NoError(t, err)
+			require.Equal(t, "apply", w.Step(context.Background()).Action)
+			require.Len(t, app.got, 1)
+			for reached := n; reached <= min(n+surge, plan.Max); reached++ {
+				assert.LessOrEqual(t, reached*app.got[0], budget,
+					"surge %d: at %d replicas watch applied %d connections a replica; the scaler's step to %d opens %d",
+					surge, n, app.got[0], reached, reached*app.got[0])
+			}
+		}
+	}
+
+	t.Run("1 -> 3 -> 2 -> 1 with surge 2: ahead of the scaler, and back when the count falls", func(t *testing.T) {
+		app := &applies{}
+		var log bytes.Buffer
+		path := filepath.Join(t.TempDir(), "state.json")
+		w, err := New(budgetPlan(2), &readings{vals: []int{1, 1, 3, 3, 2, 2, 1, 1}, errs: make([]error, 8)}, app, Options{Log: &log, StatePath: path})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"hold", "apply", "hold", "apply", "hold", "keep", "hold", "apply"}, steps(t, w, 8))
+		// The pools of 3 at 1, of 4 (the top) at 3 and at 2 (no hook:
+		// they are in place), of 3 again at 1.
+		assert.Equal(t, []int{20, 15, 20}, app.got)
+		out := log.String()
+		assert.Contains(t, out, "watch: apply: app at 1 replicas (nothing applied yet), read 2 times: app.connections=20,app.threads=150, the pools of 3 replicas (1 + surge 2); applied\n")
+		assert.Contains(t, out, "watch: apply: app at 3 replicas (was 1), read 2 times: app.connections=15,app.threads=150, the pools of 4 replicas (3 + surge 2, at most the plan's 4); applied\n")
+		assert.Contains(t, out, "watch: keep: app at 2 replicas (was 3), read 2 times: app.connections=15,app.threads=150, the pools of 4 replicas (2 + surge 2): in place, nothing to apply\n")
+		assert.NotContains(t, out, "ran pools sized for", "every step stayed within the surge")
+
+		// A restart finds the count and the pools of its surge.
+		w2, err := New(budgetPlan(2), &readings{vals: []int{1}, errs: make([]error, 1)}, app, Options{StatePath: path})
+		require.NoError(t, err)
+		assert.Equal(t, 1, w2.Applied())
+		d := w2.Step(context.Background())
+		assert.Equal(t, "keep", d.Action)
+		assert.Equal(t, 3, d.SizedFor)
+		// The same plan without the surge sizes otherwise: its first reading applies.
+		w3, err := New(budgetPlan(0), &readings{}, app, Options{StatePath: path})
+		require.NoError(t, err)
+		assert.Zero(t, w3.Applied())
+	})
+}
+
+func TestNewPlanTakesTheRowsSurge(t *testing.T) {
+	rows := &algorithms.ReplicaPlan{Tier: "app", Min: 2, Max: 3, Surge: "25%", Counts: []algorithms.ReplicaCount{
+		{Replicas: 2, Surge: 1, Allocation: algorithms.Allocation{"app": {Connections: 30}}},
+		{Replicas: 3, Surge: 1, Allocation: algorithms.Allocation{"app": {Connections: 20}}}}}
+	p, err := NewPlan(rows)
+	require.NoError(t, err)
+	assert.Equal(t, map[int]int{2: 1, 3: 1}, p.Surge)
+	assert.Equal(t, 3, p.SizedFor(2))
+	assert.Equal(t, 3, p.SizedFor(3), "at most the range's top")
+	rows.Counts[1].Surge = -1
+	_, err = NewPlan(rows)
+	assert.EqualError(t, err, "replicas.counts: count 3 has surge -1, want 0 or more pods")
 }
 
 func TestHookExpands(t *testing.T) {
