@@ -219,3 +219,117 @@ func abs(x int) int {
 	}
 	return x
 }
+
+// Issue 39: on the simulator's 1/6/2/6 seed 2 the ramp's small steps read
+// no rise within the noise for three windows while cluster-2's CPU was
+// still at 0.93, and the ramp ended with "no saturated hardware resource"
+// where both staircases answered. As find-critical does (plateauProbe),
+// the plateau is confirmed well past it: a resource saturated there sends
+// a new ramp up from the flat level, which does not stop below the probe.
+func TestRampConfirmsAPlateauBelowTheThreshold(t *testing.T) {
+	d := deployment(t, "1/2/1/2")
+	start := allocation(t, "400-150-60")
+	opts := rampOptions()
+	clean, cleanCamp, err := algorithms.FindCriticalRamp(context.Background(), &fakeRamp{x: rubbosFake()}, d, start, opts)
+	require.NoError(t, err)
+	ss := opts.SmallStep
+	// The three levels below saturation read the throughput of the level
+	// before them: flat, with the busiest CPU under 0.95.
+	flatFrom := clean.SaturationWorkload - 3*ss
+	levels := map[int]bool{}
+	for _, w := range cleanCamp.Windows {
+		levels[w.Users] = true
+	}
+	require.True(t, levels[flatFrom-ss], "the clean ramp has a level before the flat ones: %v", cleanCamp.Windows)
+	x := rubbosFake()
+	var before float64
+	var probed []int
+	flat := experimenterFunc(func(ctx context.Context, e algorithms.Experiment) (algorithms.Observation, error) {
+		o, err := x.RunExperiment(ctx, e)
+		if err != nil {
+			return o, err
+		}
+		switch u := e.Workload.Users; {
+		case u == flatFrom-ss:
+			before = o.Throughput
+		case u >= flatFrom && u < clean.SaturationWorkload:
+			require.Positive(t, before)
+			o.Throughput = 0.99 * before
+		case u > clean.SaturationWorkload:
+			probed = append(probed, u)
+		}
+		return o, nil
+	})
+	rp := &fakeRamp{x: flat}
+	c, camp, err := algorithms.FindCriticalRamp(context.Background(), rp, d, start, opts)
+	require.NoError(t, err, "a plateau below the threshold is confirmed past it before giving up")
+	assert.Equal(t, clean.Tier+"/"+clean.Resource, c.Tier+"/"+c.Resource)
+	assert.Equal(t, clean.SaturationWorkload, c.SaturationWorkload, "the first saturating level, ramped to again from the flat one")
+	require.NotEmpty(t, probed)
+	assert.GreaterOrEqual(t, probed[0], clean.SaturationWorkload+clean.SaturationWorkload/4-ss, "the probe is well past the plateau")
+	assert.Equal(t, 2, camp.Ramps, "one more ramp after the probe")
+	require.Len(t, camp.Answer, 2)
+	assert.Equal(t, ss, camp.Windows[camp.Answer[1]].Users-camp.Windows[camp.Answer[0]].Users)
+	require.NotEmpty(t, c.Warnings)
+	assert.Contains(t, c.Warnings[0], "did not rise")
+
+	// A plateau that the probe confirms still ends the ramp: throughput
+	// that no level grows past, nothing saturated.
+	hidden := rubbosFake()
+	hidden.hidden = 0.003
+	_, _, err = algorithms.FindCriticalRamp(context.Background(), &fakeRamp{x: hidden}, d, start, opts)
+	require.ErrorIs(t, err, algorithms.ErrNoCriticalResource)
+}
+
+// Issue 39: on the simulator's 1/1/1/1 the ramp read minJobs 34-37 where
+// the staircases read 24-25. Not a late read (a trial of its own at the
+// ramp's 2,800 users reads 34 too) but the level: the first window at the
+// threshold can lie a small step past where the CPU reaches it, and near
+// a small stack's saturation the critical tier's jobs climb steeply over
+// that step (100 users there: 0.944 -> 0.974 of the CPU, 20 -> 37 jobs).
+// minJobs is read where the critical resource reaches the threshold,
+// between the last window below it and the first at it.
+func TestRecommendRampReadsMinJobsAtTheThreshold(t *testing.T) {
+	d := deployment(t, "1/1/1/1")
+	opts := rampOptions()
+	x := rubbosFake()
+	x.think = 7.1 // the threshold a fifth of a small step past a level
+	rec, camp, err := algorithms.RecommendRamp(context.Background(), &fakeRamp{x: x}, x, d, allocation(t, "400-150-60"), opts)
+	require.NoError(t, err)
+	require.Len(t, camp.Answer, 2)
+	below, at := camp.Windows[camp.Answer[0]], camp.Windows[camp.Answer[1]]
+	require.Equal(t, opts.SmallStep, at.Users-below.Users)
+
+	// The truth, user by user between the two windows: the critical tier's
+	// jobs at the first workload whose CPU reaches the threshold.
+	jobs := func(users int) (float64, float64) {
+		o, err := x.RunExperiment(context.Background(), algorithms.Experiment{Deployment: d, Allocation: rec.Critical.Reserve,
+			Workload: algorithms.Workload{Users: users}, Timing: opts.Timing})
+		require.NoError(t, err)
+		tp, rt, _ := o.TierTotals("app")
+		return o.Servers[1].CPU, tp * rt
+	}
+	truth := 0.0
+	for u := below.Users; u <= at.Users; u++ {
+		if cpu, l := jobs(u); cpu >= opts.HardwareThreshold {
+			truth = l
+			break
+		}
+	}
+	require.Positive(t, truth)
+	_, past := jobs(at.Users)
+	require.Greater(t, past, 1.4*truth, "the setting: the window at the threshold reads far more jobs than the threshold holds")
+
+	assert.InDelta(t, truth, rec.MinJobs.MinJobs, 0.1*truth, "minJobs where the CPU reaches %.2f, not a small step past it (%.1f)", opts.HardwareThreshold, past)
+	assert.InDelta(t, past, camp.RampMinJobs, 1e-9, "the saturating window's own reading is kept beside it")
+	assert.Greater(t, rec.MinJobs.WLmin, below.Users)
+	assert.LessOrEqual(t, rec.MinJobs.WLmin, at.Users)
+	var crit algorithms.TierMeasurement
+	for _, m := range rec.MinJobs.Measurements {
+		if m.Tier == "app" {
+			crit = m
+		}
+	}
+	assert.InDelta(t, rec.MinJobs.MinJobs, crit.Throughput*crit.ResponseTime, 1e-9, "the printed X x R is minJobs")
+	require.NotNil(t, camp.RecommendedGoodput, "the confirming trial ran, at the saturating window's workload")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sort"
 )
 
 // RampCampaign is the evidence of a campaign run as a ramp: every window,
@@ -93,12 +94,18 @@ func FindCriticalRamp(ctx context.Context, rp Ramper, d Deployment, s0 Allocatio
 	stuckNoted := false
 	var lastSoftTp Interval
 	var trials []Trial
+	// The plateau probe (plateauProbe, as find-critical's): probeAt is its
+	// level once taken, plateauAt the flat level it confirms; a ramp that
+	// ends at the probe goes on from plateauAt, and flat windows end none
+	// below the probe (flatFrom), where a resource saturated.
+	probeAt, plateauAt, flatFrom := 0, 0, 0
 	for {
 		camp.Ramps++
 		first := len(camp.Windows)
 		best, flat := Interval{Mean: -1}, 0
 		var action string // what ended this ramp: "answer", "double", "back", "flat", "bound"
 		var stop error
+		atProbe := false // this ramp ended at the plateau probe's window
 		ramp := Ramp{Deployment: d, Allocation: s, From: from, Timing: timing}
 		err := rp.RunRamp(ctx, ramp, func(w RampWindow) (RampStep, error) {
 			w.Index, w.Allocation = len(camp.Windows), s.String()
@@ -125,8 +132,11 @@ func FindCriticalRamp(ctx context.Context, rp Ramper, d Deployment, s0 Allocatio
 			res.MaxThroughput = math.Max(res.MaxThroughput, o.Throughput)
 			tp := o.ThroughputInterval()
 			jumped := len(camp.Windows)-first >= 2 && w.Users-camp.Windows[len(camp.Windows)-2].Users > opts.SmallStep
+			atProbe = jumped && w.Users == probeAt
 			switch {
-			case len(hw) > 0 && len(soft) > 0 && doublings < opts.MaxDoublings:
+			case len(hw) > 0 && len(soft) > 0 && doublings < opts.MaxDoublings && !atProbe:
+				// (At the probe, well past the plateau, every pool may fill:
+				// the ramp from the plateau reads them where it saturates.)
 				action = "double"
 				s = doubleFull(s, soft)
 				doublings++
@@ -179,7 +189,19 @@ func FindCriticalRamp(ctx context.Context, rp Ramper, d Deployment, s0 Allocatio
 			}
 			if tp.Versus(best) == Above {
 				best, flat = tp, 0
-			} else if flat++; flat >= rampFlatWindows {
+			} else if flat++; flat >= rampFlatWindows && w.Users >= flatFrom {
+				if probe := plateauProbe(w.Users, opts); probeAt == 0 && opts.Mode == ModeEfficient && probe <= opts.MaxWorkload {
+					// Small steps near the knee can rise within the noise
+					// while the critical resource still climbs (issue 39:
+					// 1/6/2/6 seed 2 stopped at 12,300 users, cluster-2's
+					// CPU at 0.93): confirm the plateau well past it, as
+					// find-critical does. A rise there resumes the ramp.
+					probeAt, plateauAt = probe, w.Users
+					res.Warnings = append(res.Warnings, fmt.Sprintf(
+						"throughput did not rise over %d windows up to %d users (%s pages/s, best %s) with no hardware resource at %.2f (busiest: %s): a window at %d users checks the plateau",
+						flat, w.Users, tp, best, opts.HardwareThreshold, busiestHardware(o), probe))
+					return RampStep{Users: probe}, nil
+				}
 				action = "flat"
 				return RampStep{}, nil
 			}
@@ -241,6 +263,11 @@ func FindCriticalRamp(ctx context.Context, rp Ramper, d Deployment, s0 Allocatio
 		}
 		if err != nil {
 			return res, camp, err
+		}
+		if atProbe && (action == "back" || action == "double") {
+			// Past the probe's jump: ramp again from the plateau, and to
+			// the probe at least, where something saturated or filled.
+			from, flatFrom = plateauAt, probeAt
 		}
 		switch action {
 		case "answer":
@@ -343,32 +370,59 @@ func RecommendRamp(ctx context.Context, rp Ramper, x Experimenter, d Deployment,
 		return rec, camp, err
 	}
 	opts = opts.withDefaults()
-	var points []ScanPoint
+	// The reserve's windows by workload (a jump's window, measured before
+	// the ramp that went back below it, comes after it in the trials).
+	type window struct {
+		users int
+		o     Observation
+	}
+	var ws []window
 	for _, t := range c.Trials {
 		if t.Experiment.Allocation.Key() == c.Reserve.Key() {
-			points = append(points, scanPoint(t.Experiment.Workload.Users, t.Observation, c))
+			ws = append(ws, window{t.Experiment.Workload.Users, t.Observation})
 		}
+	}
+	sort.SliceStable(ws, func(i, j int) bool { return ws[i].users < ws[j].users })
+	points := make([]ScanPoint, len(ws))
+	for i, w := range ws {
+		points[i] = scanPoint(w.users, w.o, c)
 	}
 	i, _, ok := readAtSaturation(points, opts.HardwareThreshold)
 	if !ok {
 		return rec, camp, fmt.Errorf("infer-min-jobs: no window of the reserve %s read %s/%s at or above %.2f", c.Reserve, c.Server, c.Resource, opts.HardwareThreshold)
 	}
 	// The saturating window is measured to the campaign's precision, pools
-	// included, in the steady state the ramp passed through: minJobs and
-	// every tier's throughput and response time are read there.
-	sat := c.Trials[0].Observation
-	for _, t := range c.Trials {
-		if t.Experiment.Allocation.Key() == c.Reserve.Key() && t.Experiment.Workload.Users == points[i].Workload {
-			sat = t.Observation
-		}
-	}
+	// included, in the steady state the ramp passed through.
+	sat, satUsers := ws[i].o, ws[i].users
 	camp.RampMinJobs = LittlesLaw(points[i].CriticalThroughput, points[i].CriticalResponseTime)
 	// Read where the staircase reads it (ReadAtSaturation): the smallest
 	// workload, here the first window, with the critical resource saturated.
-	m := MinJobs{WLmin: points[i].Workload, MinJobs: camp.RampMinJobs, Reading: string(ReadAtSaturation), Points: points}
+	m := MinJobs{WLmin: satUsers, MinJobs: camp.RampMinJobs, Reading: string(ReadAtSaturation), Points: points}
 	if err := m.measure(d, sat, c); err != nil {
 		rec.MinJobs = m
 		return rec, camp, err
+	}
+	if i > 0 {
+		// That window can lie a small step past where the critical
+		// resource reaches the threshold, and near saturation its jobs
+		// climb steeply over the step (issue 39: 1/1/1/1 read 34-37 jobs
+		// at 0.97 of the CPU where the staircases read 24-25 at 0.95-0.96,
+		// a trial of its own at that workload 34): read every tier where
+		// the threshold lies between the window below and this one.
+		if f, ok := thresholdShare(points[i-1].CriticalUtilization, points[i].CriticalUtilization, opts.HardwareThreshold); ok {
+			b := ws[i-1]
+			m.WLmin = b.users + int(math.Round(f*float64(satUsers-b.users)))
+			m.Measurements = interpolateMeasurements(b.o, f, m.Measurements)
+			for _, t := range m.Measurements {
+				if t.Tier == c.Tier {
+					m.MinJobs = LittlesLaw(t.Throughput, t.ResponseTime)
+				}
+			}
+			m.Warnings = append(m.Warnings, fmt.Sprintf(
+				"minJobs %.1f read where %s's %s reaches %.2f, between the windows at %d users (%.3f, %.1f jobs) and %d (%.3f, %.1f jobs)",
+				m.MinJobs, c.Server, c.Resource, opts.HardwareThreshold, b.users, points[i-1].CriticalUtilization,
+				LittlesLaw(points[i-1].CriticalThroughput, points[i-1].CriticalResponseTime), satUsers, points[i].CriticalUtilization, camp.RampMinJobs))
+		}
 	}
 	g := sat.GoodputInterval(opts.SLA)
 	camp.ReserveGoodput = &g
@@ -385,7 +439,8 @@ func RecommendRamp(ctx context.Context, rp Ramper, x Experimenter, d Deployment,
 	copts := opts
 	copts.Timing.GoodputOnly = true
 	p := &procedure{x: x, d: d, opts: copts, name: "confirm"}
-	o2, _, _, err := p.run(ctx, rec.Allocation, m.WLmin)
+	// At the saturating window's workload, beside the reserve's goodput there.
+	o2, _, _, err := p.run(ctx, rec.Allocation, satUsers)
 	rec.Experiments++
 	m.Trials, m.Experiments = p.trials, len(p.trials)
 	rec.MinJobs = m
@@ -398,7 +453,7 @@ func RecommendRamp(ctx context.Context, rp Ramper, x Experimenter, d Deployment,
 	if g2.Versus(g) == Below {
 		rec.MinJobs.Warnings = append(rec.MinJobs.Warnings, fmt.Sprintf(
 			"the recommended allocation's goodput at %d users (%s pages/s) is below the reserve's window (%s): the ramp's reading may be off",
-			m.WLmin, g2, g))
+			satUsers, g2, g))
 	}
 	return rec, camp, nil
 }
@@ -409,4 +464,30 @@ func trialSeconds(o Observation) float64 {
 		return o.Window.WarmUpSeconds + o.RuntimeSeconds
 	}
 	return o.RuntimeSeconds
+}
+
+// thresholdShare is where threshold lies between a utilisation below it
+// and one at or above it, as a share of the way from below to at; ok is
+// false when it does not lie between them.
+func thresholdShare(below, at, threshold float64) (float64, bool) {
+	if !(below < threshold && threshold <= at) {
+		return 0, false
+	}
+	return (threshold - below) / (at - below), true
+}
+
+// interpolateMeasurements are the tiers' throughput and response time a
+// share f of the way from the window below to the one at saturation (at,
+// the measurements read there: a tier that window lacks is left out).
+func interpolateMeasurements(below Observation, f float64, at []TierMeasurement) []TierMeasurement {
+	out := make([]TierMeasurement, 0, len(at))
+	for _, m := range at {
+		tp, rt, n := below.TierTotals(m.Tier)
+		if n > 0 && tp > 0 && rt > 0 {
+			m.Throughput += (1 - f) * (tp - m.Throughput)
+			m.ResponseTime += (1 - f) * (rt - m.ResponseTime)
+		}
+		out = append(out, m)
+	}
+	return out
 }
