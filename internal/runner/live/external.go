@@ -39,13 +39,18 @@ func (r *Runner) Prepare(ctx context.Context, a algorithms.Allocation) error {
 // program that brings its own load generator calls it after Prepare, so
 // that its first window does not measure caches a reload emptied (php-fpm's
 // OPcache). Absent warmUp: nothing. Like Prepare, it cannot know whether
-// the hook changed anything, so it always runs.
+// the hook changed anything, so it always runs. It starts as a live trial
+// does (start): e's allocation applied when Prepare applied another, the
+// health wait, and an OOM kill during the warm-up named as such.
 func (r *Runner) WarmUp(ctx context.Context, e algorithms.Experiment) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	tr := r.newTransport(e.Workload.Users, *r.cfg.KeepAlive)
-	defer tr.CloseIdleConnections()
-	return r.warmUp(ctx, e, tr, true)
+	st, err := r.start(ctx, e, e.Workload.Users, true)
+	if err != nil {
+		return err
+	}
+	st.tr.CloseIdleConnections()
+	return nil
 }
 
 // Servers reads every server's observation of experiment e over the window

@@ -2,10 +2,9 @@ package live
 
 import (
 	"context"
+	"os"
 	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,14 +19,7 @@ import (
 func TestWarmUpForAProgramWithItsOwnLoadGenerator(t *testing.T) {
 	dir := t.TempDir()
 	c := newColdApp(t, dir)
-	r, err := New(c.section("300ms"), filepath.Join(dir, "deployment.yaml"))
-	require.NoError(t, err)
-	var log strings.Builder
-	r.Log = &log
-	d := algorithms.Deployment{Tiers: []algorithms.Tier{{Name: "app", Role: "app", Replicas: 1, Cores: 1, Pools: []string{"threads"}}}}
-	e := algorithms.Experiment{Deployment: d, Workload: algorithms.Workload{Users: 3},
-		Allocation: algorithms.Allocation{"app": {Threads: 8}},
-		Timing:     algorithms.Timing{RampUp: 50 * time.Millisecond, Runtime: 200 * time.Millisecond}}
+	r, log, e := c.runner(t, dir, "300ms", 3)
 	require.NoError(t, r.Prepare(context.Background(), e.Allocation))
 	require.Zero(t, c.served(), "Prepare applies and waits for health only")
 	require.NoError(t, r.WarmUp(context.Background(), e))
@@ -36,8 +28,29 @@ func TestWarmUpForAProgramWithItsOwnLoadGenerator(t *testing.T) {
 
 	// Without a warmUp key, nothing runs.
 	c.reset()
-	r, err = New(c.section(nil), filepath.Join(dir, "deployment.yaml"))
-	require.NoError(t, err)
+	r, _, _ = c.runner(t, dir, nil, 3)
 	require.NoError(t, r.WarmUp(context.Background(), e))
 	assert.Zero(t, c.served())
+}
+
+// WarmUp warms the allocation it is given, applied as a trial applies it:
+// the hook runs when that is not the allocation Prepare applied (a warm-up
+// of the old pools would leave the new ones cold), and not again when it is.
+func TestWarmUpAppliesTheAllocationItWarms(t *testing.T) {
+	dir := t.TempDir()
+	c := newColdApp(t, dir)
+	r, log, e := c.runner(t, dir, "200ms", 2)
+	require.NoError(t, r.Prepare(context.Background(), e.Allocation))
+	require.NoError(t, r.WarmUp(context.Background(), e))
+	applied := func() string {
+		b, err := os.ReadFile(filepath.Join(dir, "applied"))
+		require.NoError(t, err)
+		return string(b)
+	}
+	assert.Equal(t, "8\n", applied(), "the hook ran once: WarmUp's allocation is Prepare's")
+
+	e.Allocation = algorithms.Allocation{"app": {Threads: 12}}
+	require.NoError(t, r.WarmUp(context.Background(), e))
+	assert.Equal(t, "8\n12\n", applied(), "WarmUp applied the allocation it warms")
+	assert.Regexp(t, `live: warm-up after applying app:threads=12,connections=0: 200ms at 2 users`, log.String())
 }

@@ -284,32 +284,12 @@ func (r *Runner) attempt(ctx context.Context, e algorithms.Experiment) (algorith
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	before := r.applied
-	if err := r.apply(ctx, e.Allocation); err != nil {
+	st, err := r.start(ctx, e, e.Workload.Users, false)
+	if err != nil {
 		return algorithms.Observation{}, err
 	}
-	applied := r.applied != before
-	if err := r.waitHealthy(ctx); err != nil {
-		return algorithms.Observation{}, err
-	}
-	// The OOM kills so far: a kill from here to the trial's end fails it.
-	watchOOM := r.hasOOMQuery(e)
-	var oomBefore map[string]float64
-	if watchOOM {
-		var err error
-		if oomBefore, err = r.oomCounts(ctx, e, time.Time{}); err != nil {
-			return algorithms.Observation{}, err
-		}
-	}
-	keepAlive := *r.cfg.KeepAlive
-	tr := r.newTransport(e.Workload.Users, keepAlive)
-	defer tr.CloseIdleConnections()
-	if err := r.warmUp(ctx, e, tr, applied); err != nil {
-		if oerr := r.checkOOM(ctx, e, oomBefore, watchOOM); errors.As(oerr, new(*OOMKillError)) {
-			return algorithms.Observation{}, oerr
-		}
-		return algorithms.Observation{}, err
-	}
+	defer st.tr.CloseIdleConnections()
+	tr, oomBefore, watchOOM := st.tr, st.oomBefore, st.watchOOM
 	if e.Timing.Adaptive() {
 		obs, err := r.adaptiveAttempt(ctx, e, tr)
 		if oerr := r.checkOOM(ctx, e, oomBefore, watchOOM); oerr != nil && (err == nil || errors.As(oerr, new(*OOMKillError))) {
@@ -348,6 +328,50 @@ func (r *Runner) attempt(ctx context.Context, e algorithms.Experiment) (algorith
 		return algorithms.Observation{}, permanent{fmt.Errorf("the observation read from Prometheus: %w", err)}
 	}
 	return obs, nil
+}
+
+// started is the deployment as start leaves it for a load: the transport
+// the load runs on (the caller closes its idle connections) and the OOM
+// kills counted before it, which checkOOM compares with.
+type started struct {
+	tr        *http.Transport
+	watchOOM  bool
+	oomBefore map[string]float64
+}
+
+// start brings the deployment to where a load begins, as a trial, a ramp
+// and Runner.WarmUp all need it, with r.mu held: e's allocation applied
+// (the hook when it changed) and healthy, the OOM kills so far counted (a
+// kill from here on fails what follows), a transport with idle connections
+// for users, and the warm-up on it when the hook ran, before the first
+// load, or always with warm (a caller that cannot know whether the hook
+// changed anything). A warm-up that failed because a server was OOM-killed
+// fails with the kill.
+func (r *Runner) start(ctx context.Context, e algorithms.Experiment, users int, warm bool) (started, error) {
+	before := r.applied
+	if err := r.apply(ctx, e.Allocation); err != nil {
+		return started{}, err
+	}
+	applied := warm || r.applied != before
+	if err := r.waitHealthy(ctx); err != nil {
+		return started{}, err
+	}
+	st := started{watchOOM: r.hasOOMQuery(e)}
+	if st.watchOOM {
+		var err error
+		if st.oomBefore, err = r.oomCounts(ctx, e, time.Time{}); err != nil {
+			return started{}, err
+		}
+	}
+	st.tr = r.newTransport(users, *r.cfg.KeepAlive)
+	if err := r.warmUp(ctx, e, st.tr, applied); err != nil {
+		st.tr.CloseIdleConnections()
+		if oerr := r.checkOOM(ctx, e, st.oomBefore, st.watchOOM); errors.As(oerr, new(*OOMKillError)) {
+			return started{}, oerr
+		}
+		return started{}, err
+	}
+	return st, nil
 }
 
 // apply runs the hook when the allocation differs from the last one applied.

@@ -54,27 +54,13 @@ func (r *Runner) RunRamp(ctx context.Context, rp algorithms.Ramp, next func(algo
 
 func (r *Runner) ramp(ctx context.Context, rp algorithms.Ramp, next func(algorithms.RampWindow) (algorithms.RampStep, error)) error {
 	e := algorithms.Experiment{Deployment: rp.Deployment, Allocation: rp.Allocation, Workload: algorithms.Workload{Users: rp.From}, Timing: rp.Timing}
-	before := r.applied
-	if err := r.apply(ctx, e.Allocation); err != nil {
-		return err
-	}
-	if err := r.waitHealthy(ctx); err != nil {
-		return err
-	}
-	watchOOM := r.hasOOMQuery(e)
-	var oomBefore map[string]float64
-	if watchOOM {
-		var err error
-		if oomBefore, err = r.oomCounts(ctx, e, time.Time{}); err != nil {
-			return err
-		}
-	}
 	// Idle connections for the most users the ramp may reach.
-	tr := r.newTransport(r.cfg.MaxUsers, *r.cfg.KeepAlive)
-	defer tr.CloseIdleConnections()
-	if err := r.warmUp(ctx, e, tr, r.applied != before); err != nil {
+	st, err := r.start(ctx, e, r.cfg.MaxUsers, false)
+	if err != nil {
 		return err
 	}
+	defer st.tr.CloseIdleConnections()
+	tr, oomBefore, watchOOM := st.tr, st.oomBefore, st.watchOOM
 	iv := r.cfg.Interval.Duration()
 	bins := NewBins(iv, rp.Timing.SLAs)
 	more := make(chan int, 1)

@@ -99,19 +99,28 @@ func (c *coldApp) section(warmUp any) map[string]any {
 		"tiers": map[string]any{"app": map[string]any{"queries": map[string]any{"cpu": `cpu{window="{window}"}`}}}}
 }
 
+// runner is a live runner on c with the section's warmUp, its log kept,
+// and an experiment of users on its one app tier of 8 threads.
+func (c *coldApp) runner(t *testing.T, dir string, warmUp any, users int) (*Runner, *strings.Builder, algorithms.Experiment) {
+	t.Helper()
+	r, err := New(c.section(warmUp), filepath.Join(dir, "deployment.yaml"))
+	require.NoError(t, err)
+	log := &strings.Builder{}
+	r.Log = log
+	d := algorithms.Deployment{Tiers: []algorithms.Tier{{Name: "app", Role: "app", Replicas: 1, Cores: 1, Pools: []string{"threads"}}}}
+	e := algorithms.Experiment{Deployment: d, Workload: algorithms.Workload{Users: users},
+		Allocation: algorithms.Allocation{"app": {Threads: 8}},
+		Timing:     algorithms.Timing{RampUp: 50 * time.Millisecond, Runtime: 200 * time.Millisecond}}
+	return r, log, e
+}
+
 // A reload empties php-fpm's caches: a warm-up after each apply runs until
 // the CPU per page settles, before the trial's ramp-up, and says so.
 func TestWarmUpAfterEachApplyUntilTheCPUPerPageSettles(t *testing.T) {
 	dir := t.TempDir()
 	c := newColdApp(t, dir)
-	r, err := New(c.section(map[string]any{"settle": true, "interval": "200ms", "within": 0.1, "max": "20s"}), filepath.Join(dir, "deployment.yaml"))
-	require.NoError(t, err)
-	var log strings.Builder
-	r.Log = &log
-	d := algorithms.Deployment{Tiers: []algorithms.Tier{{Name: "app", Role: "app", Replicas: 1, Cores: 1, Pools: []string{"threads"}}}}
-	e := algorithms.Experiment{Deployment: d, Workload: algorithms.Workload{Users: 5},
-		Allocation: algorithms.Allocation{"app": {Threads: 8}},
-		Timing:     algorithms.Timing{RampUp: 50 * time.Millisecond, Runtime: 400 * time.Millisecond}}
+	r, log, e := c.runner(t, dir, map[string]any{"settle": true, "interval": "200ms", "within": 0.1, "max": "20s"}, 5)
+	e.Timing.Runtime = 400 * time.Millisecond
 
 	obs, err := r.RunExperiment(context.Background(), e)
 	require.NoError(t, err, log.String())
@@ -151,15 +160,8 @@ func TestWarmUpAfterEachApplyUntilTheCPUPerPageSettles(t *testing.T) {
 func TestWarmUpOfAFixedDuration(t *testing.T) {
 	dir := t.TempDir()
 	c := newColdApp(t, dir)
-	r, err := New(c.section("300ms"), filepath.Join(dir, "deployment.yaml"))
-	require.NoError(t, err)
-	var log strings.Builder
-	r.Log = &log
-	d := algorithms.Deployment{Tiers: []algorithms.Tier{{Name: "app", Role: "app", Replicas: 1, Cores: 1, Pools: []string{"threads"}}}}
-	e := algorithms.Experiment{Deployment: d, Workload: algorithms.Workload{Users: 3},
-		Allocation: algorithms.Allocation{"app": {Threads: 8}},
-		Timing:     algorithms.Timing{RampUp: 50 * time.Millisecond, Runtime: 200 * time.Millisecond}}
-	_, err = r.RunExperiment(context.Background(), e)
+	r, log, e := c.runner(t, dir, "300ms", 3)
+	_, err := r.RunExperiment(context.Background(), e)
 	require.NoError(t, err)
 	assert.Regexp(t, `live: warm-up after applying app:threads=8,connections=0: 300ms at 3 users, [1-9][0-9]* pages \([0-9.]+ pages/s\), 0 failed`, log.String())
 }
