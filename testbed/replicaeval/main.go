@@ -49,6 +49,7 @@ type Plan struct {
 		Tier            string `json:"tier"`
 		Min             int    `json:"min"`
 		Max             int    `json:"max"`
+		Surge           string `json:"surge"`
 		Critical        string `json:"critical"`
 		MinJobs         float64
 		ConnectionLimit *struct {
@@ -97,7 +98,9 @@ type Report struct {
 	Caps      string         `json:"caps"`
 	Limit     int            `json:"connectionLimit"`
 	PlanPools map[int]string `json:"planPools"`
-	Critical  string         `json:"critical"`
+	// PlanSurge is the plan's surge, which watch sizes the pools ahead by.
+	PlanSurge string `json:"planSurge"`
+	Critical  string `json:"critical"`
 	// PlanWarnings are the plan's own (a range that does not fit the limit).
 	PlanWarnings []string          `json:"planWarnings"`
 	Uptime       map[string]string `json:"uptime"`
@@ -190,7 +193,7 @@ func run(planPath, bin, out string, rate float64, phase, sla time.Duration, vari
 		}
 	}
 	rep.Rate, rep.PhaseSecs, rep.SLA, rep.Caps = rate, phase.Seconds(), sla.Seconds(), strings.Join(caps, " ")
-	rep.Critical, rep.PlanWarnings = p.Critical, p.Warnings
+	rep.Critical, rep.PlanWarnings, rep.PlanSurge = p.Critical, p.Warnings, p.Surge
 	if p.ConnectionLimit != nil {
 		rep.Limit = p.ConnectionLimit.Max
 	}
@@ -269,21 +272,23 @@ func mariadb(stmt string) (string, error) {
 	return string(b), nil
 }
 
-// applied is when watch logged applying n replicas' pools, the first time
-// at or after since (the log's times are whole seconds).
-func applied(log string, n int, since time.Time) (time.Time, bool) {
-	want := fmt.Sprintf("watch: apply: app at %d replicas", n)
+// applied is when watch logged its decision for n replicas, the first
+// time at or after since (the log's times are whole seconds): applying
+// their pools, or finding them in place (inPlace: no hook ran).
+func applied(log string, n int, since time.Time) (at time.Time, inPlace, ok bool) {
+	apply := fmt.Sprintf("watch: apply: app at %d replicas", n)
+	keep := fmt.Sprintf("watch: keep: app at %d replicas (was", n)
 	for _, line := range strings.Split(log, "\n") {
-		ts, rest, ok := strings.Cut(line, " ")
-		if !ok || !strings.HasPrefix(rest, want) {
+		ts, rest, cut := strings.Cut(line, " ")
+		if !cut || !strings.HasPrefix(rest, apply) && !strings.HasPrefix(rest, keep) {
 			continue
 		}
 		at, err := time.Parse(time.RFC3339, ts)
 		if err == nil && !at.Before(since.Truncate(time.Second)) {
-			return at, true
+			return at, strings.HasPrefix(rest, keep), true
 		}
 	}
-	return time.Time{}, false
+	return time.Time{}, false, false
 }
 
 func readTrim(path, def string) string {
@@ -328,7 +333,18 @@ func measure(backend, variant string, start []string, planPath, bin string, rate
 			_ = cmd.Wait()
 		}()
 	}
-	time.Sleep(5 * time.Second) // the first pools settle (watch's first reading applies count 1's, which are start's)
+	if variant == "watch" {
+		// watch's first decision applies the pools of 1 + surge, by a
+		// rolling restart: the load starts once it has returned.
+		deadline := time.Now().Add(2 * time.Minute)
+		for !strings.Contains(watchLog.String(), "watch: apply: app at 1 replicas") {
+			if time.Now().After(deadline) {
+				return r, fmt.Errorf("watch applied nothing at 1 replica within 2 minutes:\n%s", watchLog.String())
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	time.Sleep(5 * time.Second) // the first pools settle
 	l := newLoad(rate, sla)
 	l.start()
 	var lengths [3]time.Duration
@@ -557,12 +573,35 @@ func markdown(rep Report) string {
 	for _, warn := range rep.PlanWarnings {
 		fmt.Fprintf(w, "\n\nThe plan's warning: %s.", warn)
 	}
-	fmt.Fprintf(w, "\n\n- **one**: the pools planned for 1 replica, kept; **three**: those for 3, kept; **watch**: `softalloc watch` applying each count's through `testbed.sh apply` (a rolling restart of the replicas).\n")
+	top := 3
+	if len(counts) > 0 {
+		top = counts[len(counts)-1]
+	}
+	surge := rep.PlanSurge
+	if surge == "" {
+		surge = "0"
+	}
+	fmt.Fprintf(w, "\n\n- **one**: the pools planned for 1 replica, kept; **three**: those for 3, kept; **watch**: `softalloc watch` applying them through `testbed.sh apply` (a rolling restart of the replicas, each stopped before its successor starts): "+
+		"watch applied at N replicas the pools of N + surge (surge %s, at most %d), the count `scale` can reach before watch has read it; a replica `scale` starts opens the pools of the last apply.\n", surge, top)
 	fmt.Fprintf(w, "- Connection errors: pages the database refused a connection; peak: the most connections the database held in the phase, every client counted (MariaDB's Max_used_connections since a FLUSH STATUS at the phase's start; PostgreSQL's backends in 1 s samples, which can miss a burst).\n\n")
 	fmt.Fprintf(w, "| back end | variant | replicas | sent (pages/s) | goodput (pages/s) | connection errors | other errors | late | peak DB connections | scale (s) |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Runs {
 		for _, p := range r.Phases {
 			fmt.Fprintf(w, "| %s | %s | %d | %.1f | %.1f | %d | %d | %d | %.0f | %.1f |\n", r.Backend, r.Variant, p.Replicas, float64(p.Sent)/p.Seconds, p.Goodput, p.ConnErrors, p.OtherErrors, p.Late, p.PeakDBConns, p.ScaleSeconds)
+		}
+	}
+	var backends []string
+	for _, r := range rep.Runs {
+		if len(backends) == 0 || backends[len(backends)-1] != r.Backend {
+			backends = append(backends, r.Backend)
+		}
+	}
+	for _, be := range backends {
+		if lines := targets(rep, be); len(lines) > 0 {
+			fmt.Fprintf(w, "\n%s, issue 37's targets:\n\n", be)
+			for _, l := range lines {
+				fmt.Fprintf(w, "- %s\n", l)
+			}
 		}
 	}
 	keys := make([]string, 0, len(rep.Uptime))
@@ -579,9 +618,22 @@ func markdown(rep Report) string {
 			continue
 		}
 		for _, p := range r.Phases[1:] {
-			if at, ok := applied(r.Watch, p.Replicas, p.ScaleDone); ok {
-				fmt.Fprintf(w, "\n%s: watch's hook for %d replicas returned %.0f s after scale did (Prometheus saw the count; 1 s scrapes, readings every 1 s, --hold 2, the hook a rolling restart).\n",
-					r.Backend, p.Replicas, at.Sub(p.ScaleDone.Truncate(time.Second)).Seconds())
+			// From the phase's start: watch may read the count before
+			// scale, which waits for the same Prometheus, has returned.
+			start := p.ScaleDone.Add(-time.Duration(p.ScaleSeconds * float64(time.Second)))
+			at, inPlace, ok := applied(r.Watch, p.Replicas, start)
+			d := at.Sub(p.ScaleDone.Truncate(time.Second)).Seconds()
+			when := fmt.Sprintf("%.0f s after scale did", d)
+			if d < 0 {
+				when = fmt.Sprintf("%.0f s before scale returned", -d)
+			}
+			switch {
+			case ok && inPlace:
+				fmt.Fprintf(w, "\n%s: watch found the pools for %d replicas in place (no hook) %s (Prometheus saw the count; 1 s scrapes, readings every 1 s, --hold 2).\n",
+					r.Backend, p.Replicas, when)
+			case ok:
+				fmt.Fprintf(w, "\n%s: watch's hook for %d replicas returned %s (Prometheus saw the count; 1 s scrapes, readings every 1 s, --hold 2, the hook a rolling restart).\n",
+					r.Backend, p.Replicas, when)
 			}
 		}
 	}
@@ -598,4 +650,113 @@ func markdown(rep Report) string {
 	}
 	w.Flush()
 	return b.String()
+}
+
+// overLimit says whether a phase went over the database's limit: a page
+// refused a connection, or more connections than max_connections (MariaDB
+// admits one more, for an administrator).
+func overLimit(p Phase, limit int) bool {
+	return p.ConnErrors > 0 || limit > 0 && p.PeakDBConns > float64(limit)
+}
+
+// targets judges issue 37's testbed targets on one back end's rows: watch
+// never over the database's connection limit, and at least 0.95 of the
+// best static variant's goodput at each count. None without a watch run.
+func targets(rep Report, backend string) []string {
+	runs := map[string]Run{}
+	for _, r := range rep.Runs {
+		if r.Backend == backend {
+			runs[r.Variant] = r
+		}
+	}
+	w, ok := runs["watch"]
+	if !ok {
+		return nil
+	}
+	var peaks []string
+	met := true
+	for _, p := range w.Phases {
+		peaks = append(peaks, fmt.Sprintf("%.0f", p.PeakDBConns))
+		met = met && !overLimit(p, rep.Limit)
+	}
+	refused := int64(0)
+	for _, p := range w.Phases {
+		refused += p.ConnErrors
+	}
+	line := fmt.Sprintf("connection limit %d: %s: watch peaked at %s connections with ", rep.Limit, metText(met), andList(peaks))
+	if refused == 0 {
+		line += "none refused"
+	} else {
+		line += fmt.Sprintf("%d pages refused", refused)
+	}
+	for _, v := range []string{"one", "three"} {
+		r, ok := runs[v]
+		if !ok {
+			continue
+		}
+		var over []string
+		for _, p := range r.Phases {
+			if !overLimit(p, rep.Limit) {
+				continue
+			}
+			at := fmt.Sprintf("%d", p.Replicas)
+			if len(over) == 0 {
+				at += " replicas"
+			}
+			if p.ConnErrors > 0 {
+				over = append(over, fmt.Sprintf("%d pages at %s (peak %.0f)", p.ConnErrors, at, p.PeakDBConns))
+			} else {
+				over = append(over, fmt.Sprintf("a peak of %.0f at %s", p.PeakDBConns, at))
+			}
+		}
+		if len(over) == 0 {
+			line += fmt.Sprintf("; %s none", v)
+		} else {
+			line += fmt.Sprintf("; %s refused %s", v, andList(over))
+		}
+	}
+	out := []string{line}
+
+	met = true
+	var ratios []string
+	for i, p := range w.Phases {
+		best, by := 0.0, ""
+		for _, v := range []string{"one", "three"} {
+			if r, ok := runs[v]; ok && i < len(r.Phases) && r.Phases[i].Goodput > best {
+				best, by = r.Phases[i].Goodput, v
+			}
+		}
+		if best == 0 {
+			continue
+		}
+		ratio := p.Goodput / best
+		met = met && ratio >= 0.95
+		at := fmt.Sprintf("at %d", p.Replicas)
+		if i == 0 {
+			at += " replica"
+			if p.Replicas != 1 {
+				at += "s"
+			}
+		}
+		ratios = append(ratios, fmt.Sprintf("%s %.2f (%.1f against %s's %.1f)", at, ratio, p.Goodput, by, best))
+	}
+	if len(ratios) > 0 {
+		out = append(out, fmt.Sprintf("goodput at least 0.95 of the best static variant's at each count: %s: %s", metText(met), strings.Join(ratios, ", ")))
+	}
+	return out
+}
+
+func metText(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "not met"
+}
+
+// andList is "a", "a and b", "a, b and c".
+func andList(xs []string) string {
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
 }

@@ -77,6 +77,10 @@ pg_client() { psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U postgr
 
 pg_ping() { pg_client -d postgres -c 'SELECT 1' >/dev/null 2>&1; }
 
+# pgbouncer_ping: PgBouncer's admin console answers. Quiet: psql's
+# "Connection refused" while PgBouncer starts read as PostgreSQL's.
+pgbouncer_ping() { pg_client -p "$PGBOUNCER_PORT" -d pgbouncer -c 'SHOW VERSION' >/dev/null 2>&1; }
+
 # pg_start: PostgreSQL on PG_PORT in the db group; a data directory whose
 # stamp is not the SQL's is made afresh and loaded, as db_start does for
 # MariaDB.
@@ -151,7 +155,7 @@ INI
   printf '"rubbos" "rubbos"\n"postgres" ""\n' >"$dir/userlist.txt"
   chown -R postgres "$dir"
   start pooler db setpriv --reuid=postgres --regid=postgres --init-groups pgbouncer "$dir/pgbouncer.ini"
-  wait_for PgBouncer 30 pg_client -p "$PGBOUNCER_PORT" -d pgbouncer -c 'SHOW VERSION' -o /dev/null
+  wait_for PgBouncer 30 pgbouncer_ping
   pgbouncer_exporter_start
 }
 
