@@ -333,3 +333,57 @@ func TestRecommendRampReadsMinJobsAtTheThreshold(t *testing.T) {
 	assert.InDelta(t, rec.MinJobs.MinJobs, crit.Throughput*crit.ResponseTime, 1e-9, "the printed X x R is minJobs")
 	require.NotNil(t, camp.RecommendedGoodput, "the confirming trial ran, at the saturating window's workload")
 }
+
+// Issue 39: a pool full in a twentieth of the window where the critical
+// CPU saturates bounds what minJobs can read, and the ramp doubles it and
+// ramps again; but minJobs is read where the CPU reaches the threshold,
+// and the pool is judged there too, its full share taken as minJobs is,
+// between the window below and the one at the threshold. On the
+// simulator's 1/1/1/1 the 60 connections were full in 0.11-0.12 of the
+// window a small step past the threshold and 0.006-0.014 of the one below
+// it: the doubling and the second ramp (about 1,000 simulated seconds)
+// moved minJobs from 23.1 to 24.1 and from 22.9 to 22.6.
+func TestRampJudgesABoundingPoolWhereMinJobsIsRead(t *testing.T) {
+	d := deployment(t, "1/1/1/1")
+	opts := rampOptions()
+	run := func(belowShare, atShare float64) (algorithms.Critical, algorithms.RampCampaign) {
+		x := rubbosFake()
+		x.think = 7.1 // the threshold a fifth of a small step past a level
+		clean, _, err := algorithms.FindCriticalRamp(context.Background(), &fakeRamp{x: x}, d, allocation(t, "400-150-60"), opts)
+		require.NoError(t, err)
+		full := experimenterFunc(func(ctx context.Context, e algorithms.Experiment) (algorithms.Observation, error) {
+			o, err := x.RunExperiment(ctx, e)
+			if err != nil || e.Allocation["app"].Connections != 60 {
+				return o, err
+			}
+			share := 0.0
+			switch u := e.Workload.Users; {
+			case u >= clean.SaturationWorkload:
+				share = atShare
+			case u == clean.SaturationWorkload-opts.SmallStep:
+				share = belowShare
+			}
+			for i := range o.Servers {
+				for j := range o.Servers[i].Pools {
+					if o.Servers[i].Tier == "app" && o.Servers[i].Pools[j].Name == algorithms.PoolConnections {
+						o.Servers[i].Pools[j].FullShare = share
+					}
+				}
+			}
+			return o, nil
+		})
+		c, camp, err := algorithms.FindCriticalRamp(context.Background(), &fakeRamp{x: full}, d, allocation(t, "400-150-60"), opts)
+		require.NoError(t, err)
+		return c, camp
+	}
+	// Full in GC pauses a small step past the threshold, hardly below it.
+	c, camp := run(0.01, 0.12)
+	assert.Equal(t, 1, camp.Ramps, "not full where the CPU reaches the threshold: no doubling, no second ramp")
+	assert.Equal(t, 60, c.Reserve["app"].Connections)
+	assert.Equal(t, "app/cpu", c.Tier+"/"+c.Resource)
+
+	// Full where the threshold lies: doubled, and ramped again.
+	c, camp = run(0.1, 0.3)
+	assert.Equal(t, 2, camp.Ramps)
+	assert.Equal(t, 120, c.Reserve["app"].Connections)
+}
