@@ -296,6 +296,7 @@ func (r *Runner) series(ctx context.Context, e algorithms.Experiment, bins *Bins
 		series = append(series, good[j])
 	}
 	window := strconv.FormatInt((2*iv).Milliseconds(), 10) + "ms"
+	var down downTargets
 	err := r.eachServer(e, window, func(t algorithms.Tier, i int, q Queries, vars map[string]string, alloc algorithms.TierPools) error {
 		name := t.ServerName(i)
 		read := func(field, query string, required bool) ([]float64, error) {
@@ -305,7 +306,7 @@ func (r *Runner) series(ctx context.Context, e algorithms.Experiment, bins *Bins
 			}
 			v, err := r.prom.series(ctx, pq, first, last, iv, n)
 			if errors.Is(err, errNoData) {
-				if err := r.scrapeError(ctx, vars, last, true, fmt.Sprintf("%s: %s: query %s read nothing", name, field, pq)); err != nil {
+				if err := r.scrapeError(ctx, &down, vars, last, true, fmt.Sprintf("%s: %s: query %s read nothing", name, field, pq)); err != nil {
 					return nil, err
 				}
 			}

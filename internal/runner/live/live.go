@@ -512,8 +512,9 @@ func (r *Runner) waitHealthy(ctx context.Context) error {
 func (r *Runner) servers(ctx context.Context, e algorithms.Experiment, end time.Time) ([]algorithms.ServerObservation, error) {
 	window := fmt.Sprintf("%dms", e.Timing.Runtime.Milliseconds())
 	var out []algorithms.ServerObservation
+	var down downTargets
 	err := r.eachServer(e, window, func(t algorithms.Tier, i int, q Queries, vars map[string]string, alloc algorithms.TierPools) error {
-		s, err := r.server(ctx, t, i, q, vars, alloc, end)
+		s, err := r.server(ctx, &down, t, i, q, vars, alloc, end)
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.ServerName(i), err)
 		}
@@ -581,7 +582,7 @@ func windowSeconds(window string) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
 }
 
-func (r *Runner) server(ctx context.Context, t algorithms.Tier, i int, q Queries, vars map[string]string,
+func (r *Runner) server(ctx context.Context, down *downTargets, t algorithms.Tier, i int, q Queries, vars map[string]string,
 	alloc algorithms.TierPools, end time.Time) (algorithms.ServerObservation, error) {
 	s := algorithms.ServerObservation{Name: t.ServerName(i), Tier: t.Name}
 	// evalRaw returns the query's value and the query as sent; an absent
@@ -603,7 +604,7 @@ func (r *Runner) server(ctx context.Context, t algorithms.Tier, i int, q Queries
 				what = fmt.Sprintf("%s: no series of %s", field, strings.Join(missing, ", "))
 			}
 			// Not a counter that never moved: the server cannot be read.
-			if err := r.scrapeError(ctx, vars, end, len(missing) > 0, what); err != nil {
+			if err := r.scrapeError(ctx, down, vars, end, len(missing) > 0, what); err != nil {
 				return 0, false, pq, err
 			}
 			if len(missing) > 0 && required {

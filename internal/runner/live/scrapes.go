@@ -32,12 +32,12 @@ var upHints = map[string]string{
 // (a counter that never moved). The target is asked even when other
 // servers export the metric: a replica whose scrapes fail is empty alone.
 // transient says the failure may heal by itself (transientScrape).
-func (r *Runner) scrapeFailure(ctx context.Context, vars map[string]string, at time.Time, absent bool) (why string, transient bool) {
+func (r *Runner) scrapeFailure(ctx context.Context, tg *downTargets, vars map[string]string, at time.Time, absent bool) (why string, transient bool) {
 	inst := vars["instance"]
 	if inst == "" {
 		return "", false
 	}
-	if _, down, err := r.targets(ctx); err == nil {
+	if down, err := tg.get(ctx, r); err == nil {
 		for _, t := range down {
 			if t.instance != inst {
 				continue
@@ -54,6 +54,27 @@ func (r *Runner) scrapeFailure(ctx context.Context, vars map[string]string, at t
 	// An exporter that cannot read its server (*_up at 0, its failures
 	// counted) reads it the same way on every scrape: no retry mends it.
 	return r.exporterDown(ctx, inst, at), false
+}
+
+// downTargets are Prometheus's targets that are down, read at most once
+// for one reading of the servers (servers, series; a zero value has read
+// nothing): each figure that reads nothing asks whether its server's
+// target is down, which was one /api/v1/targets a figure a server, and
+// the answers of one reading are of one instant anyway. A failed read is
+// kept too: asked again at once, a Prometheus too slow to answer would be
+// slower.
+type downTargets struct {
+	read bool
+	down []downTarget
+	err  error
+}
+
+func (d *downTargets) get(ctx context.Context, r *Runner) ([]downTarget, error) {
+	if !d.read {
+		_, d.down, d.err = r.targets(ctx)
+		d.read = true
+	}
+	return d.down, d.err
 }
 
 // transientScrapeErrors are what Prometheus's lastError says of a scrape
@@ -97,8 +118,8 @@ func (e scrapeMissed) Unwrap() error { return e.err }
 // scrapeError is the error of a figure (what) that read nothing at at
 // because its server cannot be scraped, nil when scrapeFailure finds no
 // such cause: a scrapeMissed when the failure may heal, else permanent.
-func (r *Runner) scrapeError(ctx context.Context, vars map[string]string, at time.Time, absent bool, what string) error {
-	why, transient := r.scrapeFailure(ctx, vars, at, absent)
+func (r *Runner) scrapeError(ctx context.Context, tg *downTargets, vars map[string]string, at time.Time, absent bool, what string) error {
+	why, transient := r.scrapeFailure(ctx, tg, vars, at, absent)
 	switch {
 	case why == "":
 		return nil

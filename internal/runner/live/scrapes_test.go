@@ -153,7 +153,7 @@ tiers:
 			tier := d.Tiers[c.tier]
 			tc, q, err := r.tier(tier)
 			require.NoError(t, err)
-			_, err = r.server(ctx, tier, 0, q, serverVars(tier, 0, tc, "2000ms"), a[tier.Name], end)
+			_, err = r.server(ctx, &downTargets{}, tier, 0, q, serverVars(tier, 0, tc, "2000ms"), a[tier.Name], end)
 			require.Error(t, err, "%s: the trial read its figures as 0 instead; log: %s", tier.Name, log.String())
 			assert.ErrorAs(t, err, new(permanent), "no retry brings a status page back")
 			for _, w := range c.want {
