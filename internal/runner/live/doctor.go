@@ -278,10 +278,14 @@ func (r *Runner) Doctor(ctx context.Context, d algorithms.Deployment, a algorith
 }
 
 // downTarget is a target whose last scrape failed; ours when a servers
-// entry of the section names its instance.
+// entry of the section names its instance. duration is how long that
+// scrape took (lastScrapeDuration, scrape_duration_seconds's last sample)
+// and timeout the target's scrape timeout (0 when Prometheus, before 2.30,
+// does not say).
 type downTarget struct {
 	job, instance, lastError string
 	ours                     bool
+	duration, timeout        time.Duration
 }
 
 // targets reads Prometheus's active targets: the scrape interval of those
@@ -304,8 +308,11 @@ func (r *Runner) targets(ctx context.Context) (time.Duration, []downTarget, erro
 			ActiveTargets []struct {
 				Labels         map[string]string `json:"labels"`
 				ScrapeInterval string            `json:"scrapeInterval"`
+				ScrapeTimeout  string            `json:"scrapeTimeout"`
 				Health         string            `json:"health"`
 				LastError      string            `json:"lastError"`
+				// Seconds.
+				LastScrapeDuration float64 `json:"lastScrapeDuration"`
 			} `json:"activeTargets"`
 		} `json:"data"`
 	}
@@ -328,7 +335,12 @@ func (r *Runner) targets(ctx context.Context) (time.Duration, []downTarget, erro
 	for _, t := range body.Data.ActiveTargets {
 		inst := t.Labels["instance"]
 		if t.Health == "down" {
-			down = append(down, downTarget{job: t.Labels["job"], instance: inst, lastError: oneline.Shorten(t.LastError, 300), ours: named[inst]})
+			dt := downTarget{job: t.Labels["job"], instance: inst, lastError: oneline.Shorten(t.LastError, 300), ours: named[inst],
+				duration: time.Duration(t.LastScrapeDuration * float64(time.Second))}
+			if to, err := model.ParseDuration(t.ScrapeTimeout); err == nil {
+				dt.timeout = time.Duration(to)
+			}
+			down = append(down, dt)
 		}
 		iv, err := model.ParseDuration(t.ScrapeInterval)
 		if err != nil {

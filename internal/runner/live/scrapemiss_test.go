@@ -167,6 +167,25 @@ func TestAScrapeThatTimesOutIsRetried(t *testing.T) {
 		assert.Equal(t, 2, strings.Count(log.String(), "retrying"), log.String())
 	})
 
+	t.Run("the targets API says which scrape reached its timeout", func(t *testing.T) {
+		t.Parallel()
+		r := runner(t, "shared_cpu_seconds_total", stalls, &retryLog{healed: make(chan struct{})})
+		_, down, err := r.targets(context.Background())
+		require.NoError(t, err)
+		got := map[string]downTarget{}
+		for _, d := range down {
+			got[d.job] = d
+		}
+		require.Contains(t, got, "stalls")
+		require.Contains(t, got, "missing")
+		assert.Equal(t, interval, got["stalls"].timeout)
+		assert.GreaterOrEqual(t, got["stalls"].duration, interval, "the stalled scrape lasted its timeout")
+		assert.True(t, transientScrape(got["stalls"]))
+		assert.Equal(t, interval, got["missing"].timeout)
+		assert.Less(t, got["missing"].duration, interval, "the 404 came before the timeout")
+		assert.False(t, transientScrape(got["missing"]))
+	})
+
 	t.Run("a target that answers 404 fails at once", func(t *testing.T) {
 		t.Parallel()
 		log := &retryLog{healed: make(chan struct{})}

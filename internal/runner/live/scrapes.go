@@ -42,7 +42,7 @@ func (r *Runner) scrapeFailure(ctx context.Context, tg *downTargets, vars map[st
 			if t.instance != inst {
 				continue
 			}
-			if transientScrape(t.lastError) {
+			if transientScrape(t) {
 				return fmt.Sprintf("Prometheus cannot scrape %s (job %s): %s: a server too busy to answer within the scrape timeout, or restarting, may answer again", inst, t.job, t.lastError), true
 			}
 			return fmt.Sprintf("Prometheus cannot scrape %s (job %s): %s: the status page or exporter is missing or failing", inst, t.job, t.lastError), false
@@ -77,16 +77,39 @@ func (d *downTargets) get(ctx context.Context, r *Runner) ([]downTarget, error) 
 	return d.down, d.err
 }
 
-// transientScrapeErrors are what Prometheus's lastError says of a scrape
-// that got no answer in time, or whose connection was refused or cut: the
-// server was too busy to answer within the scrape timeout (the testbed's
-// JVM just started, compiling under its 0.1-core cap, missed every scrape
-// of a first trial in CI) or was restarting. A target that answered, with
-// 404 or another status, a body Prometheus cannot parse or one past its
-// limit, answers so again: those are not here.
+// transientScrape says whether a down target's last scrape may succeed
+// again by itself, so that the trial is measured again rather than the
+// campaign stopped: a server too busy to answer within the scrape timeout
+// (the testbed's JVM just started, compiling under its 0.1-core cap,
+// missed every scrape of a first trial in CI) or restarting. A target
+// that answered, with 404 or another status, a body Prometheus cannot
+// parse or one past its limit, answers so again.
+//
+// A timeout is read from the scrape's duration: one that lasted its
+// timeout timed out, whatever the message says. A refused, reset or cut
+// connection has no field of its own in the targets API (nor in up or
+// scrape_duration_seconds: it fails at once, as a 404 does), so the
+// message is read for those (transientScrapeErrors), and for a timeout
+// only when Prometheus gives no scrapeTimeout.
+func transientScrape(t downTarget) bool {
+	if t.timeout > 0 && t.duration >= t.timeout {
+		return true
+	}
+	errs := transientScrapeErrors
+	if t.timeout == 0 {
+		errs = append(errs[:len(errs):len(errs)], timeoutScrapeErrors...)
+	}
+	for _, s := range errs {
+		if strings.Contains(t.lastError, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// transientScrapeErrors are Go's words in lastError for a connection
+// refused (the server restarting) or cut before the answer.
 var transientScrapeErrors = []string{
-	"context deadline exceeded", // the scrape_timeout
-	"i/o timeout",
 	"connection refused",
 	"connection reset",
 	"broken pipe",
@@ -94,16 +117,11 @@ var transientScrapeErrors = []string{
 	": EOF", // closed before answering
 }
 
-// transientScrape says whether a target's lastError (Prometheus's
-// /api/v1/targets) may heal by itself, so that the trial is measured again
-// rather than the campaign stopped.
-func transientScrape(lastError string) bool {
-	for _, s := range transientScrapeErrors {
-		if strings.Contains(lastError, s) {
-			return true
-		}
-	}
-	return false
+// timeoutScrapeErrors are Go's words for a scrape that ran out of time:
+// read only when the target's timeout is unknown.
+var timeoutScrapeErrors = []string{
+	"context deadline exceeded", // the scrape_timeout
+	"i/o timeout",
 }
 
 // scrapeMissed is a figure that read nothing because Prometheus's scrapes

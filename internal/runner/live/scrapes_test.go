@@ -171,3 +171,30 @@ tiers:
 		assert.Contains(t, problems, fmt.Sprintf("prometheus: apache_exporter_scrape_failures_total{instance=%q} rose by", exp))
 	})
 }
+
+// Whether a failed scrape may heal rests on what Prometheus's targets API
+// says of it where it can: a scrape whose duration reached its timeout
+// timed out, whatever its message (a proxy's, another Prometheus
+// version's words); the message is read only for a refused or cut
+// connection, which no field tells apart, and for a timeout when an older
+// Prometheus gives no scrapeTimeout.
+func TestTransientScrapeRestsOnTheScrapesDuration(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name      string
+		target    downTarget
+		transient bool
+	}{
+		{"timed out, in other words", downTarget{lastError: `Get "http://a/metrics": upstream gave up`, duration: 250 * ms, timeout: 250 * ms}, true},
+		{"timed out", downTarget{lastError: `Get "http://a/metrics": context deadline exceeded`, duration: 251 * ms, timeout: 250 * ms}, true},
+		{"404 at once", downTarget{lastError: "server returned HTTP status 404 Not Found", duration: 2 * ms, timeout: 250 * ms}, false},
+		{"a body it cannot parse", downTarget{lastError: `"INVALID" is not a valid start token`, duration: 3 * ms, timeout: 250 * ms}, false},
+		{"refused", downTarget{lastError: `Get "http://a/metrics": dial tcp 127.0.0.1:9: connect: connection refused`, duration: ms, timeout: 250 * ms}, true},
+		{"reset", downTarget{lastError: `read tcp 127.0.0.1:1->127.0.0.1:9: read: connection reset by peer`, duration: ms, timeout: 250 * ms}, true},
+		{"closed before answering", downTarget{lastError: `Get "http://a/metrics": EOF`, duration: ms, timeout: 250 * ms}, true},
+		{"no timeout known: the message", downTarget{lastError: `Get "http://a/metrics": context deadline exceeded`}, true},
+		{"no timeout known, 404", downTarget{lastError: "server returned HTTP status 404 Not Found"}, false},
+	} {
+		assert.Equal(t, tc.transient, transientScrape(tc.target), tc.name)
+	}
+}
