@@ -186,6 +186,48 @@ func TestAScrapeThatTimesOutIsRetried(t *testing.T) {
 		assert.False(t, transientScrape(got["missing"]))
 	})
 
+	// Each figure that reads nothing asks whether its server's target is
+	// down, and all of a reading's answers are of one instant: a reading
+	// asks Prometheus for its targets once. Before, it was one
+	// /api/v1/targets a figure a server (here 2 x 2).
+	t.Run("a reading asks for the targets once", func(t *testing.T) {
+		t.Parallel()
+		u, err := url.Parse(prom)
+		require.NoError(t, err)
+		var targets atomic.Int64
+		proxy := httputil.NewSingleHostReverseProxy(u)
+		counting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/api/v1/targets" {
+				targets.Add(1)
+			}
+			proxy.ServeHTTP(w, r)
+		}))
+		t.Cleanup(counting.Close)
+		var log strings.Builder
+		r, err := New(map[string]any{"target": app.URL, "prometheus": counting.URL, "workload": "w.yaml", "interval": "250ms",
+			"tiers": map[string]any{"app": map[string]any{
+				"queries": map[string]any{
+					"cpu": `rate(shared_cpu_seconds_total{instance="{instance}"}[{window}])`,
+					// Counters the target does not export: read as 0.
+					"throughput":   `rate(once_requests_total{instance="{instance}"}[{window}])`,
+					"responseTime": `rate(once_seconds_total{instance="{instance}"}[{window}])`,
+				},
+				"servers": []any{map[string]any{"instance": ok}, map[string]any{"instance": ok}}}}}, filepath.Join(dir, "deployment.yaml"))
+		require.NoError(t, err)
+		r.Log = &log
+		te := e
+		te.Deployment.Tiers = []algorithms.Tier{{Name: "app", Role: "app", Replicas: 2, Cores: 1}}
+		servers, err := r.Servers(context.Background(), te, time.Now())
+		require.NoError(t, err, log.String())
+		require.Len(t, servers, 2)
+		for _, s := range servers {
+			assert.Greater(t, s.CPU, 0.0, "%s: its counter was read", s.Name)
+			assert.Zero(t, s.Throughput, s.Name)
+		}
+		assert.Contains(t, log.String(), "Prometheus has no series of once_requests_total")
+		assert.Equal(t, int64(1), targets.Load(), "one read of the targets for the reading's four absent figures")
+	})
+
 	t.Run("a target that answers 404 fails at once", func(t *testing.T) {
 		t.Parallel()
 		log := &retryLog{healed: make(chan struct{})}
@@ -197,56 +239,4 @@ func TestAScrapeThatTimesOutIsRetried(t *testing.T) {
 		assert.Contains(t, err.Error(), "404 Not Found")
 		assert.NotContains(t, log.String(), "retrying")
 	})
-}
-
-// A reading of the servers asks Prometheus for its targets once, however
-// many figures read nothing: each absent figure asks whether its server's
-// target is down, and all of a reading's answers are the same instant's.
-// Before, it was one /api/v1/targets a figure a server (here 2 x 2).
-func TestTheTargetsAreReadOnceAReading(t *testing.T) {
-	a := metricsTarget(t, "once_cpu_seconds_total", nil, false)
-	b := metricsTarget(t, "once_cpu_seconds_total", nil, false)
-	interval := 250 * time.Millisecond
-	prom := promtest.Scraping(t, t.Name(), interval, 2*interval, a, b)
-	u, err := url.Parse(prom)
-	require.NoError(t, err)
-	var targets atomic.Int64
-	proxy := httputil.NewSingleHostReverseProxy(u)
-	counting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/api/v1/targets" {
-			targets.Add(1)
-		}
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(counting.Close)
-
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "w.yaml"), []byte(
-		"thinkTime: {mean: 50ms}\nstart: A\ninteractions:\n  - {name: A, path: /a, next: {A: 1}}\n"), 0o644))
-	var log strings.Builder
-	r, err := New(map[string]any{"target": "http://127.0.0.1:1", "prometheus": counting.URL, "workload": "w.yaml", "interval": "250ms",
-		"tiers": map[string]any{"app": map[string]any{
-			"queries": map[string]any{
-				"cpu": `rate(once_cpu_seconds_total{instance="{instance}"}[{window}])`,
-				// Counters the targets do not export: read as 0.
-				"throughput":   `rate(once_requests_total{instance="{instance}"}[{window}])`,
-				"responseTime": `rate(once_seconds_total{instance="{instance}"}[{window}])`,
-			},
-			"servers": []any{map[string]any{"instance": a}, map[string]any{"instance": b}}}}}, filepath.Join(dir, "deployment.yaml"))
-	require.NoError(t, err)
-	r.Log = &log
-	e := algorithms.Experiment{
-		Deployment: algorithms.Deployment{Tiers: []algorithms.Tier{{Name: "app", Role: "app", Replicas: 2, Cores: 1}}},
-		Workload:   algorithms.Workload{Users: 1},
-		Timing:     algorithms.Timing{Runtime: 4 * interval},
-	}
-	servers, err := r.Servers(context.Background(), e, time.Now())
-	require.NoError(t, err, log.String())
-	require.Len(t, servers, 2)
-	for _, s := range servers {
-		assert.Greater(t, s.CPU, 0.0, "%s: its counter was read", s.Name)
-		assert.Zero(t, s.Throughput, s.Name)
-	}
-	assert.Contains(t, log.String(), "Prometheus has no series of once_requests_total")
-	assert.Equal(t, int64(1), targets.Load(), "one read of the targets for the reading's four absent figures")
 }
