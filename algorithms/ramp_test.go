@@ -16,22 +16,28 @@ type fakeRamp struct {
 	x      algorithms.Experimenter
 	ramps  int
 	levels []int
+	// precisions are the levels' windows' (the ramp's, or a step's).
+	precisions []float64
 }
 
 func (f *fakeRamp) RunRamp(ctx context.Context, r algorithms.Ramp, next func(algorithms.RampWindow) (algorithms.RampStep, error)) error {
 	f.ramps++
-	users := r.From
+	users, timing := r.From, r.Timing
 	for i := 0; ; i++ {
-		o, err := f.x.RunExperiment(ctx, algorithms.Experiment{Deployment: r.Deployment, Allocation: r.Allocation, Workload: algorithms.Workload{Users: users}, Timing: r.Timing})
+		o, err := f.x.RunExperiment(ctx, algorithms.Experiment{Deployment: r.Deployment, Allocation: r.Allocation, Workload: algorithms.Workload{Users: users}, Timing: timing})
 		if err != nil {
 			return err
 		}
 		f.levels = append(f.levels, users)
+		f.precisions = append(f.precisions, timing.Precision)
 		step, err := next(algorithms.RampWindow{Index: i, Users: users, Elapsed: 30, Observation: o})
 		if err != nil || step.Users == 0 {
 			return err
 		}
-		users = step.Users
+		users, timing.Precision = step.Users, r.Timing.Precision
+		if step.Precision > 0 {
+			timing.Precision = step.Precision
+		}
 	}
 }
 
@@ -268,6 +274,11 @@ func TestRampConfirmsAPlateauBelowTheThreshold(t *testing.T) {
 	require.NotEmpty(t, probed)
 	assert.GreaterOrEqual(t, probed[0], clean.SaturationWorkload+clean.SaturationWorkload/4-ss, "the probe is well past the plateau")
 	assert.Equal(t, 2, camp.Ramps, "one more ramp after the probe")
+	for i, u := range rp.levels {
+		if u == probed[0] {
+			assert.Equal(t, 2.5*opts.Timing.Precision, rp.precisions[i], "the probe decides a rise of a quarter more load: measured looser")
+		}
+	}
 	require.Len(t, camp.Answer, 2)
 	assert.Equal(t, ss, camp.Windows[camp.Answer[1]].Users-camp.Windows[camp.Answer[0]].Users)
 	require.NotEmpty(t, c.Warnings)
@@ -386,4 +397,42 @@ func TestRampJudgesABoundingPoolWhereMinJobsIsRead(t *testing.T) {
 	c, camp = run(0.1, 0.3)
 	assert.Equal(t, 2, camp.Ramps)
 	assert.Equal(t, 120, c.Reserve["app"].Connections)
+}
+
+// The windows that decide nothing to the campaign's precision are measured
+// looser (2.5 times it): the low-load window that only predicts where the
+// ramp jumps; every other window, a new ramp's first too, to the
+// campaign's. On the simulator the window at 500 users took 100-330 s of
+// a ramp's 400-1,700.
+func TestRampMeasuresItsPredictingWindowLooser(t *testing.T) {
+	opts := rampOptions()
+	for _, tc := range []struct {
+		name, topo, start string
+		derive            bool
+	}{{"warm start", "1/2/1/2", "400-150-60", false}, {"derived steps", "1/1/1/1", "400-150-60", true}, {"a doubling", "1/2/1/2", "400-2-2", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := opts
+			x := rubbosFake()
+			if tc.derive {
+				x = smallFake()
+				o.MaxWorkload = 200
+				o.DeriveSteps = algorithms.StepsToDerive{Step: true, SmallStep: true, ScanSpan: true}
+			}
+			rp := &fakeRamp{x: x}
+			c, camp, err := algorithms.FindCriticalRamp(context.Background(), rp, deployment(t, tc.topo), allocation(t, tc.start), o)
+			require.NoError(t, err)
+			require.Len(t, rp.precisions, len(camp.Windows))
+			predicting := 1
+			if c.Steps != nil {
+				predicting = len(c.Steps.FirstTrials)
+			}
+			for i, p := range rp.precisions {
+				want := o.Timing.Precision
+				if i < predicting {
+					want = 2.5 * o.Timing.Precision
+				}
+				assert.Equal(t, want, p, "window %d at %d users on %s", i, camp.Windows[i].Users, camp.Windows[i].Allocation)
+			}
+		})
+	}
 }

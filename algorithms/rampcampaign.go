@@ -35,6 +35,33 @@ type RampCampaign struct {
 // no rise, and one window's step is small).
 const rampFlatWindows = 3
 
+// A window that decides nothing to the campaign's precision is measured to
+// looseFactor times it (at most maxLoosePrecision): the low-load windows
+// that only predict where the ramp jumps (the utilisation law's demands
+// move the jump by the throughput's error, well inside the step below the
+// prediction it leaves), and the plateau probe, which asks whether a
+// quarter more load saturated a resource or raised throughput by more than
+// the noise. On the simulator the window at 500 users took 100-330 of a
+// ramp's 400-1,700 simulated seconds, and the probe past 1/6/2/6 seed 2's
+// plateau ran to its longest window, 730 s, its transient never trusted.
+const (
+	looseFactor       = 2.5
+	maxLoosePrecision = 0.2
+)
+
+// withPrecision gives every step of next without a precision of its own
+// the campaign's, p: a ramp whose first window was measured to another
+// goes on at p.
+func withPrecision(p float64, next func(RampWindow) (RampStep, error)) func(RampWindow) (RampStep, error) {
+	return func(w RampWindow) (RampStep, error) {
+		st, err := next(w)
+		if st.Users > 0 && st.Precision == 0 {
+			st.Precision = p
+		}
+		return st, err
+	}
+}
+
 // FindCriticalRamp is FindCriticalResource as one continuous ramp: from
 // Options.Step users (a low load whose utilisation law predicts where the
 // busiest resource saturates, the warm start), the ramp jumps to a scan
@@ -99,6 +126,7 @@ func FindCriticalRamp(ctx context.Context, rp Ramper, d Deployment, s0 Allocatio
 	// ends at the probe goes on from plateauAt, and flat windows end none
 	// below the probe (flatFrom), where a resource saturated.
 	probeAt, plateauAt, flatFrom := 0, 0, 0
+	loose := min(maxLoosePrecision, looseFactor*timing.Precision)
 	for {
 		camp.Ramps++
 		first := len(camp.Windows)
@@ -107,7 +135,11 @@ func FindCriticalRamp(ctx context.Context, rp Ramper, d Deployment, s0 Allocatio
 		var stop error
 		atProbe := false // this ramp ended at the plateau probe's window
 		ramp := Ramp{Deployment: d, Allocation: s, From: from, Timing: timing}
-		err := rp.RunRamp(ctx, ramp, func(w RampWindow) (RampStep, error) {
+		if camp.Ramps == 1 && (deriving || (opts.Mode == ModeEfficient && !opts.NoWarmStart)) {
+			// Its first window only predicts where the ramp jumps.
+			ramp.Timing.Precision = loose
+		}
+		err := rp.RunRamp(ctx, ramp, withPrecision(timing.Precision, func(w RampWindow) (RampStep, error) {
 			w.Index, w.Allocation = len(camp.Windows), s.String()
 			camp.Windows = append(camp.Windows, w)
 			camp.Seconds += w.Elapsed
@@ -204,7 +236,7 @@ func FindCriticalRamp(ctx context.Context, rp Ramper, d Deployment, s0 Allocatio
 					res.Warnings = append(res.Warnings, fmt.Sprintf(
 						"throughput did not rise over %d windows up to %d users (%s pages/s, best %s) with no hardware resource at %.2f (busiest: %s): a window at %d users checks the plateau",
 						flat, w.Users, tp, best, opts.HardwareThreshold, busiestHardware(o), probe))
-					return RampStep{Users: probe}, nil
+					return RampStep{Users: probe, Precision: loose}, nil
 				}
 				action = "flat"
 				return RampStep{}, nil
@@ -219,7 +251,7 @@ func FindCriticalRamp(ctx context.Context, rp Ramper, d Deployment, s0 Allocatio
 				// As deriveSteps: a window far below the prediction read
 				// CPU shares too small to trust; one more at a fifth of it.
 				if next := min(pred/5, opts.MaxWorkload); len(firstWindows) == 1 && pred > refineBelow*w.Users && next > w.Users {
-					return RampStep{Users: next}, nil
+					return RampStep{Users: next, Precision: loose}, nil
 				}
 				deriving, warmed = false, true
 				st := Steps{Step: max(1, roundDiv(pred, stepsPerSaturation)), SmallStep: opts.SmallStep, ScanSpan: opts.ScanSpan,
@@ -260,7 +292,7 @@ func FindCriticalRamp(ctx context.Context, rp Ramper, d Deployment, s0 Allocatio
 				return RampStep{}, nil
 			}
 			return RampStep{Users: next}, nil
-		})
+		}))
 		res.Trials, res.Experiments, res.Reserve = trials, camp.Ramps, s
 		if err == nil {
 			err = stop

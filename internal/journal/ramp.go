@@ -99,7 +99,7 @@ type journaledRamp struct {
 
 func (w *journaledRamp) RunRamp(ctx context.Context, r algorithms.Ramp, next func(algorithms.RampWindow) (algorithms.RampStep, error)) error {
 	recorded := w.j.Windows(r)
-	from := r.From
+	rest := r
 	for _, win := range recorded {
 		win.Reused = true
 		w.j.mu.Lock()
@@ -109,10 +109,13 @@ func (w *journaledRamp) RunRamp(ctx context.Context, r algorithms.Ramp, next fun
 		if err != nil || step.Users == 0 {
 			return err
 		}
-		from = step.Users
+		// The level goes on at the step's precision, not at the first
+		// window's (a campaign's low-load window can be looser).
+		rest.From, rest.Timing.Precision = step.Users, r.Timing.Precision
+		if step.Precision > 0 {
+			rest.Timing.Precision = step.Precision
+		}
 	}
-	rest := r
-	rest.From = from
 	offset := len(recorded)
 	return w.rp.RunRamp(ctx, rest, func(win algorithms.RampWindow) (algorithms.RampStep, error) {
 		win.Index += offset
