@@ -6,6 +6,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -16,8 +17,9 @@ import (
 // runner section says wrongly of e's deployment and allocation: a tier it
 // does not know (a misspelt one, which left the real tier "missing"), a
 // tier without a cpu query or with the wrong number of servers, a
-// placeholder no server defines, a hook placeholder that names no pool of
-// the allocation, or a hook that cannot run. Each was found after a whole trial of load, or never: a hook
+// placeholder no server defines, a hardware query two tiers read alike
+// (checkSharedHardware), a hook placeholder that names no pool of the
+// allocation, or a hook that cannot run. Each was found after a whole trial of load, or never: a hook
 // argument {web.thread} went to the hook as written, and the campaign
 // measured allocations that were never applied.
 func (r *Runner) CheckExperiment(e algorithms.Experiment) error {
@@ -51,7 +53,79 @@ func (r *Runner) CheckExperiment(e algorithms.Experiment) error {
 			}
 		}
 	}
+	if err := r.checkSharedHardware(d); err != nil {
+		return err
+	}
 	return r.checkHook(e.Allocation)
+}
+
+// promIdentifier is a PromQL identifier, with what follows it.
+var promIdentifier = regexp.MustCompile(`(?i)\b([a-z_:][a-z0-9_:]*)\b(\s*\()?`)
+
+// promKeywords are PromQL's words that name no series.
+var promKeywords = map[string]bool{"by": true, "without": true, "on": true, "ignoring": true, "group_left": true, "group_right": true,
+	"bool": true, "offset": true, "and": true, "or": true, "unless": true, "atan2": true, "inf": true, "nan": true}
+
+// readsSeries says whether the PromQL query q reads a series (a label
+// matcher, or a metric name: an identifier that is neither a function nor
+// a keyword), rather than being a constant such as vector(0), which a
+// deployment gives a tier with no CPU source of its own.
+func readsSeries(q string) bool {
+	if strings.Contains(q, "{") {
+		return true
+	}
+	for _, m := range promIdentifier.FindAllStringSubmatch(q, -1) {
+		if m[2] == "" && !promKeywords[strings.ToLower(m[1])] {
+			return true
+		}
+	}
+	return false
+}
+
+// checkSharedHardware refuses a hardware query (cpu, a resource) that
+// servers of two tiers read alike, once expanded. Two tiers reading one CPU
+// (a PgBouncer given its database host's CPU) read the same utilisation,
+// and find-critical named the first tier of the chain, the pooler, where
+// the database saturated: a wrong answer with only a "more than one tier
+// saturated" warning. The paper's method sizes the tier that owns the
+// critical resource, so each tier needs a source of its own. Servers of
+// one tier may share a query (a tier-wide reading of a replicated tier).
+func (r *Runner) checkSharedHardware(d algorithms.Deployment) error {
+	type reader struct{ tier, server string }
+	readBy := map[[2]string]reader{} // field and expanded query: the first server reading it
+	for _, t := range d.Tiers {
+		tc, q, err := r.tier(t)
+		if err != nil {
+			return err
+		}
+		for i := 0; i < t.Replicas; i++ {
+			vars := serverVars(t, i, tc, "1s")
+			var bad error
+			q.each(func(field, query string) {
+				if bad != nil || (field != "cpu" && !strings.HasPrefix(field, "resources.")) {
+					return
+				}
+				pq, err := expand(query, vars)
+				if err != nil || !readsSeries(pq) {
+					return // CheckExperiment names a bad placeholder; a constant reads no hardware
+				}
+				first, ok := readBy[[2]string{field, pq}]
+				if !ok {
+					readBy[[2]string{field, pq}] = reader{t.Name, t.ServerName(i)}
+					return
+				}
+				if first.tier != t.Name {
+					bad = fmt.Errorf("runner section: tiers.%s and tiers.%s: %s of %s and %s is one query (%s): softalloc cannot tell which tier saturates a resource two tiers share, "+
+						"and would name the first of the chain; give each tier a source of its own: its own host (node), cgroup (cgroup, cadvisor) or processes (process-exporter)",
+						first.tier, t.Name, field, first.server, t.ServerName(i), pq)
+				}
+			})
+			if bad != nil {
+				return bad
+			}
+		}
+	}
+	return nil
 }
 
 // CheckSizing refuses, before the hook runs or any load starts, a tier whose

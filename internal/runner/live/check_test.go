@@ -1,10 +1,12 @@
 package live
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -120,13 +122,15 @@ func TestSizingNeedsEveryTiersLatencyBeforeAnyLoad(t *testing.T) {
 			{Name: "app", Role: algorithms.RoleApp, Replicas: 1, Cores: 1, Pools: []string{"threads", "connections"}},
 			{Name: "db", Role: algorithms.RoleDB, Replicas: 1, Cores: 1},
 		}}}
-	server := []any{map[string]any{"instance": "a:1", "node": "a:9100"}}
-	tier := func(queries map[string]any, presets ...any) map[string]any {
+	// A host each: two tiers on one host's CPU are refused (TestTwoTiersReadingOneCPUAreRefused).
+	tierOn := func(host string, queries map[string]any, presets ...any) map[string]any {
+		server := []any{map[string]any{"instance": host + ":1", "node": host + ":9100"}}
 		return map[string]any{"presets": append([]any{"node"}, presets...), "servers": server, "queries": queries}
 	}
+	tier := func(queries map[string]any, presets ...any) map[string]any { return tierOn("db", queries, presets...) }
 	runner := func(db map[string]any) *Runner {
 		c, err := ParseConfig(section(map[string]any{"tiers": map[string]any{
-			"web": tier(nil, "apache"), "app": tier(nil, "bboard"), "db": db}}), "deployment.yaml")
+			"web": tierOn("web", nil, "apache"), "app": tierOn("app", nil, "bboard"), "db": db}}), "deployment.yaml")
 		require.NoError(t, err)
 		return &Runner{cfg: c.withDefaults()}
 	}
@@ -151,4 +155,53 @@ func TestSizingNeedsEveryTiersLatencyBeforeAnyLoad(t *testing.T) {
 
 	withLatency := runner(tier(map[string]any{"responseTime": "db_seconds / db_queries"}, "mysql"))
 	assert.NoError(t, withLatency.CheckSizing(e, "recommend"))
+}
+
+// Two tiers reading one CPU are refused before any load: a PgBouncer given
+// its database host's CPU read the database's utilisation, and find-critical
+// named the pooler's CPU (the first tier of the chain) where the database
+// saturated. The replicas of one tier may share a query.
+func TestTwoTiersReadingOneCPUAreRefused(t *testing.T) {
+	e := algorithms.Experiment{Allocation: algorithms.Allocation{"app": {Threads: 20, Connections: 10}},
+		Deployment: algorithms.Deployment{Topology: "pg", Tiers: []algorithms.Tier{
+			{Name: "app", Role: algorithms.RoleApp, Replicas: 2, Cores: 1, Pools: []string{"threads", "connections"}},
+			{Name: "pooler", Role: algorithms.RolePooler, Replicas: 1, Cores: 1},
+			{Name: "db", Role: algorithms.RoleDB, Replicas: 1, Cores: 1},
+		}}}
+	runner := func(poolerNode string) *Runner {
+		tier := func(node string, replicas int) map[string]any {
+			var servers []any
+			for range replicas {
+				servers = append(servers, map[string]any{"node": node})
+			}
+			return map[string]any{"presets": []any{"node"}, "servers": servers}
+		}
+		c, err := ParseConfig(section(map[string]any{"tiers": map[string]any{
+			"app": tier("app:9100", 2), "pooler": tier(poolerNode, 1), "db": tier("db:9100", 1)}}), "deployment.yaml")
+		require.NoError(t, err)
+		return &Runner{cfg: c.withDefaults()}
+	}
+	require.NoError(t, runner("pooler:9100").CheckExperiment(e), "a host each; the app's two replicas share one query")
+	shared := runner("db:9100")
+	// advise's windows too, before any query is sent.
+	now := time.Now()
+	_, windowsErr := shared.Windows(context.Background(), e.Deployment, now.Add(-10*time.Minute), now, 5*time.Second)
+	for _, err := range []error{shared.CheckExperiment(e), windowsErr} {
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "runner section: tiers.pooler and tiers.db: cpu of pooler-1 and db-1 is one query (")
+		assert.Contains(t, err.Error(), `db:9100`)
+		assert.Contains(t, err.Error(), "softalloc cannot tell which tier saturates a resource two tiers share")
+	}
+}
+
+// A constant (a tier with no CPU source of its own) reads no series, so
+// two tiers may share it; a metric name or a matcher is a series.
+func TestReadsSeries(t *testing.T) {
+	for q, want := range map[string]bool{
+		"vector(0)": false, "vector(0.5)": false, "0": false, "1 - 1": false, "clamp_max(vector(1), 0.5)": false,
+		"up": true, `node_cpu_seconds_total{mode="idle"}`: true, "sum(rate(cpu_seconds[5m])) / 2": true,
+		"sum by (instance) (x)": true, "vector(1) and on() up": true,
+	} {
+		assert.Equal(t, want, readsSeries(q), q)
+	}
 }

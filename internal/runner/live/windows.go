@@ -63,6 +63,9 @@ func (r *Runner) Windows(ctx context.Context, d algorithms.Deployment, start, en
 	if len(d.Tiers) == 0 {
 		return nil, fmt.Errorf("live: windows: the deployment has no tiers")
 	}
+	if err := r.checkSharedHardware(d); err != nil {
+		return nil, fmt.Errorf("live: windows: %w", err)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rd := &reader{r: r, g: g, cache: map[string]*stepValues{}}
