@@ -272,6 +272,7 @@ func discover(ctx context.Context, q querier, now time.Time) (Proposal, error) {
 	if err := dbLatency(&p, vector); err != nil {
 		return p, err
 	}
+	shareNoHost(p.Tiers)
 	for _, t := range p.Tiers {
 		if !hasCPU(t) && t.Software == "pgbouncer" {
 			p.Decide = append(p.Decide, fmt.Sprintf("tier %s: PgBouncer exports no CPU, and no cgroup exporter reports tier=%q: add a cpu query (the process-exporter or node preset; "+
@@ -376,6 +377,49 @@ func cpuPresets(t *Tier, sources []source) []string {
 	}
 	t.Notes = append(t.Notes, "CPU from node_exporter on each server's host: true only if nothing else runs there (check that no other tier shares the host)")
 	return []string{"node"}
+}
+
+// shareNoHost takes the node preset from tiers whose servers share a host
+// (one node_exporter) with another tier's: that host's CPU is neither's own,
+// and the runner refuses two tiers reading one query, as it could not tell
+// which of them saturates it. Each such tier gets a note naming the host
+// and the tiers; it is then a tier with no CPU source, for the user to decide.
+func shareNoHost(tiers []Tier) {
+	onNode := map[string][]string{} // node_exporter instance -> tiers reading it
+	for _, t := range tiers {
+		if !slices.Contains(t.Presets, "node") {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, srv := range t.Servers {
+			if n := srv["node"]; n != "" && !seen[n] {
+				seen[n] = true
+				onNode[n] = append(onNode[n], t.Name)
+			}
+		}
+	}
+	for i := range tiers {
+		t := &tiers[i]
+		var shared []string
+		for _, srv := range t.Servers {
+			if n := srv["node"]; len(onNode[n]) > 1 && !slices.Contains(shared, n) {
+				shared = append(shared, n)
+			}
+		}
+		if len(shared) == 0 {
+			continue
+		}
+		t.Presets = slices.DeleteFunc(t.Presets, func(p string) bool { return p == "node" })
+		for _, srv := range t.Servers {
+			delete(srv, "node")
+		}
+		t.Notes = slices.DeleteFunc(t.Notes, func(n string) bool { return strings.HasPrefix(n, "CPU from node_exporter") })
+		for _, n := range shared {
+			names := slices.Sorted(slices.Values(onNode[n]))
+			t.Notes = append(t.Notes, fmt.Sprintf("node_exporter %s is on the host of tiers %s: a host's CPU shared by tiers is none's own, so it is not this tier's CPU",
+				n, strings.Join(names, " and ")))
+		}
+	}
 }
 
 func hasCPU(t Tier) bool {

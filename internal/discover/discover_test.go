@@ -235,3 +235,26 @@ func TestInitNamesPostgreSQLsApplicationDatabases(t *testing.T) {
 		})
 	}
 }
+
+// Two tiers on one host: its node_exporter's CPU is neither's own, and
+// the runner refuses two tiers reading one query, so init gives neither
+// the node preset and says why.
+func TestInitGivesAHostSharedByTwoTiersToNeither(t *testing.T) {
+	t.Parallel()
+	node := exporter(t, "node_cpu_seconds_total{cpu=\"0\",mode=\"idle\"} 100\nnode_cpu_seconds_total{cpu=\"0\",mode=\"user\"} 10\n")
+	prom := prometheusScraping(t, exporter(t, apacheText), exporter(t, mysqlText), node)
+
+	p, err := Discover(context.Background(), prom, nil)
+	require.NoError(t, err)
+	require.Len(t, p.Tiers, 2)
+	for _, tier := range p.Tiers {
+		assert.NotContains(t, tier.Presets, "node", tier.Name)
+		for _, srv := range tier.Servers {
+			assert.NotContains(t, srv, "node", tier.Name)
+		}
+		assert.Contains(t, strings.Join(tier.Notes, "\n"), "node_exporter "+node+" is on the host of tiers db and web", tier.Name)
+	}
+	decide := strings.Join(p.Decide, "\n")
+	assert.Contains(t, decide, "tier web: no CPU source found")
+	assert.Contains(t, decide, "tier db: no CPU source found")
+}
