@@ -405,8 +405,13 @@ web_generation() { http_get '/server-status?auto' $WEB_PORT | awk -F': ' '/^Pare
 # web_restart HOW: Apache's restart (restart or graceful), until the new
 # generation answers the stack's health URL.
 web_restart() {
-  local gen
-  gen=$(web_generation)
+  local gen deadline=$((SECONDS + 30))
+  # Under load the status page may wait for a worker past one 5 s GET (a
+  # failed $(...) would end the script with timeout's 124): 30 s, as below.
+  until gen=$(web_generation) && [ -n "$gen" ]; do
+    ((SECONDS < deadline)) || die "Apache $1: its status page gave no configuration generation within 30 s"
+    sleep 0.2
+  done
   apache2 -f "$TB/apache/httpd.conf" -k "$1" >>"$LOGS/web.log" 2>&1 || die "Apache $1 failed; see $LOGS/web.log"
   wait_for "Apache's restart" 30 web_restarted "$gen"
 }

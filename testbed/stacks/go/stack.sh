@@ -177,7 +177,12 @@ stack_scale() {
   cur=$(app_replicas)
   read -r w t c <"$RUN/pools"
   if ((n > cur)); then
-    for ((i = cur + 1; i <= n; i++)); do replica_start "$i" "$t" "$c"; done
+    # stop_pid first: a scale-down that failed after writing run/replicas
+    # (Apache's restart under load) left its replicas running.
+    for ((i = cur + 1; i <= n; i++)); do
+      stop_pid "$(replica_name "$i")"
+      replica_start "$i" "$t" "$c"
+    done
     echo "$n" >"$RUN/replicas"
     web_config "$w"
     web_restart graceful
