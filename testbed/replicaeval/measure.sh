@@ -16,13 +16,14 @@ RATE=${1:-60}
 PHASE=${2:-30s}
 CAPS="web=0.5 app=0.5 db=0.3"
 WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
+tb=testbed/testbed.sh
+# A failed run leaves no servers behind (they would hold the ports and CPU).
+trap '"$tb" down >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
 go build -o "$WORK/softalloc" ./cmd/softalloc
 go build -o "$WORK/replicaeval" ./testbed/replicaeval
 "$WORK/softalloc" recommend -f testbed/replicaeval/plan.yaml --output json --quiet >"$WORK/plan.json"
 limit=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["replicas"]["connectionLimit"]["max"])' "$WORK/plan.json")
 rm -f docs/replica-evaluation.json
-tb=testbed/testbed.sh
 for backend in mariadb pgbouncer; do
   "$tb" down
   case $backend in
