@@ -402,8 +402,19 @@ func bisectSaturation(ctx context.Context, r *procedure, d Deployment, c Critica
 	if len(pts) > 0 && pts[0].w < low.w {
 		low = pts[0]
 	}
-	dw, do := driftLow(c, lo.w, lo.o, hi.o)
-	if drift = demandDrift(do, dw, hi.o, hi.w, c, opts.DemandDrift); drift != "" {
+	// demandDrift's low point: the reserve's lowest trial whose window
+	// held enough requests (enoughRequests), else the bracket's lower end,
+	// the unsaturated trial with the most. The lowest trial is the most
+	// telling of a falling demand but, on a short trial, a handful of
+	// requests.
+	dl := *lo
+	for _, p := range pts {
+		if p.w < dl.w && enoughRequests(p.o, hi.o, c) {
+			dl = p
+			break
+		}
+	}
+	if drift = demandDrift(dl.o, dl.w, hi.o, hi.w, c, opts.DemandDrift); drift != "" {
 		return finish(nil)
 	}
 	// Every trial above the bracket's lower end, for stillGrowing.
@@ -601,30 +612,17 @@ func requests(o Observation, s ServerObservation) float64 {
 	return s.Throughput * o.RuntimeSeconds
 }
 
-// driftLow is demandDrift's low point: find-critical's trial (any
-// allocation: at low load the pools hardly touch the CPU per request) at
-// the lowest workload below the bracket's upper end whose window holds at
-// least minDriftRequests requests at the critical server, else the
-// bracket's lower end (lo at loUsers), the unsaturated trial with the most.
-// The lowest trial is the most telling of a falling demand but, on a
-// short trial, a handful of requests.
-func driftLow(c Critical, loUsers int, lo, sat Observation) (int, Observation) {
+// enoughRequests says whether o's window held at least minDriftRequests
+// requests at the server that is the critical tier's busiest in sat (or
+// its length is unknown).
+func enoughRequests(o, sat Observation, c Critical) bool {
 	h := busiest(sat, c)
-	enough := func(o Observation) bool {
-		for _, s := range o.Servers {
-			if s.Name == h.Name {
-				return o.RuntimeSeconds == 0 || requests(o, s) >= minDriftRequests
-			}
-		}
-		return false
-	}
-	users, low := loUsers, lo
-	for _, t := range c.Trials {
-		if u := t.Experiment.Workload.Users; u > 0 && u < users && enough(t.Observation) {
-			users, low = u, t.Observation
+	for _, s := range o.Servers {
+		if s.Name == h.Name {
+			return o.RuntimeSeconds == 0 || requests(o, s) >= minDriftRequests
 		}
 	}
-	return users, low
+	return false
 }
 
 // demandDrift checks the utilisation law on the critical server between a
