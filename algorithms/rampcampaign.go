@@ -49,6 +49,10 @@ const (
 	maxLoosePrecision = 0.2
 )
 
+// LoosePrecision is the precision of a ramp's windows that decide nothing
+// to the campaign's precision p (looseFactor).
+func LoosePrecision(p float64) float64 { return min(maxLoosePrecision, looseFactor*p) }
+
 // withPrecision gives every step of next without a precision of its own
 // the campaign's, p: a ramp whose first window was measured to another
 // goes on at p.
@@ -126,7 +130,7 @@ func FindCriticalRamp(ctx context.Context, rp Ramper, d Deployment, s0 Allocatio
 	// ends at the probe goes on from plateauAt, and flat windows end none
 	// below the probe (flatFrom), where a resource saturated.
 	probeAt, plateauAt, flatFrom := 0, 0, 0
-	loose := min(maxLoosePrecision, looseFactor*timing.Precision)
+	loose := LoosePrecision(timing.Precision)
 	for {
 		camp.Ramps++
 		first := len(camp.Windows)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/softalloc/softalloc/algorithms"
 	"github.com/softalloc/softalloc/internal/report"
 )
 
@@ -20,11 +21,14 @@ func rampSection(p func(string, ...any), rep Report) {
 	top := slas[len(slas)-1]
 	p("\n## 4. One ramp against the staircase\n\n")
 	p("`recommend --ramp` from 400-150-60: one simulation whose users rise without a reset, each level a window measured to\n")
-	p("%s precision (at most %.0f s), the critical resource and minJobs read from the windows, then one confirming trial of the\n",
+	p("%s precision (at most %.0f s), the critical resource read from the windows and minJobs where it reaches the threshold,\n",
 		report.Percent(100*c.RampPrecision, 0, false), c.RampRuntimeSeconds)
-	p("recommended allocation. Beside it today's default campaign, the adaptive staircase of separate trials (`recommend`,\n")
-	p("the same trials: as recommend runs both on the simulator, whatever this run's --runtime), and the staircase with\n")
-	p("section 2's fixed-length trials (%.0f s warm-up, %.0f s measured; the reference's campaign). The ratios are each answer's\n",
+	p("between the last window below it and the first at it; the first window, which only predicts where the ramp jumps, and a\n")
+	p("plateau probe are measured to %s. Then one confirming trial of the recommended allocation. Beside it today's default\n",
+		report.Percent(100*algorithms.LoosePrecision(c.RampPrecision), 0, false))
+	p("campaign, the adaptive staircase of separate trials (`recommend`, the same trials: as recommend runs both on the\n")
+	p("simulator, whatever this run's --runtime), and the staircase with section 2's fixed-length trials\n")
+	p("(%.0f s warm-up, %.0f s measured; the reference's campaign). The ratios are each answer's\n",
 		c.FixedWarmUp, c.RuntimeSeconds)
 	p("maximum goodput over the best of the topology's grid (section 3's); `*` as there; `from fixed` is the largest\n")
 	p("difference of the ramp's ratio from the fixed answer's at any threshold. Trials: the ramp's ramps and confirming\n")

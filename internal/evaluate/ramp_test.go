@@ -138,6 +138,8 @@ func TestRampSectionMarkdown(t *testing.T) {
 	md := b.String()
 	assert.Contains(t, md, "## 4. One ramp against the staircase")
 	assert.Contains(t, md, "2% precision (at most 720 s)")
+	assert.Contains(t, md, "minJobs where it reaches the threshold,\nbetween the last window below it and the first at it")
+	assert.Contains(t, md, "the first window, which only predicts where the ramp jumps, and a\nplateau probe are measured to 5%.")
 	assert.Contains(t, md, "(60 s warm-up, 120 s measured; the reference's campaign)")
 	assert.Contains(t, md, "| 1/2/1/2 | 1 | app/cpu / app/cpu / app/cpu | 5600 / 5500 / 5500 | 38.1 / 42.5 / 37.5 | 400-19-19 / 400-22-22 / 400-19-19 | "+
 		"0.988* / 0.995* / 0.988* | 0.00 | 1+1 (9) / 8 / 7 | 600 / 2000 / 1260 | 0.30 | 0.40 / 1.20 / 0.80 | 0.30 / 1.10 / 0.70 |")
