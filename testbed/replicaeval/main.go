@@ -359,11 +359,19 @@ func measure(backend, variant string, start []string, planPath, bin string, rate
 	time.Sleep(5 * time.Second) // the first pools settle
 	l := newLoad(rate, sla)
 	l.start()
+	// A phase's pages are those sent from its start to the next's (or to
+	// the load's end), the queries after its sleep included: its length
+	// is that span, not the sleep's.
+	var starts [3]time.Time
 	var lengths [3]time.Duration
 	for i, n := range []int{1, 3, 2} {
 		// A phase starts when scale begins: the scaling's pages are its.
 		t0 := time.Now()
 		l.phase.Store(int32(i))
+		starts[i] = t0
+		if i > 0 {
+			lengths[i-1] = t0.Sub(starts[i-1])
+		}
 		if backend == "mariadb" {
 			// Max_used_connections from here: FLUSH STATUS resets it to the
 			// connections open now.
@@ -382,8 +390,7 @@ func measure(backend, variant string, start []string, planPath, bin string, rate
 		}
 		done := time.Now()
 		time.Sleep(phase)
-		lengths[i] = time.Since(t0)
-		peak := peakConns(backend, lengths[i])
+		peak := peakConns(backend, time.Since(t0))
 		if backend == "mariadb" {
 			// Exact, where Prometheus's 1 s samples miss a burst.
 			out, err := mariadb("SHOW GLOBAL STATUS LIKE 'Max_used_connections'")
@@ -395,6 +402,7 @@ func measure(backend, variant string, start []string, planPath, bin string, rate
 		}
 		r.Phases = append(r.Phases, Phase{Replicas: n, ScaleSeconds: scale, ScaleDone: done, PeakDBConns: peak})
 	}
+	lengths[2] = time.Since(starts[2])
 	l.stop()
 	for i := range r.Phases {
 		ph := l.phaseOf(i, lengths[i])
