@@ -590,16 +590,26 @@ func markdown(rep Report) string {
 	for _, n := range counts {
 		fmt.Fprintf(w, " %d: %s;", n, rep.PlanPools[n])
 	}
-	for _, warn := range rep.PlanWarnings {
-		fmt.Fprintf(w, "\n\nThe plan's warning: %s.", warn)
-	}
-	top := 3
+	top, bottom := 3, 1
 	if len(counts) > 0 {
-		top = counts[len(counts)-1]
+		bottom, top = counts[0], counts[len(counts)-1]
 	}
 	surge := rep.PlanSurge
 	if surge == "" {
 		surge = "0"
+	}
+	for _, warn := range rep.PlanWarnings {
+		fmt.Fprintf(w, "\n\nThe plan's warning: %s.", warn)
+	}
+	if len(rep.PlanWarnings) > 0 && surge != "0" {
+		fmt.Fprintf(w, " It counts a rollout's surge pods with each row's own pools; watch applies at N replicas the row of N + surge instead, whose pools are sized for the count the scaler reaches.")
+	}
+	if n, err := strconv.Atoi(surge); err == nil && bottom+n >= top {
+		fmt.Fprintf(w, "\n\nWith surge %d on the range %d..%d, N + surge reaches the top from every count: watch applies the pools of %d replicas at every count (three's) and keeps them; its rows differ from three's by the run alone. "+
+			"On a wider range (say 2..12 with surge 2) the pools would follow the count, sized two replicas ahead.", n, bottom, top, top)
+	}
+	if missing := missingRates(rep); len(missing) > 0 {
+		fmt.Fprintf(w, "\n\n%s (measure.sh's PGBOUNCER_RATES: at 200 pages/s PostgreSQL under its cap serves fewer pages than are sent, Apache's threads all wait, and scale, finding the health page unanswered for 30 s, refuses to run).", strings.Join(missing, "; "))
 	}
 	fmt.Fprintf(w, "\n\n- **one**: the pools planned for 1 replica, kept; **three**: those for 3, kept; **watch**: `softalloc watch` applying them through `testbed.sh apply` (a rolling restart of the replicas, each stopped before its successor starts): "+
 		"watch applied at N replicas the pools of N + surge (surge %s, at most %d), the count `scale` can reach before watch has read it; a replica `scale` starts opens the pools of the last apply.\n", surge, top)
@@ -814,4 +824,37 @@ func rates(rep Report) string {
 		out = append(out, fmt.Sprintf("%g", x))
 	}
 	return andList(out)
+}
+
+// missingRates names the back ends not measured at a rate others were.
+func missingRates(rep Report) []string {
+	has := map[string]map[float64]bool{}
+	all := map[float64]bool{}
+	var backends []string
+	for _, r := range rep.Runs {
+		if has[r.Backend] == nil {
+			has[r.Backend] = map[float64]bool{}
+			backends = append(backends, r.Backend)
+		}
+		has[r.Backend][runRate(rep, r)] = true
+		all[runRate(rep, r)] = true
+	}
+	var rs []float64
+	for x := range all {
+		rs = append(rs, x)
+	}
+	sort.Sort(sort.Reverse(sort.Float64Slice(rs)))
+	var out []string
+	for _, b := range backends {
+		var miss []string
+		for _, x := range rs {
+			if !has[b][x] {
+				miss = append(miss, fmt.Sprintf("%g", x))
+			}
+		}
+		if len(miss) > 0 {
+			out = append(out, fmt.Sprintf("%s was not measured at %s pages/s", b, andList(miss)))
+		}
+	}
+	return out
 }

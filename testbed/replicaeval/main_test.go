@@ -85,4 +85,9 @@ func TestTargetsAreJudgedFromTheRows(t *testing.T) {
 	assert.Contains(t, md, "mariadb at 200 pages/s, issue 37's targets:\n\n- connection limit 84: met")
 	assert.Contains(t, md, "mariadb at 60 pages/s, issue 37's targets:\n\n- connection limit 84: met")
 	assert.Contains(t, md, "watch applied at N replicas the pools of N + surge (surge 2, at most 3)")
+	assert.Contains(t, md, "With surge 2 on the range 1..3, N + surge reaches the top from every count")
+	assert.NotContains(t, md, "was not measured at")
+	rep.Runs = append(rep.Runs, Run{Backend: "postgres+pgbouncer", Rate: 60, Variant: "watch", Phases: phases(60, 60, 60, 0, 22)})
+	assert.Contains(t, markdown(rep), "postgres+pgbouncer was not measured at 200 pages/s (measure.sh's PGBOUNCER_RATES")
+
 }
