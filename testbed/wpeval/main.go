@@ -26,6 +26,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -47,7 +48,8 @@ func main() {
 	flag.StringVar(&c.work, "work", ".softalloc/wpeval", "directory for the campaign's journal and the deployment file it writes")
 	flag.StringVar(&c.users, "users", "8,16,24,32", "the grid's workloads, users (the stack saturates near 15-17)")
 	flag.StringVar(&c.slas, "sla", "0.5,1,2", "SLA thresholds of goodput, seconds: about 2, 4 and 8 times a page's response time at low load")
-	flag.StringVar(&c.trial, "trial", "--fixed --ramp-up 3s --runtime 6s --ramp-down 1s", "the trials' flags, for the campaign and the grid")
+	flag.StringVar(&c.trial, "trial", "--fixed --ramp-up 3s --runtime 6s --ramp-down 1s", "the trials' flags, for the grid (and the campaign, without -campaign-trial)")
+	flag.StringVar(&c.campaignTrial, "campaign-trial", "", "the campaign's trials' flags, when longer than the grid's (e.g. --fixed --ramp-up 10s --runtime 40s --ramp-down 1s)")
 	flag.StringVar(&c.since, "advise-since", "", "advise's range (default: the campaign's span)")
 	flag.IntVar(&c.generous, "generous", 200, "the generous allocation's php-fpm children")
 	flag.StringVar(&c.threshold, "hw-threshold", "", "recommend's and advise's --hw-threshold (default: softalloc's)")
@@ -86,7 +88,7 @@ func main() {
 
 type config struct {
 	out, bin, work, users, slas, trial, since string
-	threshold                                 string
+	threshold, campaignTrial                  string
 	generous                                  int
 	notes, also                               list
 }
@@ -98,14 +100,16 @@ func (l *list) Set(v string) error { *l = append(*l, v); return nil }
 
 // Report is wordpress-evaluation.json.
 type Report struct {
-	Generated    string   `json:"generated"`
-	PortOffset   int      `json:"portOffset"`
-	Trial        string   `json:"trial"`
-	HWThreshold  string   `json:"hwThreshold,omitempty"`
-	SLAs         []string `json:"slas"`
-	Users        []int    `json:"users"`
-	UptimeBefore string   `json:"uptimeBefore"`
-	UptimeAfter  string   `json:"uptimeAfter"`
+	Generated  string `json:"generated"`
+	PortOffset int    `json:"portOffset"`
+	Trial      string `json:"trial"`
+	// CampaignTrial is the campaign's trials, where they differ from the grid's.
+	CampaignTrial string   `json:"campaignTrial,omitempty"`
+	HWThreshold   string   `json:"hwThreshold,omitempty"`
+	SLAs          []string `json:"slas"`
+	Users         []int    `json:"users"`
+	UptimeBefore  string   `json:"uptimeBefore"`
+	UptimeAfter   string   `json:"uptimeAfter"`
 	// PHPMemoryMiB is the php-fpm tier's memory limit; ChildRSSMiB the mean
 	// RSS of its children after the campaign, which the memory rule divides.
 	PHPMemoryMiB float64 `json:"phpMemoryMiB"`
@@ -205,7 +209,7 @@ func run(c config) error {
 	if err != nil {
 		return err
 	}
-	r := &Report{Generated: time.Now().UTC().Format(time.RFC3339), PortOffset: offset, Trial: c.trial, HWThreshold: c.threshold,
+	r := &Report{Generated: time.Now().UTC().Format(time.RFC3339), PortOffset: offset, Trial: c.trial, CampaignTrial: c.campaignTrial, HWThreshold: c.threshold,
 		SLAs: strings.Split(c.slas, ","), Users: users, UptimeBefore: uptime()}
 	e := &evaluator{c: c, dep: dep}
 	fmt.Fprintf(os.Stderr, "wpeval: %s\n", r.UptimeBefore)
@@ -219,7 +223,7 @@ func run(c config) error {
 		threshold = []string{"--hw-threshold", c.threshold}
 	}
 	t0 := time.Now()
-	r.Recommend = e.answer(append(append([]string{"recommend", "--runner", "live", "-f", dep, "--journal", journal, "-o", "json", "--quiet"}, threshold...), strings.Fields(c.trial)...), nil)
+	r.Recommend = e.answer(append(append([]string{"recommend", "--runner", "live", "-f", dep, "--journal", journal, "-o", "json", "--quiet"}, threshold...), strings.Fields(cmp.Or(c.campaignTrial, c.trial))...), nil)
 	r.Recommend.Seconds = time.Since(t0).Seconds()
 	since := c.since
 	if since == "" {

@@ -66,3 +66,13 @@ func TestThePageNamesTheCapsOfItsRun(t *testing.T) {
 	r.Caps = ""
 	assert.Contains(t, r.markdown(), "CPU caps web=0.5 app=1 db=0.5 cores")
 }
+
+// A campaign on longer trials than the grid's says both: recommend read
+// minJobs 8.5 on 6 s windows of about 55 pages and 4.2 on 40 s ones.
+func TestThePageNamesTheCampaignsTrials(t *testing.T) {
+	r := &Report{SLAs: []string{"1"}, Trial: "--fixed --runtime 6s"}
+	assert.Contains(t, r.markdown(), "Trials: `--fixed --runtime 6s`")
+	r.CampaignTrial = "--fixed --runtime 40s"
+	assert.Contains(t, r.markdown(), "The campaign's trials: `--fixed --runtime 40s`")
+	assert.Contains(t, r.markdown(), "The grid's trials: `--fixed --runtime 6s`")
+}

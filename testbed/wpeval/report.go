@@ -30,7 +30,12 @@ func (r *Report) markdown() string {
 	if len(r.Notes) > 0 {
 		p("\n")
 	}
-	p("Trials: `%s` (short fixed trials, as the smoke test and docs/your-stack.md run them). SLA thresholds %s s (a page takes\n", r.Trial, strings.Join(r.SLAs, ", "))
+	if r.CampaignTrial != "" {
+		p("The campaign's trials: `%s` (recommend's readings; 6 s windows of about 55 pages moved minJobs by a factor of 2).\n", r.CampaignTrial)
+		p("The grid's trials: `%s`. SLA thresholds %s s (a page takes\n", r.Trial, strings.Join(r.SLAs, ", "))
+	} else {
+		p("Trials: `%s` (short fixed trials, as the smoke test and docs/your-stack.md run them). SLA thresholds %s s (a page takes\n", r.Trial, strings.Join(r.SLAs, ", "))
+	}
 	p("about 0.25 s at low load). Workloads %s users (the stack saturates near 15-17).\n\n", joinInts(r.Users))
 
 	p("## softalloc's answers\n\n")
