@@ -33,25 +33,16 @@ func (r *Runner) CheckExperiment(e algorithms.Experiment) error {
 			return fmt.Errorf("runner section: tiers.%s: no such tier in the deployment (its tiers: %s)", name, strings.Join(names, ", "))
 		}
 	}
-	for _, t := range d.Tiers {
-		tc, q, err := r.tier(t)
-		if err != nil {
-			return err
+	err := r.eachQuery(d, func(t algorithms.Tier, i int, vars map[string]string, field, query string) error {
+		if _, err := expand(query, vars); err != nil {
+			known := slices.Sorted(maps.Keys(vars))
+			return fmt.Errorf("runner section: tiers.%s: %s of %s: %s has no value; the placeholders are {%s}",
+				t.Name, field, t.ServerName(i), unknownPlaceholder(query, vars), strings.Join(known, "}, {"))
 		}
-		for i := 0; i < t.Replicas; i++ {
-			vars := serverVars(t, i, tc, "1s")
-			var bad error
-			q.each(func(field, query string) {
-				if _, err := expand(query, vars); err != nil && bad == nil {
-					known := slices.Sorted(maps.Keys(vars))
-					bad = fmt.Errorf("runner section: tiers.%s: %s of %s: %s has no value; the placeholders are {%s}",
-						t.Name, field, t.ServerName(i), unknownPlaceholder(query, vars), strings.Join(known, "}, {"))
-				}
-			})
-			if bad != nil {
-				return bad
-			}
-		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if err := r.checkSharedHardware(d); err != nil {
 		return err
@@ -93,6 +84,32 @@ func readsSeries(q string) bool {
 func (r *Runner) checkSharedHardware(d algorithms.Deployment) error {
 	type reader struct{ tier, server string }
 	readBy := map[[2]string]reader{} // field and expanded query: the first server reading it
+	return r.eachQuery(d, func(t algorithms.Tier, i int, vars map[string]string, field, query string) error {
+		if field != "cpu" && !strings.HasPrefix(field, "resources.") {
+			return nil
+		}
+		pq, err := expand(query, vars)
+		if err != nil || !readsSeries(pq) {
+			return nil // CheckExperiment names a bad placeholder; a constant reads no hardware
+		}
+		first, ok := readBy[[2]string{field, pq}]
+		if !ok {
+			readBy[[2]string{field, pq}] = reader{t.Name, t.ServerName(i)}
+			return nil
+		}
+		if first.tier == t.Name {
+			return nil
+		}
+		return fmt.Errorf("runner section: tiers.%s and tiers.%s: %s of %s and %s is one query (%s): softalloc cannot tell which tier saturates a resource two tiers share, "+
+			"and would name the first of the chain; give each tier a source of its own: its own host (node), cgroup (cgroup, cadvisor) or processes (process-exporter)",
+			first.tier, t.Name, field, first.server, t.ServerName(i), pq)
+	})
+}
+
+// eachQuery calls f with every query of every server of d's tiers and
+// its placeholders' values (a window of 1s), in the deployment's order,
+// and stops at the first error.
+func (r *Runner) eachQuery(d algorithms.Deployment, f func(t algorithms.Tier, i int, vars map[string]string, field, query string) error) error {
 	for _, t := range d.Tiers {
 		tc, q, err := r.tier(t)
 		if err != nil {
@@ -102,22 +119,8 @@ func (r *Runner) checkSharedHardware(d algorithms.Deployment) error {
 			vars := serverVars(t, i, tc, "1s")
 			var bad error
 			q.each(func(field, query string) {
-				if bad != nil || (field != "cpu" && !strings.HasPrefix(field, "resources.")) {
-					return
-				}
-				pq, err := expand(query, vars)
-				if err != nil || !readsSeries(pq) {
-					return // CheckExperiment names a bad placeholder; a constant reads no hardware
-				}
-				first, ok := readBy[[2]string{field, pq}]
-				if !ok {
-					readBy[[2]string{field, pq}] = reader{t.Name, t.ServerName(i)}
-					return
-				}
-				if first.tier != t.Name {
-					bad = fmt.Errorf("runner section: tiers.%s and tiers.%s: %s of %s and %s is one query (%s): softalloc cannot tell which tier saturates a resource two tiers share, "+
-						"and would name the first of the chain; give each tier a source of its own: its own host (node), cgroup (cgroup, cadvisor) or processes (process-exporter)",
-						first.tier, t.Name, field, first.server, t.ServerName(i), pq)
+				if bad == nil {
+					bad = f(t, i, vars, field, query)
 				}
 			})
 			if bad != nil {
