@@ -47,6 +47,10 @@ var (
 	setupErr error
 )
 
+// Tests run in the order of their files' names: the Go stack's (e2e_test.go,
+// go_locust_test.go, go_replicas_test.go) before the Java and WordPress
+// stacks', so that the Go stack, its data generated, comes up once (with
+// the Java stack between, Locust's up took 20 s to bring it back).
 func TestMain(m *testing.M) {
 	if end := os.Getenv("SOFTALLOC_WATCHDOG_CHILD"); end != "" {
 		os.Exit(watchdogChild(end))
