@@ -98,13 +98,17 @@ func TestLiveJavaStack(t *testing.T) {
 			"--ramp-up", "1s", "--runtime", "2s", "--ramp-down", "0s")
 		assert.Contains(t, msg, "Prometheus has no series of tomcat_threads_busiest_threads")
 
-		// Any other query: a warning, and the trial goes on.
+		// Any other query: a warning, and the trial goes on. This trial is
+		// read whole, so its window is 4 s: at 2 s the capped JVM's CPU,
+		// at its cap, read 1.054 of it in a make test (rate() over two
+		// 1 s scrapes, a scrape's lateness a larger share of the window),
+		// past the runner's 0.05 of jitter.
 		soft := writeDeployment(t, dir, "missing-gc.yaml", func(tiers map[string]any) {
 			app := tiers["app"].(map[string]any)
 			app["queries"] = map[string]any{"gcShare": `rate(jvm_gc_paws_seconds_sum{instance="{instance}"}[{window}])`}
 		})
 		cmd := exec.Command(binary, "simulate", "--runner", "live", "-f", soft, "--no-journal", "--users", "5",
-			"--ramp-up", "1s", "--runtime", "2s", "--ramp-down", "0s")
+			"--ramp-up", "1s", "--runtime", "4s", "--ramp-down", "0s")
 		cmd.Dir = repo
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%s", out)
