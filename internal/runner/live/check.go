@@ -6,7 +6,6 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -50,29 +49,6 @@ func (r *Runner) CheckExperiment(e algorithms.Experiment) error {
 	return r.checkHook(e.Allocation)
 }
 
-// promIdentifier is a PromQL identifier, with what follows it.
-var promIdentifier = regexp.MustCompile(`(?i)\b([a-z_:][a-z0-9_:]*)\b(\s*\()?`)
-
-// promKeywords are PromQL's words that name no series.
-var promKeywords = map[string]bool{"by": true, "without": true, "on": true, "ignoring": true, "group_left": true, "group_right": true,
-	"bool": true, "offset": true, "and": true, "or": true, "unless": true, "atan2": true, "inf": true, "nan": true}
-
-// readsSeries says whether the PromQL query q reads a series (a label
-// matcher, or a metric name: an identifier that is neither a function nor
-// a keyword), rather than being a constant such as vector(0), which a
-// deployment gives a tier with no CPU source of its own.
-func readsSeries(q string) bool {
-	if strings.Contains(q, "{") {
-		return true
-	}
-	for _, m := range promIdentifier.FindAllStringSubmatch(q, -1) {
-		if m[2] == "" && !promKeywords[strings.ToLower(m[1])] {
-			return true
-		}
-	}
-	return false
-}
-
 // checkSharedHardware refuses a hardware query (cpu, a resource) that
 // servers of two tiers read alike, once expanded. Two tiers reading one CPU
 // (a PgBouncer given its database host's CPU) read the same utilisation,
@@ -89,8 +65,8 @@ func (r *Runner) checkSharedHardware(d algorithms.Deployment) error {
 			return nil
 		}
 		pq, err := expand(query, vars)
-		if err != nil || !readsSeries(pq) {
-			return nil // CheckExperiment names a bad placeholder; a constant reads no hardware
+		if err != nil || len(metricNames(pq)) == 0 {
+			return nil // CheckExperiment names a bad placeholder; a constant (vector(0)) reads no hardware
 		}
 		first, ok := readBy[[2]string{field, pq}]
 		if !ok {
