@@ -125,7 +125,6 @@ type Watcher struct {
 	apply   Applier
 	opts    Options
 	applied int // the count whose allocation was applied last (0: none)
-	sized   int // the count that allocation was planned for (0: none)
 	pending int // a new count being held
 	seen    int // readings in a row of pending
 	// Counters for the watcher's own metrics.
@@ -152,7 +151,7 @@ func New(plan Plan, src Source, apply Applier, opts Options) (*Watcher, error) {
 		case err != nil:
 			return nil, err
 		case st.Tier == plan.Tier && plan.At[st.Replicas] != nil && plan.At[plan.SizedFor(st.Replicas)].Key() == st.Allocation:
-			w.applied, w.sized = st.Replicas, plan.SizedFor(st.Replicas)
+			w.applied = st.Replicas
 		default:
 			// Another plan's state (or another surge): its allocation is
 			// not this plan's, so the first reading applies this one.
@@ -172,7 +171,7 @@ func (w *Watcher) logf(format string, args ...any) {
 // Step reads the count once and decides.
 func (w *Watcher) Step(ctx context.Context) Decision {
 	d := w.step(ctx)
-	d.Applied, d.SizedFor = w.applied, w.sized
+	d.Applied, d.SizedFor = w.applied, w.sized()
 	w.logf("%s: %s", d.Action, d.Reason)
 	return d
 }
@@ -201,18 +200,17 @@ func (w *Watcher) step(ctx context.Context) Decision {
 		return Decision{Action: "hold", Replicas: n, Reason: fmt.Sprintf("%s at %d replicas (%s), read %d of %d times before applying",
 			w.plan.Tier, n, w.was(), w.seen, w.opts.Hold)}
 	}
-	t := w.plan.SizedFor(n)
-	a := w.plan.At[t]
+	a := w.plan.At[w.plan.SizedFor(n)]
 	what := fmt.Sprintf("%s at %d replicas (%s), read %d times: %s, %s", w.plan.Tier, n, w.was(), w.seen, describe(a), w.sizing(n))
-	if w.sized != 0 && n > w.sized {
+	if sized := w.sized(); sized != 0 && n > sized {
 		// The scaler went further than the surge the pools were sized
 		// for: until now they may have exceeded the budget.
-		what += fmt.Sprintf(" (%d replicas ran pools sized for %d: declare a surge of %d or more)", n, w.sized, n-w.applied)
+		what += fmt.Sprintf(" (%d replicas ran pools sized for %d: declare a surge of %d or more)", n, sized, n-w.applied)
 	}
-	if w.sized != 0 && w.plan.At[w.sized].Key() == a.Key() {
+	if sized := w.sized(); sized != 0 && w.plan.At[sized].Key() == a.Key() {
 		// The pools in place are this count's: no hook (a rolling
 		// restart for nothing).
-		w.applied, w.sized = n, t
+		w.applied = n
 		w.pending, w.seen = 0, 0
 		if !w.opts.DryRun && w.opts.StatePath != "" {
 			if err := writeState(w.opts.StatePath, state{Tier: w.plan.Tier, Replicas: n, Allocation: a.Key(), At: w.opts.Now().UTC()}); err != nil {
@@ -235,12 +233,12 @@ func (w *Watcher) step(ctx context.Context) Decision {
 		if err := writeState(w.opts.StatePath, state{Tier: w.plan.Tier, Replicas: n, Allocation: a.Key(), At: w.opts.Now().UTC()}); err != nil {
 			// Applied, but a restart would not know: it applies again,
 			// which a hook takes (it sets sizes, it does not add them).
-			w.applied, w.sized = n, t
+			w.applied = n
 			w.Applies++
 			return Decision{Action: "apply", Replicas: n, Reason: what + fmt.Sprintf("; applied, but the state was not saved: %v", err)}
 		}
 	}
-	w.applied, w.sized = n, t
+	w.applied = n
 	w.Applies++
 	w.pending, w.seen = 0, 0
 	return Decision{Action: "apply", Replicas: n, Reason: what + "; applied"}
@@ -262,11 +260,20 @@ func (w *Watcher) sizing(n int) string {
 	return fmt.Sprintf("the pools of %d replicas (%d + surge %d)", t, n, s)
 }
 
+// sized is the count the pools in place were planned for: the applied
+// count plus its surge (0: nothing applied yet).
+func (w *Watcher) sized() int {
+	if w.applied == 0 {
+		return 0
+	}
+	return w.plan.SizedFor(w.applied)
+}
+
 func (w *Watcher) keeping() string {
 	if w.applied == 0 {
 		return "nothing applied yet"
 	}
-	return fmt.Sprintf("the pools of %d replicas stay", w.sized)
+	return fmt.Sprintf("the pools of %d replicas stay", w.sized())
 }
 
 // describe is an allocation as tier.pool=N, sorted.
