@@ -547,11 +547,17 @@ func pagesNoise(a, b Observation) float64 {
 	if a.HasIntervals() || b.HasIntervals() {
 		return 0
 	}
-	na, nb := a.Throughput*a.RuntimeSeconds, b.Throughput*b.RuntimeSeconds
-	if na <= 0 || nb <= 0 {
+	return countsNoise(a.Throughput*a.RuntimeSeconds, b.Throughput*b.RuntimeSeconds)
+}
+
+// countsNoise is the relative noise of a ratio of two windows' means over
+// n1 and n2 counted events, each varying about as widely as its mean (an
+// exponential's): sqrt(1/n1 + 1/n2), or 0 when either count is unknown.
+func countsNoise(n1, n2 float64) float64 {
+	if n1 <= 0 || n2 <= 0 {
 		return 0
 	}
-	return math.Sqrt(1/na + 1/nb)
+	return math.Sqrt(1/n1 + 1/n2)
 }
 
 // lowest is find-critical's trial at its lowest workload, whatever its
@@ -671,10 +677,7 @@ func demandDrift(low Observation, lowUsers int, sat Observation, satUsers int, c
 	if !ok {
 		return ""
 	}
-	noise := 0.0
-	if nl, nh := requests(low, l), requests(sat, h); nl > 0 && nh > 0 {
-		noise = math.Sqrt(1/nl + 1/nh)
-	}
+	noise := countsNoise(requests(low, l), requests(sat, h))
 	if fall <= limit+noise {
 		return ""
 	}
