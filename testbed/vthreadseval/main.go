@@ -24,7 +24,9 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -46,14 +48,17 @@ func main() {
 	factors := flag.String("sla-factors", "2,5,10", "SLA thresholds, as multiples of the mean response time at low load")
 	low := flag.Float64("low", 0.2, "the low load, as a fraction of the saturation workload")
 	reps := flag.Int("reps", 2, "repetitions of each cell")
-	rec := flag.String("rec", "100-19-19", "softalloc's recommendation for the platform stack, web-threads-connections (docs/live-evaluation.md)")
+	rec := flag.String("rec", "", "web-threads-connections for the platform stack instead of running recommend on deployment-java.yaml (such as 100-19-19)")
 	vrec := flag.String("vrec", "", "web-permits-connections for the virtual stack instead of running recommend (then -saturation is needed)")
 	saturation := flag.Int("saturation", 0, "with -vrec: the saturation workload, users")
 	webUnbounded := flag.Int("web", 400, "web threads of the no-limit configurations: more than the users, so that Apache bounds nothing")
 	runtime := flag.Duration("runtime", 8*time.Second, "runtime of each trial (3 s ramp-up and 1 s ramp-down around it)")
-	warm := flag.Duration("warm", 30*time.Second, "warm-up trial before each configuration's trials")
-	warmTrials := flag.Int("warm-trials", 5, "at most this many warm-up trials of -warm each before recommend and before each configuration's trials (they stop when the app's CPU per page changes by less than 5%)")
-	warmUsers := flag.Int("warm-users", 40, "users of the warm-up trials before recommend (those before each configuration run at 0.8 of the saturation workload)")
+	hot := flag.Duration("hot", 75*time.Second, "each JVM's first warm-up trial, with the app tier's CPU cap lifted (0: none)")
+	hotUsers := flag.Int("hot-users", 150, "users of the warm-up trial with the cap lifted")
+	hotCap := flag.String("hot-cap", "max", "the app tier's cap during that trial, cores (max: none)")
+	warm := flag.Duration("warm", 20*time.Second, "the warm-up trials under the cap that follow")
+	warmTrials := flag.Int("warm-trials", 10, "at most this many warm-up trials under the cap (they stop when the last three's app CPU per page are flat)")
+	warmUsers := flag.Int("warm-users", 40, "users of the warm-up trials under the cap before recommend (those before the grid's configurations run at 0.8 of the saturation workload)")
 	step := flag.Int("step", 10, "recommend's find-critical step, users (0: recommend derives it; on this stack under load it derived 1 user a trial)")
 	note := flag.String("note", "", "a note for the report's end (what the figures cannot show)")
 	render := flag.String("render", "", "only draw the Markdown again from this live-evaluation-vthreads.json, with -note (no trial)")
@@ -66,7 +71,8 @@ func main() {
 		return
 	}
 	o := options{out: *out, bin: *bin, work: *work, jdk: *jdk, rec: *rec, vrec: *vrec, saturation: *saturation, web: *webUnbounded,
-		runtime: *runtime, warm: *warm, warmTrials: *warmTrials, warmUsers: *warmUsers, reps: *reps, low: *low, note: *note, step: *step}
+		runtime: *runtime, warm: *warm, warmTrials: *warmTrials, warmUsers: *warmUsers, reps: *reps, low: *low, note: *note, step: *step,
+		testbed: filepath.Join("testbed", "testbed.sh"), tbDir: testbedDir(), hot: *hot, hotUsers: *hotUsers, hotCap: *hotCap}
 	var err error
 	if o.fractions, err = floats("-fractions", *fractions); err == nil {
 		o.factors, err = floats("-sla-factors", *factors)
@@ -86,6 +92,14 @@ type options struct {
 	runtime, warm                                      time.Duration
 	low                                                float64
 	fractions, factors                                 []float64
+	// testbed is testbed.sh, tbDir the testbed's directory
+	// (SOFTALLOC_TESTBED_DIR), where up and caps keep the caps.
+	testbed, tbDir string
+	// The warm-up's trial with the app's cap lifted: its length, users and
+	// the app's cap meanwhile.
+	hot      time.Duration
+	hotUsers int
+	hotCap   string
 }
 
 // floats reads a comma-separated list of positive numbers.
@@ -145,9 +159,17 @@ func (r report) write(out string) error {
 	return os.WriteFile(filepath.Join(out, "live-evaluation-vthreads.md"), []byte(r.markdown()), 0o644)
 }
 
+// testbedDir is the testbed's directory as testbed/core.sh finds it.
+func testbedDir() string {
+	if d := os.Getenv("SOFTALLOC_TESTBED_DIR"); d != "" {
+		return d
+	}
+	return filepath.Join(cmp.Or(os.Getenv("TMPDIR"), "/tmp"), "softalloc-testbed")
+}
+
 // up starts the Java stack's variant on a new JVM on the JDK of -jdk.
 func (o options) up(threads, connTimeout string) error {
-	cmd := exec.Command(filepath.Join("testbed", "testbed.sh"), "up")
+	cmd := exec.Command(o.testbed, "up")
 	cmd.Env = append(os.Environ(), "STACK=java", "SOFTALLOC_TESTBED_JAVA_THREADS="+threads, "SOFTALLOC_TESTBED_JAVA_CONN_TIMEOUT="+connTimeout,
 		"SOFTALLOC_TESTBED_JAVA_HOME="+o.jdk, "SOFTALLOC_TESTBED_JAVA_RESTART=1")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -157,23 +179,162 @@ func (o options) up(threads, connTimeout string) error {
 	return nil
 }
 
-// warmUp runs warm-up trials until the app's CPU per page changes by less
-// than 5% from one to the next (at most -warm-trials): a JVM under its
-// 0.1-core cap compiles its hot code for minutes. It gives each trial's CPU
-// per page, ms.
-func (o options) warmUp(c config, users int) ([]float64, error) {
-	var perPage []float64
+// warmup is one JVM's warm-up, which nothing measured includes: a trial at
+// a high load with the app tier's CPU cap lifted, so that the JIT compiles
+// the hot code with a full core rather than over minutes at 0.1 cores, then
+// trials under the cap until the app's CPU per page is flat.
+type warmup struct {
+	JVM string `json:"jvm"`
+	// Caps are the testbed's caps, put back after the lifted trial.
+	Caps          string  `json:"caps"`
+	HotCap        string  `json:"hotCap,omitempty"`
+	HotUsers      int     `json:"hotUsers,omitempty"`
+	HotSeconds    float64 `json:"hotSeconds,omitempty"`
+	HotThroughput float64 `json:"hotThroughput,omitempty"`
+	// Users of the trials under the cap, their runtime and each one's app
+	// CPU per page (ms).
+	Users      int       `json:"users"`
+	Trial      string    `json:"trial"`
+	CPUPerPage []float64 `json:"cpuPerPage"`
+	// Settled: the last three were flat (flat) within -warm-trials.
+	Settled bool    `json:"settled"`
+	Seconds float64 `json:"seconds"`
+}
+
+// flatWindow and flatTolerance are the warm-up's stop: the last three
+// trials' CPU per page each within 5% of their mean, and no fall of more
+// than 5% from the first of them to the last. One pair within 5% stopped
+// the last session's warm-up by noise while the trend still fell.
+const (
+	flatWindow    = 3
+	flatTolerance = 0.05
+)
+
+// flat says whether the CPU per page of the last trials has settled.
+func flat(xs []float64) bool {
+	if len(xs) < flatWindow {
+		return false
+	}
+	last := xs[len(xs)-flatWindow:]
+	m := mean(last)
+	for _, x := range last {
+		if !(x > 0) || math.Abs(x/m-1) > flatTolerance {
+			return false
+		}
+	}
+	return (last[0]-last[len(last)-1])/m <= flatTolerance
+}
+
+// capsInForce reads the caps the testbed set (run/cap-TIER, written by
+// testbed.sh up and caps), web, app and db, as caps takes them.
+func capsInForce(tbDir string) ([]string, error) {
+	var caps []string
+	for _, tier := range []string{"web", "app", "db"} {
+		path := filepath.Join(tbDir, "run", "cap-"+tier)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("the testbed's %s cap: %w (is the testbed of SOFTALLOC_TESTBED_DIR up?)", tier, err)
+		}
+		caps = append(caps, tier+"="+strings.TrimSpace(string(b)))
+	}
+	return caps, nil
+}
+
+// setCaps moves the testbed's CPU caps (testbed.sh caps).
+func (o options) setCaps(caps []string) error {
+	cmd := exec.Command(o.testbed, append([]string{"caps"}, caps...)...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("testbed.sh caps %s: %w", strings.Join(caps, " "), err)
+	}
+	return nil
+}
+
+// warmUp warms the JVM that is up: -hot at -hot-users with the app tier's
+// cap at -hot-cap, the testbed's caps put back whatever that trial did,
+// then trials of -warm at users under the cap until flat, at most
+// -warm-trials (Settled says which ended it).
+func (o options) warmUp(label string, c config, users int) (w warmup, err error) {
+	start := time.Now()
+	w = warmup{JVM: label, Users: users, Trial: o.warm.String()}
+	defer func() { w.Seconds = time.Since(start).Seconds() }()
+	caps, err := capsInForce(o.tbDir)
+	if err != nil {
+		return w, err
+	}
+	w.Caps = strings.Join(caps, " ")
+	if o.hot > 0 {
+		lifted := make([]string, len(caps))
+		for i, kv := range caps {
+			lifted[i] = kv
+			if strings.HasPrefix(kv, "app=") {
+				lifted[i] = "app=" + o.hotCap
+			}
+		}
+		if err := o.setCaps(lifted); err != nil {
+			// Part of the caps may have moved.
+			return w, errors.Join(err, o.setCaps(caps))
+		}
+		r, hotErr := simulate(o.bin, c, o.hotUsers, "1", o.hot)
+		if err := o.setCaps(caps); err != nil {
+			return w, errors.Join(hotErr, fmt.Errorf("putting the caps back after the warm-up: %w", err))
+		}
+		if hotErr != nil {
+			return w, fmt.Errorf("warm-up with the app's cap lifted: %w", hotErr)
+		}
+		w.HotCap, w.HotUsers, w.HotSeconds, w.HotThroughput = o.hotCap, o.hotUsers, o.hot.Seconds(), r.Throughput
+	}
 	for i := 0; o.warm > 0 && i < o.warmTrials; i++ {
 		r, err := simulate(o.bin, c, users, "1", o.warm)
 		if err != nil {
-			return perPage, err
+			return w, fmt.Errorf("warm-up under the cap: %w", err)
 		}
-		perPage = append(perPage, cpuPerPage(r))
-		if n := len(perPage); n >= 2 && perPage[n-1] > 0 && math.Abs(perPage[n-1]/perPage[n-2]-1) < 0.05 {
+		w.CPUPerPage = append(w.CPUPerPage, cpuPerPage(r))
+		fmt.Fprintf(os.Stderr, "vthreadseval:   warm-up: %.2f ms of app CPU per page\n", w.CPUPerPage[len(w.CPUPerPage)-1])
+		if flat(w.CPUPerPage) {
+			w.Settled = true
 			break
 		}
 	}
-	return perPage, nil
+	return w, nil
+}
+
+// step is one configuration's repetition: its workloads in the order run.
+type step struct {
+	Config, Rep int
+	Users       []int
+}
+
+// jvm names what a configuration's JVM is started with: the threads
+// variant and HikariCP's connectionTimeout (a flag of the JVM, not set at
+// run time like the pools).
+func (c config) jvm() string { return c.Threads + " threads, connectionTimeout " + c.ConnTO }
+
+// runOrder gives the grid's order: each repetition the configurations and
+// workloads one way, the next the other way, the first starting from the
+// end whose JVM is up (running, config.jvm), so that a JVM is started and
+// warmed only where the next configuration needs another.
+func runOrder(configs []config, users []int, reps int, running string) []step {
+	forward := len(configs) == 0 || configs[0].jvm() == running || configs[len(configs)-1].jvm() != running
+	up := append([]int(nil), users...)
+	down := make([]int, len(users))
+	for i, u := range users {
+		down[len(users)-1-i] = u
+	}
+	var out []step
+	for r := 1; r <= reps; r++ {
+		if forward {
+			for i := range configs {
+				out = append(out, step{i, r, up})
+			}
+		} else {
+			for i := len(configs) - 1; i >= 0; i-- {
+				out = append(out, step{i, r, down})
+			}
+		}
+		forward = !forward
+	}
+	return out
 }
 
 func (o options) run() error {
@@ -191,12 +352,11 @@ func (o options) run() error {
 	if err != nil {
 		return fmt.Errorf("-jdk %s: %w: %s", o.jdk, err, jdk)
 	}
-	p, err := split3(o.rec)
-	if err != nil {
-		return fmt.Errorf("-rec %w", err)
-	}
 	if o.reps < 1 {
 		return fmt.Errorf("-reps %d: want 1 or more", o.reps)
+	}
+	if o.warmTrials < flatWindow {
+		return fmt.Errorf("-warm-trials %d: want %d or more (the warm-up stops on the last %d trials)", o.warmTrials, flatWindow, flatWindow)
 	}
 	offset := 0
 	if s := os.Getenv("SOFTALLOC_TESTBED_PORT_OFFSET"); s != "" {
@@ -217,17 +377,45 @@ func (o options) run() error {
 	}
 	start := time.Now()
 	rep := report{UptimeBefore: uptime(), JDK: strings.SplitN(strings.TrimSpace(string(jdk)), "\n", 2)[0], Runtime: o.runtime.String(),
-		Warm: fmt.Sprintf("%s each, until the app's CPU per page changed by less than 5%% from one to the next, at most %d", o.warm, o.warmTrials), WarmUsersRecommend: o.warmUsers, Reps: o.reps, PlatformRec: o.rec,
-		SLAFactors: o.factors, Fractions: o.fractions, Note: o.note}
-
-	// softalloc's recommendation for the virtual-thread deployment, on a
-	// warmed JVM with the limit of the deployment file.
-	fmt.Fprintf(os.Stderr, "vthreadseval: softalloc's recommendation for %s\n", virtualFile)
-	if err := o.up("virtual", "2s"); err != nil {
+		Warm: fmt.Sprintf("a trial of %s at %d users with the app's cap at %s (then the testbed's caps again), then trials of %s under the cap until the last %d were flat (each within %.0f%% of their mean, no fall beyond that from the first to the last), at most %d",
+			o.hot, o.hotUsers, o.hotCap, o.warm, flatWindow, 100*flatTolerance, o.warmTrials),
+		WarmUsersRecommend: o.warmUsers, Reps: o.reps, SLAFactors: o.factors, Fractions: o.fractions, Note: o.note}
+	running := ""
+	// upAndWarm starts a new JVM for c and warms it.
+	upAndWarm := func(label string, c config, users int) error {
+		fmt.Fprintf(os.Stderr, "vthreadseval: %s: a new JVM (%s), warm-up\n", label, c.jvm())
+		if err := o.up(c.Threads, c.ConnTO); err != nil {
+			return err
+		}
+		running = c.jvm()
+		w, err := o.warmUp(label, c, users)
+		rep.Warmups = append(rep.Warmups, w)
 		return err
 	}
-	probe := config{Name: "recommend", Role: roleLimit, Threads: "virtual", Deployment: virtualFile, Alloc: "web.threads=100,app.permits=20,app.connections=10"}
-	if rep.WarmRecommend, err = o.warmUp(probe, o.warmUsers); err != nil {
+
+	// softalloc's recommendation for the platform deployment, on a warm JVM,
+	// unless -rec gives it.
+	if o.rec != "" {
+		p, err := split3(o.rec)
+		if err != nil {
+			return fmt.Errorf("-rec %w", err)
+		}
+		rep.PlatformRec = recommendation{Web: p[0], App: p[1], Unit: "threads", Connections: p[2], Given: true}
+	} else {
+		probe := config{Name: "recommend", Role: rolePlatform, Threads: "platform", ConnTO: "30s", Deployment: platformFile, Alloc: "web.threads=100,app.threads=20,app.connections=10"}
+		if err := upAndWarm("platform threads, before recommend", probe, o.warmUsers); err != nil {
+			return err
+		}
+		if rep.PlatformRec, rep.PlatformRecommendArgs, err = o.recommend(platformFile, "platform", "threads"); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(os.Stderr, "vthreadseval: platform recommendation %+v\n", rep.PlatformRec)
+
+	// And for the virtual-thread deployment, with the limit of the
+	// deployment file.
+	probe := config{Name: "recommend", Role: roleLimit, Threads: "virtual", ConnTO: "2s", Deployment: virtualFile, Alloc: "web.threads=100,app.permits=20,app.connections=10"}
+	if err := upAndWarm("virtual threads, before recommend", probe, o.warmUsers); err != nil {
 		return err
 	}
 	if o.vrec != "" {
@@ -238,26 +426,12 @@ func (o options) run() error {
 		if o.saturation < 1 {
 			return fmt.Errorf("-vrec needs -saturation, the saturation workload in users (got %d)", o.saturation)
 		}
-		rep.Rec = recommendation{Web: v[0], Permits: v[1], Connections: v[2], SaturationWorkload: o.saturation, Given: true}
-	} else {
-		journal := filepath.Join(o.work, "recommend.jsonl")
-		_ = os.Remove(journal) // a journal of an earlier run would answer from its trials
-		t0 := time.Now()
-		args, shown := recommendArgs(virtualFile, journal, o.step)
-		rep.RecommendArgs = shown
-		cmd := exec.Command(o.bin, args...)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("%s: %w: %s", strings.Join(cmd.Args, " "), err, lastLine(stderr.String()))
-		}
-		if rep.Rec, err = parseRecommend(stdout.Bytes()); err != nil {
-			return err
-		}
-		rep.Rec.Seconds = time.Since(t0).Seconds()
+		rep.Rec = recommendation{Web: v[0], App: v[1], Unit: "permits", Connections: v[2], SaturationWorkload: o.saturation, Given: true}
+	} else if rep.Rec, rep.RecommendArgs, err = o.recommend(virtualFile, "virtual", "permits"); err != nil {
+		return err
 	}
-	fmt.Fprintf(os.Stderr, "vthreadseval: recommendation %+v\n", rep.Rec)
-	limitAlloc := fmt.Sprintf("web.threads=%d,app.permits=%d,app.connections=%d", rep.Rec.Web, rep.Rec.Permits, rep.Rec.Connections)
+	fmt.Fprintf(os.Stderr, "vthreadseval: virtual recommendation %+v\n", rep.Rec)
+	limitAlloc := fmt.Sprintf("web.threads=%d,app.permits=%d,app.connections=%d", rep.Rec.Web, rep.Rec.App, rep.Rec.Connections)
 
 	// The SLA thresholds from the response time at low load, on the
 	// recommendation's allocation.
@@ -278,40 +452,36 @@ func (o options) run() error {
 	fmt.Fprintf(os.Stderr, "vthreadseval: SLAs %v s, workloads %v users\n", rep.SLAs, rep.Users)
 	slas := strings.Join(rep.SLAs, ",")
 
+	p := rep.PlatformRec
 	rep.Configs = []config{
-		{"platform threads, softalloc's recommendation", rolePlatform, "platform", "30s", platformFile, fmt.Sprintf("%d-%d-%d", p[0], p[1], p[2])},
+		{"platform threads, softalloc's recommendation", rolePlatform, "platform", "30s", platformFile, fmt.Sprintf("web.threads=%d,app.threads=%d,app.connections=%d", p.Web, p.App, p.Connections)},
 		{"virtual threads, no limit, HikariCP 10", roleNoLimit, "virtual", "30s", virtualFile, fmt.Sprintf("web.threads=%d,app.permits=10000,app.connections=10", o.web)},
 		{fmt.Sprintf("virtual threads, no limit, HikariCP %d (softalloc's size)", rep.Rec.Connections), roleNoLimit, "virtual", "30s", virtualFile,
 			fmt.Sprintf("web.threads=%d,app.permits=10000,app.connections=%d", o.web, rep.Rec.Connections)},
 		{"virtual threads, softalloc's limit and pool", roleLimit, "virtual", "2s", virtualFile, limitAlloc},
 	}
-	for _, c := range rep.Configs {
-		fmt.Fprintf(os.Stderr, "vthreadseval: %s (%s)\n", c.Name, c.Alloc)
-		// A new JVM for each configuration, so that each starts as cold as the others.
-		if err := o.up(c.Threads, c.ConnTO); err != nil {
-			return err
+	for _, st := range runOrder(rep.Configs, rep.Users, o.reps, running) {
+		c := rep.Configs[st.Config]
+		fmt.Fprintf(os.Stderr, "vthreadseval: %s (%s), repetition %d\n", c.Name, c.Alloc, st.Rep)
+		if c.jvm() != running {
+			if err := upAndWarm(fmt.Sprintf("%s, repetition %d", c.Name, st.Rep), c, rep.WarmUsers); err != nil {
+				return err
+			}
 		}
-		w, err := o.warmUp(c, rep.WarmUsers)
-		if err != nil {
-			return err
-		}
-		rep.WarmCPUPerPage = append(rep.WarmCPUPerPage, w)
-		for i := 0; i < o.reps; i++ {
-			for _, u := range rep.Users {
-				r, err := simulate(o.bin, c, u, slas, o.runtime)
-				if err != nil {
-					// Once more: on a shared machine a scrape can miss.
-					fmt.Fprintf(os.Stderr, "vthreadseval: %v; once more\n", err)
-					if r, err = simulate(o.bin, c, u, slas, o.runtime); err != nil {
-						return err
-					}
+		for _, u := range st.Users {
+			r, err := simulate(o.bin, c, u, slas, o.runtime)
+			if err != nil {
+				// Once more: on a shared machine a scrape can miss.
+				fmt.Fprintf(os.Stderr, "vthreadseval: %v; once more\n", err)
+				if r, err = simulate(o.bin, c, u, slas, o.runtime); err != nil {
+					return err
 				}
-				r.Config, r.Rep = c.Name, i+1
-				rep.Rows = append(rep.Rows, r)
-				// What ran so far, should a later trial fail.
-				if b, err := json.MarshalIndent(rep, "", "  "); err == nil {
-					_ = os.WriteFile(filepath.Join(o.work, "partial.json"), b, 0o644)
-				}
+			}
+			r.Config, r.Rep = c.Name, st.Rep
+			rep.Rows = append(rep.Rows, r)
+			// What ran so far, should a later trial fail.
+			if b, err := json.MarshalIndent(rep, "", "  "); err == nil {
+				_ = os.WriteFile(filepath.Join(o.work, "partial.json"), b, 0o644)
 			}
 		}
 	}
@@ -319,6 +489,28 @@ func (o options) run() error {
 	rep.Generated = time.Now().UTC().Format(time.RFC3339)
 	rep.Minutes = time.Since(start).Minutes()
 	return rep.write(o.out)
+}
+
+// recommend runs softalloc recommend on the deployment (a new journal, so
+// that an earlier run's trials do not answer) and reads its answer.
+func (o options) recommend(deployment, name, unit string) (recommendation, string, error) {
+	journal := filepath.Join(o.work, "recommend-"+name+".jsonl")
+	_ = os.Remove(journal)
+	t0 := time.Now()
+	args, shown := recommendArgs(deployment, journal, o.step)
+	fmt.Fprintf(os.Stderr, "vthreadseval: softalloc %s\n", strings.Join(args, " "))
+	cmd := exec.Command(o.bin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return recommendation{}, shown, fmt.Errorf("%s: %w: %s", strings.Join(cmd.Args, " "), err, lastLine(stderr.String()))
+	}
+	r, err := parseRecommend(stdout.Bytes(), unit)
+	if err != nil {
+		return r, shown, err
+	}
+	r.Seconds = time.Since(t0).Seconds()
+	return r, shown, nil
 }
 
 // recommendArgs are recommend's arguments, and those the report shows after

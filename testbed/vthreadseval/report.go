@@ -53,11 +53,14 @@ type row struct {
 	Servers      []server           `json:"servers"`
 }
 
-// recommendation is what softalloc recommend said for the virtual-thread
-// deployment: the web threads, the limit's permits and HikariCP's pool.
+// recommendation is what softalloc recommend said for a deployment: the web
+// threads, the app tier's jobs (the limit's permits on virtual threads,
+// Tomcat's threads on platform threads) and HikariCP's pool.
 type recommendation struct {
-	Web                int      `json:"webThreads"`
-	Permits            int      `json:"permits"`
+	Web int `json:"webThreads"`
+	// App are the app tier's jobs, in Unit: permits or threads.
+	App                int      `json:"app"`
+	Unit               string   `json:"appUnit"`
 	Connections        int      `json:"connections"`
 	MinJobs            float64  `json:"minJobs"`
 	Reading            string   `json:"reading"`
@@ -75,8 +78,9 @@ type recommendation struct {
 }
 
 // parseRecommend reads recommend --output json: the web tier's threads and
-// the app tier's permits and connections.
-func parseRecommend(b []byte) (recommendation, error) {
+// the app tier's jobs, in unit (permits for deployment-java-vthreads.yaml,
+// threads for deployment-java.yaml), and connections.
+func parseRecommend(b []byte, unit string) (recommendation, error) {
 	var doc struct {
 		Critical struct {
 			Tier               string  `json:"tier"`
@@ -103,23 +107,26 @@ func parseRecommend(b []byte) (recommendation, error) {
 	}
 	r := recommendation{MinJobs: doc.MinJobs, Reading: doc.Evidence.Reading, WLmin: doc.Evidence.WLmin, CriticalTier: doc.Critical.Tier,
 		CriticalResource: doc.Critical.Resource, SaturationWorkload: doc.Critical.SaturationWorkload, MaxThroughput: doc.Critical.MaxThroughput,
-		Experiments: doc.Experiments, Warnings: doc.Warnings}
+		Experiments: doc.Experiments, Warnings: doc.Warnings, Unit: unit}
 	for _, t := range doc.Tiers {
 		switch t.Name {
 		case "web":
 			r.Web = t.ThreadsPerServer
 		case "app":
-			if !t.Permits {
+			switch {
+			case unit == "permits" && !t.Permits:
 				return r, fmt.Errorf("recommend's app tier has threads, not permits: want the virtual-thread deployment (deployment-java-vthreads.yaml)")
+			case unit == "threads" && t.Permits:
+				return r, fmt.Errorf("recommend's app tier has permits, not threads: want the platform deployment (deployment-java.yaml)")
 			}
-			r.Permits = t.ThreadsPerServer
+			r.App = t.ThreadsPerServer
 			if t.ConnectionsPerServer != nil {
 				r.Connections = *t.ConnectionsPerServer
 			}
 		}
 	}
-	if r.Web < 1 || r.Permits < 1 || r.Connections < 1 {
-		return r, fmt.Errorf("recommend gave web threads %d, app permits %d, app connections %d: want all three positive", r.Web, r.Permits, r.Connections)
+	if r.Web < 1 || r.App < 1 || r.Connections < 1 {
+		return r, fmt.Errorf("recommend gave web threads %d, app %s %d, app connections %d: want all three positive", r.Web, unit, r.App, r.Connections)
 	}
 	if r.SaturationWorkload < 1 {
 		return r, fmt.Errorf("recommend's critical resource has saturation workload %d: want a positive number of users", r.SaturationWorkload)
@@ -366,25 +373,26 @@ type report struct {
 	WarmUsers    int     `json:"warmUsers"`
 	// WarmUsersRecommend are the users of the warm-up before recommend.
 	WarmUsersRecommend int `json:"warmUsersRecommend"`
-	// The app's CPU per page (ms) in each warm-up trial: before recommend,
-	// and before each configuration's trials.
-	WarmRecommend  []float64      `json:"warmCpuPerPageRecommend"`
-	WarmCPUPerPage [][]float64    `json:"warmCpuPerPage"`
-	Reps           int            `json:"repetitions"`
-	Rec            recommendation `json:"recommendation"`
+	// Warmups are each JVM's warm-up, in the order run.
+	Warmups []warmup       `json:"warmups"`
+	Reps    int            `json:"repetitions"`
+	Rec     recommendation `json:"recommendation"`
 	// RecommendArgs are recommend's flags after its deployment file.
-	RecommendArgs string    `json:"recommendArgs,omitempty"`
-	PlatformRec   string    `json:"platformRecommendation"`
-	LowUsers      int       `json:"lowLoadUsers"`
-	LowRT         []float64 `json:"lowLoadResponseTimes"`
-	SLAFactors    []float64 `json:"slaFactors"`
-	Fractions     []float64 `json:"workloadFractions"`
-	SLAs          []string  `json:"slas"`
-	Configs       []config  `json:"configs"`
-	Users         []int     `json:"users"`
-	Rows          []row     `json:"rows"`
-	Verdicts      []verdict `json:"target"`
-	Note          string    `json:"note,omitempty"`
+	RecommendArgs string `json:"recommendArgs,omitempty"`
+	// PlatformRec is recommend's answer for the platform deployment (or
+	// -rec's, Given).
+	PlatformRec           recommendation `json:"platformRecommendation"`
+	PlatformRecommendArgs string         `json:"platformRecommendArgs,omitempty"`
+	LowUsers              int            `json:"lowLoadUsers"`
+	LowRT                 []float64      `json:"lowLoadResponseTimes"`
+	SLAFactors            []float64      `json:"slaFactors"`
+	Fractions             []float64      `json:"workloadFractions"`
+	SLAs                  []string       `json:"slas"`
+	Configs               []config       `json:"configs"`
+	Users                 []int          `json:"users"`
+	Rows                  []row          `json:"rows"`
+	Verdicts              []verdict      `json:"target"`
+	Note                  string         `json:"note,omitempty"`
 }
 
 func mean(xs []float64) float64 {
@@ -401,31 +409,28 @@ func (r report) markdown() string {
 	fmt.Fprintf(&b, "Generated by `go run ./testbed/vthreadseval -out docs` (under `flock -o /tmp/measure.lock`: without -o the JVMs it starts inherit the lock) on %s, in %.0f minutes, on the\n", r.Generated, r.Minutes)
 	fmt.Fprintf(&b, "testbed's Java stack (Apache -> embedded Tomcat 11 with HikariCP 7 -> MariaDB, caps web 0.5, app 0.1, db 0.6 cores) on one 2-core\n")
 	fmt.Fprintf(&b, "machine shared with other work. **Every configuration ran on the same JDK**: %s (platform threads too, through\n", r.JDK)
-	fmt.Fprintf(&b, "SOFTALLOC_TESTBED_JAVA_HOME), each on a new JVM. Trials: 3 s ramp-up, %s runtime, 1 s ramp-down, the RUBBoS browse-only mix with 0.5 s think\n", r.Runtime)
-	fmt.Fprintf(&b, "time, %d repetitions per cell (the workloads in turn, then again, on the same JVM); warm-up trials (%s) at %d users (0.8 of the\nsaturation workload) before each configuration, and at %d users before recommend.\n", r.Reps, r.Warm, r.WarmUsers, r.WarmUsersRecommend)
-	fmt.Fprintf(&b, "App CPU per page in the warm-up trials (ms): before recommend %s", msList(r.WarmRecommend))
-	for i, w := range r.WarmCPUPerPage {
-		if i < len(r.Configs) {
-			fmt.Fprintf(&b, "; %s %s", r.Configs[i].Name, msList(w))
+	fmt.Fprintf(&b, "SOFTALLOC_TESTBED_JAVA_HOME). Trials: 3 s ramp-up, %s runtime, 1 s ramp-down, the RUBBoS browse-only mix with 0.5 s think\n", r.Runtime)
+	fmt.Fprintf(&b, "time, %d repetitions per cell, in opposite orders (configurations and workloads one way, then the other way). A new JVM wherever the next\n", r.Reps)
+	fmt.Fprintf(&b, "configuration needs another (the threads variant, or HikariCP's connectionTimeout, a flag of the JVM), each warmed before anything was measured on it:\n%s.\n", r.Warm)
+	fmt.Fprintf(&b, "The trials under the cap ran at %d users before each recommend and at %d (0.8 of the saturation workload) before the grid's configurations.\n\n", r.WarmUsersRecommend, r.WarmUsers)
+	fmt.Fprintf(&b, "| JVM | with the app's cap lifted | app CPU per page under the cap (ms), trial by trial | flat | warm-up |\n|---|---|---|---|---|\n")
+	for _, w := range r.Warmups {
+		hot := "-"
+		if w.HotUsers > 0 {
+			hot = fmt.Sprintf("%.0f s at %d users (app=%s): %.1f pages/s", w.HotSeconds, w.HotUsers, w.HotCap, w.HotThroughput)
 		}
+		settled := "**no**"
+		if w.Settled {
+			settled = "yes"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s (%s trials at %d users) | %s | %.0f s |\n", w.JVM, hot, msList(w.CPUPerPage), w.Trial, w.Users, settled, w.Seconds)
 	}
-	fmt.Fprintf(&b, ".\nLoad before: `%s`; after: `%s`.\n\n", r.UptimeBefore, r.UptimeAfter)
+	fmt.Fprintf(&b, "\nLoad before: `%s`; after: `%s`.\n\n", r.UptimeBefore, r.UptimeAfter)
 
-	fmt.Fprintf(&b, "## softalloc's recommendation, the SLA thresholds and the workloads\n\n")
-	if r.Rec.Given {
-		fmt.Fprintf(&b, "The virtual-thread deployment's permits and pool were given (-vrec %d-%d-%d), not recommended in this run.\n", r.Rec.Web, r.Rec.Permits, r.Rec.Connections)
-	} else {
-		fmt.Fprintf(&b, "`softalloc recommend --runner live -f deployment-java-vthreads.yaml %s` (its ports moved to this testbed's), on a JVM warmed by the trials above: critical resource\n", r.RecommendArgs)
-		fmt.Fprintf(&b, "**%s %s**, saturated at **%d users** (%.1f pages/s); minJobs %.1f (%s, at %d users); **web threads %d, app permits %d, app connections %d**;\n",
-			r.Rec.CriticalTier, r.Rec.CriticalResource, r.Rec.SaturationWorkload, r.Rec.MaxThroughput, r.Rec.MinJobs, r.Rec.Reading, r.Rec.WLmin,
-			r.Rec.Web, r.Rec.Permits, r.Rec.Connections)
-		fmt.Fprintf(&b, "%d experiments, %.0f s.", r.Rec.Experiments, r.Rec.Seconds)
-		for _, w := range r.Rec.Warnings {
-			fmt.Fprintf(&b, " Warning: %s.", strings.TrimSuffix(w, "."))
-		}
-		b.WriteString("\n")
-	}
-	fmt.Fprintf(&b, "The platform-thread configuration is softalloc's recommendation for the platform stack, `%s` (docs/live-evaluation.md, OpenJDK 17).\n\n", r.PlatformRec)
+	fmt.Fprintf(&b, "## softalloc's recommendations, the SLA thresholds and the workloads\n\n")
+	b.WriteString(recommendationLine(r.PlatformRec, "deployment-java.yaml", r.PlatformRecommendArgs, "-rec"))
+	b.WriteString(recommendationLine(r.Rec, "deployment-java-vthreads.yaml", r.RecommendArgs, "-vrec"))
+	b.WriteString("\n")
 	rts := make([]string, len(r.LowRT))
 	for i, x := range r.LowRT {
 		rts[i] = fmt.Sprintf("%.1f", 1000*x)
@@ -554,6 +559,24 @@ func (r report) markdown() string {
 	if r.Note != "" {
 		fmt.Fprintf(&b, "\n## Note\n\n%s\n", r.Note)
 	}
+	return b.String()
+}
+
+// recommendationLine says what recommend read and answered for one
+// deployment, or that the allocation was given by flag.
+func recommendationLine(r recommendation, file, args, flag string) string {
+	if r.Given {
+		return fmt.Sprintf("- %s: web threads %d, app %s %d, app connections %d, given (%s), not recommended in this run.\n", file, r.Web, r.Unit, r.App, r.Connections, flag)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "- `softalloc recommend --runner live -f %s %s` (its ports moved to this testbed's), on a warm JVM: critical resource ", file, args)
+	fmt.Fprintf(&b, "**%s %s**, saturated at **%d users** (%.1f pages/s); minJobs %.1f (%s, at %d users); **web threads %d, app %s %d, app connections %d**; ",
+		r.CriticalTier, r.CriticalResource, r.SaturationWorkload, r.MaxThroughput, r.MinJobs, r.Reading, r.WLmin, r.Web, r.Unit, r.App, r.Connections)
+	fmt.Fprintf(&b, "%d experiments, %.0f s.", r.Experiments, r.Seconds)
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, " Warning: %s.", strings.TrimSuffix(w, "."))
+	}
+	b.WriteString("\n")
 	return b.String()
 }
 
