@@ -376,7 +376,7 @@ func (o options) run() error {
 		return err
 	}
 	start := time.Now()
-	rep := report{UptimeBefore: uptime(), JDK: strings.SplitN(strings.TrimSpace(string(jdk)), "\n", 2)[0], Runtime: o.runtime.String(),
+	rep := report{Args: os.Args[1:], UptimeBefore: uptime(), JDK: strings.SplitN(strings.TrimSpace(string(jdk)), "\n", 2)[0], Runtime: o.runtime.String(),
 		Warm: fmt.Sprintf("a trial of %s at %d users with the app's cap at %s (then the testbed's caps again), then trials of %s under the cap until the last %d were flat (each within %.0f%% of their mean, no fall beyond that from the first to the last), at most %d",
 			o.hot, o.hotUsers, o.hotCap, o.warm, flatWindow, 100*flatTolerance, o.warmTrials),
 		WarmUsersRecommend: o.warmUsers, Reps: o.reps, SLAFactors: o.factors, Fractions: o.fractions, Note: o.note}
