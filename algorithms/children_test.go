@@ -158,3 +158,23 @@ func TestDatabaseConnectionPoolIsTheDerivedLimit(t *testing.T) {
 	assert.Equal(t, 1, bt)
 	assert.Equal(t, PoolThreads, bp)
 }
+
+// minJobs is printed as 3.5 and must give the pool 3.5 gives: WordPress's
+// campaign read X R = 3.4999999999999996 and allocated 3 children beside
+// "minJobs 3.5" (docs/wordpress-evaluation.md, 2026-11-28).
+func TestAPoolIsRoundedFromMinJobsAsPrinted(t *testing.T) {
+	d := phpDeployment()
+	d.Tiers[1].Replicas = 1
+	meas := []TierMeasurement{
+		{Tier: "web", Throughput: 10, ResponseTime: 0.4},
+		{Tier: "php", Throughput: 10, ResponseTime: 0.35},
+		{Tier: "db", Throughput: 100, ResponseTime: 0.002},
+	}
+	sz, err := CalculateMinAllocation(d, "php", 3.4999999999999996, meas)
+	require.NoError(t, err)
+	for _, ts := range sz.Tiers {
+		if ts.Name == "php" {
+			assert.Equal(t, 4, ts.TotalThreads, "minJobs 3.5")
+		}
+	}
+}
