@@ -119,7 +119,11 @@ func InferMinConcurrentJobs(ctx context.Context, x Experimenter, d Deployment, c
 		return sc.finish(err)
 	}
 	if readPeak {
-		return sc.finish(sc.readAt(peakIndex(sc.res.Points), "throughput-peak"))
+		at := peakIndex(sc.res.Points)
+		if w := sc.peakWithinTheNoise(at); w != "" {
+			sc.res.Warnings = append(sc.res.Warnings, w)
+		}
+		return sc.finish(sc.readAt(at, "throughput-peak"))
 	}
 	peak := grown // the last point whose throughput still grew
 	if capped {
@@ -162,6 +166,27 @@ func (sc *minJobsScan) point(ctx context.Context, workload int) error {
 	res.Points = append(res.Points, p)
 	sc.next = workload + sc.opts.SmallStep
 	return nil
+}
+
+// peakWithinTheNoise warns when fixed trials read the throughput peak at
+// point at on small steps that raise throughput by less than the trials'
+// noise: the three steps that "did not grow" may be noise, and the peak (so
+// minJobs) read too low. On warm JVMs 2-user steps near 56 users (3.6% a
+// step, 5.6% of noise) stopped at 107 pages/s where 68 users had served
+// 118.5, and the limit came out at 2 permits (issue 38).
+func (sc *minJobsScan) peakWithinTheNoise(at int) string {
+	last := len(sc.obs) - 1
+	noise := pagesNoise(sc.obs[at], sc.obs[last])
+	w := sc.res.Points[at].Workload
+	rise := float64(sc.opts.SmallStep) / float64(w)
+	if noise == 0 || rise >= noise {
+		return ""
+	}
+	return fmt.Sprintf("the throughput peak at %d users (%.4g pages/s) was read on steps of %d users, %.1f%% of that workload, finer than the trials' noise "+
+		"(%.1f%% between trials of %.0f and %.0f pages): a higher peak may lie past it, and minJobs with it; scan with --small-step %d or more, "+
+		"or measure longer trials (--runtime) or to a precision (--precision)",
+		w, sc.res.Points[at].Throughput, sc.opts.SmallStep, 100*rise, 100*noise,
+		sc.obs[at].Throughput*sc.obs[at].RuntimeSeconds, sc.obs[last].Throughput*sc.obs[last].RuntimeSeconds, int(math.Ceil(noise*float64(w))))
 }
 
 // untilFlat scans from start until throughput has not grown by the factor
