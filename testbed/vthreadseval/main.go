@@ -59,6 +59,7 @@ func main() {
 	warm := flag.Duration("warm", 20*time.Second, "the warm-up trials under the cap that follow")
 	warmTrials := flag.Int("warm-trials", 10, "at most this many warm-up trials under the cap (they stop when the last three's app CPU per page are flat)")
 	warmUsers := flag.Int("warm-users", 40, "users of the warm-up trials under the cap before recommend (those before the grid's configurations run at 0.8 of the saturation workload)")
+	recommendFlags := flag.String("recommend-flags", "", "more flags for both recommends, such as \"--small-step 10\" (the peak scan's steps, which recommend warns of when finer than the trials' noise)")
 	step := flag.Int("step", 10, "recommend's find-critical step, users (0: recommend derives it; on this stack under load it derived 1 user a trial)")
 	note := flag.String("note", "", "a note for the report's end (what the figures cannot show)")
 	render := flag.String("render", "", "only draw the Markdown again from this live-evaluation-vthreads.json, with -note (no trial)")
@@ -72,7 +73,8 @@ func main() {
 	}
 	o := options{out: *out, bin: *bin, work: *work, jdk: *jdk, rec: *rec, vrec: *vrec, saturation: *saturation, web: *webUnbounded,
 		runtime: *runtime, warm: *warm, warmTrials: *warmTrials, warmUsers: *warmUsers, reps: *reps, low: *low, note: *note, step: *step,
-		testbed: filepath.Join("testbed", "testbed.sh"), tbDir: testbedDir(), hot: *hot, hotUsers: *hotUsers, hotCap: *hotCap}
+		testbed: filepath.Join("testbed", "testbed.sh"), tbDir: testbedDir(), hot: *hot, hotUsers: *hotUsers, hotCap: *hotCap,
+		recommendFlags: strings.Fields(*recommendFlags)}
 	var err error
 	if o.fractions, err = floats("-fractions", *fractions); err == nil {
 		o.factors, err = floats("-sla-factors", *factors)
@@ -100,6 +102,8 @@ type options struct {
 	hot      time.Duration
 	hotUsers int
 	hotCap   string
+	// recommendFlags are -recommend-flags, word by word.
+	recommendFlags []string
 }
 
 // floats reads a comma-separated list of positive numbers.
@@ -250,6 +254,15 @@ func (o options) setCaps(caps []string) error {
 	return nil
 }
 
+// hotAlloc is the lifted warm-up trial's allocation, by threads variant:
+// pools that let the JIT see the load at the users of -hot-users. On its
+// own 2 connections a JVM was pushed to 107-114 pages/s (against 241-268
+// on generous pools), and one never settled under the cap.
+var hotAlloc = map[string]string{
+	"platform": "web.threads=400,app.threads=40,app.connections=40",
+	"virtual":  "web.threads=400,app.permits=40,app.connections=40",
+}
+
 // warmUp warms the JVM that is up: -hot at -hot-users with the app tier's
 // cap at -hot-cap, the testbed's caps put back whatever that trial did,
 // then trials of -warm at users under the cap until flat, at most
@@ -275,7 +288,11 @@ func (o options) warmUp(label string, c config, users int) (w warmup, err error)
 			// Part of the caps may have moved.
 			return w, errors.Join(err, o.setCaps(caps))
 		}
-		r, hotErr := simulate(o.bin, c, o.hotUsers, "1", o.hot)
+		hot := c
+		if a, ok := hotAlloc[c.Threads]; ok {
+			hot.Alloc = a
+		}
+		r, hotErr := simulate(o.bin, hot, o.hotUsers, "1", o.hot)
 		if err := o.setCaps(caps); err != nil {
 			return w, errors.Join(hotErr, fmt.Errorf("putting the caps back after the warm-up: %w", err))
 		}
@@ -377,8 +394,8 @@ func (o options) run() error {
 	}
 	start := time.Now()
 	rep := report{Args: os.Args[1:], UptimeBefore: uptime(), JDK: strings.SplitN(strings.TrimSpace(string(jdk)), "\n", 2)[0], Runtime: o.runtime.String(),
-		Warm: fmt.Sprintf("a trial of %s at %d users with the app's cap at %s (then the testbed's caps again), then trials of %s under the cap until the last %d were flat (each within %.0f%% of their mean, no fall beyond that from the first to the last), at most %d",
-			o.hot, o.hotUsers, o.hotCap, o.warm, flatWindow, 100*flatTolerance, o.warmTrials),
+		Warm: fmt.Sprintf("a trial of %s at %d users on generous pools (%s, or its platform twin) with the app's cap at %s (then the testbed's caps again), then trials of %s under the cap until the last %d were flat (each within %.0f%% of their mean, no fall beyond that from the first to the last), at most %d",
+			o.hot, o.hotUsers, hotAlloc["virtual"], o.hotCap, o.warm, flatWindow, 100*flatTolerance, o.warmTrials),
 		WarmUsersRecommend: o.warmUsers, Reps: o.reps, SLAFactors: o.factors, Fractions: o.fractions, Note: o.note}
 	running := ""
 	// upAndWarm starts a new JVM for c and warms it.
@@ -497,7 +514,7 @@ func (o options) recommend(deployment, name, unit string) (recommendation, strin
 	journal := filepath.Join(o.work, "recommend-"+name+".jsonl")
 	_ = os.Remove(journal)
 	t0 := time.Now()
-	args, shown := recommendArgs(deployment, journal, o.step)
+	args, shown := recommendArgs(deployment, journal, o.step, o.recommendFlags...)
 	fmt.Fprintf(os.Stderr, "vthreadseval: softalloc %s\n", strings.Join(args, " "))
 	cmd := exec.Command(o.bin, args...)
 	var stdout, stderr bytes.Buffer
@@ -515,11 +532,12 @@ func (o options) recommend(deployment, name, unit string) (recommendation, strin
 
 // recommendArgs are recommend's arguments, and those the report shows after
 // the deployment file's name.
-func recommendArgs(deployment, journal string, step int) (args []string, shown string) {
+func recommendArgs(deployment, journal string, step int, extra ...string) (args []string, shown string) {
 	args = []string{"recommend", "--runner", "live", "-f", deployment, "--journal", journal, "--output", "json", "--quiet"}
 	if step > 0 {
 		args = append(args, "--step", strconv.Itoa(step))
 	}
+	args = append(args, extra...)
 	return args, strings.Join(args[5:], " ")
 }
 

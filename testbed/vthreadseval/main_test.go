@@ -216,6 +216,10 @@ func TestRecommendArgs(t *testing.T) {
 	assert.Equal(t, "--journal /w/recommend.jsonl --output json --quiet --step 10", shown)
 	args, _ = recommendArgs("d.yaml", "j", 0)
 	assert.NotContains(t, args, "--step", "0: recommend derives its step")
+	// -recommend-flags go last, word by word, and the report shows them.
+	args, shown = recommendArgs("d.yaml", "j", 10, "--small-step", "10")
+	assert.Equal(t, []string{"--step", "10", "--small-step", "10"}, args[len(args)-4:])
+	assert.Contains(t, shown, "--step 10 --small-step 10")
 }
 
 // The warm-up's stop: the app's CPU per page is flat when each of the last
@@ -292,7 +296,7 @@ func logLines(t *testing.T, path string) []string {
 func TestWarmUpLiftsTheAppsCapThenWaitsForAFlatCPUPerPage(t *testing.T) {
 	// CPU per page: 1000 * 0.1 * cpu / pages/s: 2.5, 2.0, 1.98, 2.01 ms.
 	o, log := fakeTestbed(t, "0.5 200", "1 40", "0.8 40", "0.792 40", "0.804 40", "0.8 40")
-	c := config{Name: "probe", Deployment: "d.yaml", Alloc: "web.threads=100,app.permits=20,app.connections=10"}
+	c := config{Name: "probe", Threads: "virtual", Deployment: "d.yaml", Alloc: "web.threads=100,app.permits=2,app.connections=2"}
 	w, err := o.warmUp("virtual, before recommend", c, 40)
 	require.NoError(t, err)
 	lines := logLines(t, log)
@@ -301,6 +305,13 @@ func TestWarmUpLiftsTheAppsCapThenWaitsForAFlatCPUPerPage(t *testing.T) {
 	assert.Contains(t, lines[1], "softalloc simulate")
 	assert.Contains(t, lines[1], "--users 150")
 	assert.Contains(t, lines[1], "--runtime 1m30s")
+	// Generous pools, whatever the configuration's: the 2-connection JVMs
+	// were pushed to 107-114 pages/s by their own pools, and one never
+	// settled.
+	assert.Contains(t, lines[1], "--alloc "+hotAlloc["virtual"])
+	for _, l := range lines[3:] {
+		assert.Contains(t, l, "--alloc "+c.Alloc, "the trials under the cap run the configuration's own pools")
+	}
 	assert.Equal(t, "testbed.sh caps web=0.5 app=0.1 db=0.6", lines[2], "the testbed's own caps back before any trial under the cap")
 	for _, l := range lines[3:] {
 		assert.Contains(t, l, "--users 40")
