@@ -155,7 +155,9 @@ scan:
 				// at 14 took nine trials.
 				lo := jumpedFrom
 				for workload-lo > opts.Step {
-					w := lo + (workload-lo)/opts.Step/2*opts.Step
+					// At least a step above lo, so that a bracket off the
+					// step grid still narrows.
+					w := lo + max(opts.Step, (workload-lo)/opts.Step/2*opts.Step)
 					o2, hw2, _, _, err := r.decided(ctx, s, w, hwTest)
 					if err != nil {
 						res.Trials, res.Experiments = r.trials, len(r.trials)
