@@ -33,6 +33,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/softalloc/softalloc/testbed/runfiles"
 )
 
 func main() {
@@ -471,13 +473,6 @@ func lockTestbed() (func(), error) {
 	return func() { f.Close() }, nil
 }
 
-func testbedDir() string {
-	if d := os.Getenv("SOFTALLOC_TESTBED_DIR"); d != "" {
-		return d
-	}
-	return filepath.Join(os.TempDir(), "softalloc-testbed")
-}
-
 // runningStack is the stack of a testbed that is up, or "".
 func runningStack() string {
 	c := http.Client{Timeout: 2 * time.Second}
@@ -490,22 +485,22 @@ func runningStack() string {
 	if resp.StatusCode != http.StatusOK {
 		return ""
 	}
-	b, err := os.ReadFile(filepath.Join(testbedDir(), "run", "stack"))
+	stack, err := runfiles.Read(runfiles.Dir(), "stack")
 	if err != nil {
 		return "go"
 	}
-	return strings.TrimSpace(string(b))
+	return stack
 }
 
 // readCaps reads the tiers' CPU caps, in cores, that testbed.sh set.
 func readCaps() map[string]float64 {
 	caps := map[string]float64{}
-	for _, t := range []string{"web", "app", "db"} {
-		b, err := os.ReadFile(filepath.Join(testbedDir(), "run", "cap-"+t))
+	for _, t := range runfiles.Tiers {
+		c, err := runfiles.Cap(runfiles.Dir(), t)
 		if err != nil {
 			continue
 		}
-		if v, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64); err == nil {
+		if v, err := strconv.ParseFloat(c, 64); err == nil {
 			caps[t] = v
 		}
 	}

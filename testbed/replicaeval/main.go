@@ -41,6 +41,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/softalloc/softalloc/testbed/runfiles"
 )
 
 // Plan is the part of recommend's answer this reads.
@@ -174,17 +176,21 @@ func run(planPath, bin, out string, rate float64, phase, sla time.Duration, vari
 		a := c.Allocation
 		pools[c.Replicas] = []string{strconv.Itoa(a["web"]["threads"]), strconv.Itoa(a["app"]["threads"]), strconv.Itoa(a["app"]["connections"])}
 	}
-	dir := os.Getenv("SOFTALLOC_TESTBED_DIR")
-	if dir == "" {
-		dir = filepath.Join(os.TempDir(), "softalloc-testbed")
+	dir := runfiles.Dir()
+	backend, err := runfiles.Read(dir, "db-engine")
+	if err != nil {
+		backend = "mariadb"
 	}
-	backend := readTrim(filepath.Join(dir, "run", "db-engine"), "mariadb")
-	if pooler := readTrim(filepath.Join(dir, "run", "pooler"), "none"); pooler != "none" {
+	if pooler, err := runfiles.Read(dir, "pooler"); err == nil && pooler != "none" {
 		backend += "+" + pooler
 	}
 	caps := []string{}
-	for _, t := range []string{"web", "app", "db"} {
-		caps = append(caps, t+"="+readTrim(filepath.Join(dir, "run", "cap-"+t), "?"))
+	for _, t := range runfiles.Tiers {
+		c, err := runfiles.Cap(dir, t)
+		if err != nil {
+			c = "?"
+		}
+		caps = append(caps, t+"="+c)
 	}
 
 	jsonPath := filepath.Join(out, "replica-evaluation.json")
@@ -301,14 +307,6 @@ func applied(log string, n int, since time.Time) (at time.Time, inPlace, ok bool
 		}
 	}
 	return time.Time{}, false, false
-}
-
-func readTrim(path, def string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return def
-	}
-	return strings.TrimSpace(string(b))
 }
 
 func uptime() string {

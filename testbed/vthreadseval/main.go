@@ -24,7 +24,6 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -37,6 +36,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/softalloc/softalloc/testbed/runfiles"
 )
 
 func main() {
@@ -73,7 +74,7 @@ func main() {
 	}
 	o := options{out: *out, bin: *bin, work: *work, jdk: *jdk, rec: *rec, vrec: *vrec, saturation: *saturation, web: *webUnbounded,
 		runtime: *runtime, warm: *warm, warmTrials: *warmTrials, warmUsers: *warmUsers, reps: *reps, low: *low, note: *note, step: *step,
-		testbed: filepath.Join("testbed", "testbed.sh"), tbDir: testbedDir(), hot: *hot, hotUsers: *hotUsers, hotCap: *hotCap,
+		testbed: filepath.Join("testbed", "testbed.sh"), tbDir: runfiles.Dir(), hot: *hot, hotUsers: *hotUsers, hotCap: *hotCap,
 		recommendFlags: strings.Fields(*recommendFlags)}
 	var err error
 	if o.fractions, err = floats("-fractions", *fractions); err == nil {
@@ -163,14 +164,6 @@ func (r report) write(out string) error {
 	return os.WriteFile(filepath.Join(out, "live-evaluation-vthreads.md"), []byte(r.markdown()), 0o644)
 }
 
-// testbedDir is the testbed's directory as testbed/core.sh finds it.
-func testbedDir() string {
-	if d := os.Getenv("SOFTALLOC_TESTBED_DIR"); d != "" {
-		return d
-	}
-	return filepath.Join(cmp.Or(os.Getenv("TMPDIR"), "/tmp"), "softalloc-testbed")
-}
-
 // up starts the Java stack's variant on a new JVM on the JDK of -jdk.
 func (o options) up(threads, connTimeout string) error {
 	cmd := exec.Command(o.testbed, "up")
@@ -229,17 +222,16 @@ func flat(xs []float64) bool {
 	return (last[0]-last[len(last)-1])/m <= flatTolerance
 }
 
-// capsInForce reads the caps the testbed set (run/cap-TIER, written by
-// testbed.sh up and caps), web, app and db, as caps takes them.
+// capsInForce reads the caps the testbed set (runfiles.Cap), as testbed.sh
+// caps takes them: web=C app=C db=C.
 func capsInForce(tbDir string) ([]string, error) {
 	var caps []string
-	for _, tier := range []string{"web", "app", "db"} {
-		path := filepath.Join(tbDir, "run", "cap-"+tier)
-		b, err := os.ReadFile(path)
+	for _, tier := range runfiles.Tiers {
+		c, err := runfiles.Cap(tbDir, tier)
 		if err != nil {
-			return nil, fmt.Errorf("the testbed's %s cap: %w (is the testbed of SOFTALLOC_TESTBED_DIR up?)", tier, err)
+			return nil, err
 		}
-		caps = append(caps, tier+"="+strings.TrimSpace(string(b)))
+		caps = append(caps, tier+"="+c)
 	}
 	return caps, nil
 }

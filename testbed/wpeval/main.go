@@ -39,6 +39,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/softalloc/softalloc/testbed/runfiles"
 )
 
 func main() {
@@ -548,15 +550,13 @@ func phpMemory() (limit, rss float64) {
 // caps reads the tiers' CPU caps of the testbed (run/cap-TIER, cores),
 // as testbed.sh caps writes them, and the php-fpm tier's.
 func caps() (string, float64) {
-	dir := os.Getenv("SOFTALLOC_TESTBED_DIR")
 	var parts []string
 	var app float64
-	for _, tier := range []string{"web", "app", "db"} {
-		b, err := os.ReadFile(filepath.Join(dir, "run", "cap-"+tier))
+	for _, tier := range runfiles.Tiers {
+		c, err := runfiles.Cap(runfiles.Dir(), tier)
 		if err != nil {
 			continue
 		}
-		c := strings.TrimSpace(string(b))
 		parts = append(parts, tier+"="+c)
 		if tier == "app" {
 			app, _ = strconv.ParseFloat(c, 64)
