@@ -196,10 +196,15 @@ func NewMaxConnections(from string, children int, perChild float64) MaxConnectio
 	if !m.Measured {
 		m.PerChild = DefaultConnectionsPerChild
 	}
-	// The product rounded to 1e-9 first: 20 x 1.5 must not become 31.
-	m.PerServer = int(math.Ceil(math.Round(float64(children)*m.PerChild*1e9)/1e9)) + m.Reserve
+	// 20 x 1.5 must not become 31.
+	m.PerServer = int(math.Ceil(withoutFloatError(float64(children)*m.PerChild))) + m.Reserve
 	return m
 }
+
+// withoutFloatError rounds x to 1e-9, so that a product's float error
+// rounds or ceils as the printed value does (WordPress's X R read
+// 3.4999999999999996, printed 3.5).
+func withoutFloatError(x float64) float64 { return math.Round(x*1e9) / 1e9 }
 
 // String says how the limit was derived, for people.
 func (m MaxConnections) String() string {

@@ -186,7 +186,7 @@ func (sc *minJobsScan) peakWithinTheNoise(at int) string {
 		"(%.1f%% between trials of %.0f and %.0f pages): a higher peak may lie past it, and minJobs with it; scan with --small-step %d or more, "+
 		"or measure longer trials (--runtime) or to a precision (--precision)",
 		w, sc.res.Points[at].Throughput, sc.opts.SmallStep, 100*rise, 100*noise,
-		sc.obs[at].Throughput*sc.obs[at].RuntimeSeconds, sc.obs[last].Throughput*sc.obs[last].RuntimeSeconds, int(math.Ceil(noise*float64(w))))
+		sc.obs[at].Pages(), sc.obs[last].Pages(), int(math.Ceil(noise*float64(w))))
 }
 
 // untilFlat scans from start until throughput has not grown by the factor
@@ -550,7 +550,7 @@ func stillGrowing(satUsers int, sat Observation, users int, o Observation, c Cri
 	allowing := ""
 	if noise > 0 {
 		allowing = fmt.Sprintf(" (by more than %.0f%%, the noise of %.0f and %.0f pages)",
-			100*(margin-1), sat.Throughput*sat.RuntimeSeconds, o.Throughput*o.RuntimeSeconds)
+			100*(margin-1), sat.Pages(), o.Pages())
 	}
 	return fmt.Sprintf("throughput still grew past the saturation reading: %.4g pages/s at %d users, where %s %s read %s, and %.4g pages/s at %d users, "+
 		"above the %.4g the saturated resource could serve at that demand%s: it does more work per unit as load rises; "+
@@ -572,7 +572,7 @@ func pagesNoise(a, b Observation) float64 {
 	if a.HasIntervals() || b.HasIntervals() {
 		return 0
 	}
-	return countsNoise(a.Throughput*a.RuntimeSeconds, b.Throughput*b.RuntimeSeconds)
+	return countsNoise(a.Pages(), b.Pages())
 }
 
 // countsNoise is the relative noise of a ratio of two windows' means over

@@ -153,6 +153,10 @@ func (o Observation) Server(name string) (ServerObservation, bool) {
 	return ServerObservation{}, false
 }
 
+// Pages is the pages the window served by its throughput: throughput x
+// runtime (what the noise of a fixed trial's means is counted in).
+func (o Observation) Pages() float64 { return o.Throughput * o.RuntimeSeconds }
+
 // Goodput is the rate of pages with response time at or under threshold seconds.
 func (o Observation) Goodput(threshold float64) float64 {
 	if o.RuntimeSeconds <= 0 {

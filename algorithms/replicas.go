@@ -272,7 +272,7 @@ func PlanReplicas(d Deployment, sz Sizing, reserve Allocation, measured []TierMe
 				if per == 0 {
 					per = DefaultConnectionsPerChild
 				}
-				return int(math.Ceil(math.Round(float64(recs[i].ThreadsPerServer)*per*1e9) / 1e9)), true
+				return int(math.Ceil(withoutFloatError(float64(recs[i].ThreadsPerServer) * per))), true
 			case recs[i].ConnectionsPerServer != nil:
 				return *recs[i].ConnectionsPerServer, true
 			}
@@ -604,11 +604,9 @@ func resplit(d Deployment, sz Sizing, k float64) Sizing {
 }
 
 // splitTier rounds a tier's jobs to its total pool (at least 1) and splits
-// it over replicas, rounding up: CalculateMinAllocation's last step. The
-// jobs are first rounded to 1e-9, so that a product's float error
-// (3.4999999999999996 for X R = 3.5) rounds as the printed value does.
+// it over replicas, rounding up: CalculateMinAllocation's last step.
 func splitTier(ts *TierSize, replicas int) {
-	ts.TotalThreads = max(1, int(math.Round(math.Round(ts.Jobs*1e9)/1e9)))
+	ts.TotalThreads = max(1, int(math.Round(withoutFloatError(ts.Jobs))))
 	ts.ThreadsPerServer = ceilDiv(ts.TotalThreads, max(1, replicas))
 	if ts.HasConnections {
 		ts.TotalConnections, ts.ConnectionsPerServer = ts.TotalThreads, ts.ThreadsPerServer

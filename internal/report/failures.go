@@ -29,7 +29,7 @@ func servedPages(o algorithms.Observation) float64 {
 	if n := o.ResponseTimes.Count(); n > 0 {
 		return float64(n)
 	}
-	return max(0, o.Throughput*o.RuntimeSeconds)
+	return max(0, o.Pages())
 }
 
 // ErrorShare is errors over the pages attempted, 0 when none were.

@@ -576,7 +576,7 @@ func parseResponseBody(stdout []byte, e algorithms.Experiment, version int) (alg
 	// A trial's pages have response times: an empty histogram beside a
 	// throughput would read as goodput 0 at every threshold. (Problems lets
 	// it through for the windows Advise reads, which have none.)
-	if n := o.Throughput * o.RuntimeSeconds; o.ResponseTimes.Count() == 0 && n >= 1 {
+	if n := o.Pages(); o.ResponseTimes.Count() == 0 && n >= 1 {
 		return algorithms.Observation{}, nil, &InvalidObservationError{Problems: []string{fmt.Sprintf(
 			"observation.responseTimes: no pages in the buckets, but throughput %g pages/s over runtimeSeconds %g is %.6g pages; want the response times of the window's pages",
 			o.Throughput, o.RuntimeSeconds, n)}}
