@@ -2,6 +2,7 @@ package algorithms
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -172,9 +173,7 @@ func TestAPoolIsRoundedFromMinJobsAsPrinted(t *testing.T) {
 	}
 	sz, err := CalculateMinAllocation(d, "php", 3.4999999999999996, meas)
 	require.NoError(t, err)
-	for _, ts := range sz.Tiers {
-		if ts.Name == "php" {
-			assert.Equal(t, 4, ts.TotalThreads, "minJobs 3.5")
-		}
-	}
+	i := slices.IndexFunc(sz.Tiers, func(ts TierSize) bool { return ts.Name == "php" })
+	require.GreaterOrEqual(t, i, 0, "the php tier is sized")
+	assert.Equal(t, 4, sz.Tiers[i].TotalThreads, "minJobs 3.5")
 }

@@ -491,8 +491,9 @@ func TestLiveTestbed(t *testing.T) {
 		}
 		// Steps of 10 users in the peak scan, the find-critical step: the
 		// app's CPU per request falls with load, so recommend reads minJobs
-		// where throughput peaks, and steps of 5 scanned 16 trials (179 s)
-		// over a plateau flat within the trials' noise.
+		// where throughput peaks, over a plateau flat within the trials'
+		// noise; recommend took 179 s with steps of 5 and 124 s with 10
+		// (one run each).
 		out := softalloc(t, append([]string{"recommend", "--output", "json", "--small-step", strconv.Itoa(step), "--scan-span", "20"}, common...)...)
 		require.NoError(t, json.Unmarshal(out, &rec), "%s", out)
 		recommended = rec.Allocation
