@@ -33,6 +33,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -325,11 +326,8 @@ func (c config) jvm() string { return c.Threads + " threads, connectionTimeout "
 // warmed only where the next configuration needs another.
 func runOrder(configs []config, users []int, reps int, running string) []step {
 	forward := len(configs) == 0 || configs[0].jvm() == running || configs[len(configs)-1].jvm() != running
-	up := append([]int(nil), users...)
-	down := make([]int, len(users))
-	for i, u := range users {
-		down[len(users)-1-i] = u
-	}
+	up, down := slices.Clone(users), slices.Clone(users)
+	slices.Reverse(down)
 	var out []step
 	for r := 1; r <= reps; r++ {
 		if forward {
