@@ -257,11 +257,11 @@ func (r *Runner) RunExperiment(ctx context.Context, e algorithms.Experiment) (al
 			missed++
 		}
 		if err == nil {
-			if why := r.plausible.check(e.Workload.Users, obs); why != "" {
+			if why := r.plausible.check(e.Workload.Users, plausibilityKey(e), obs); why != "" {
 				err = fmt.Errorf("%d users: an implausible trial, not used: %s", e.Workload.Users, why)
 				continue
 			}
-			r.plausible.add(e.Workload.Users, obs)
+			r.plausible.add(e.Workload.Users, plausibilityKey(e), obs)
 			return obs, nil
 		}
 		var p permanent

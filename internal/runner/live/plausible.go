@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/softalloc/softalloc/algorithms"
 )
@@ -16,6 +17,15 @@ import (
 // is its visit ratio: both change slowly with the workload, so a trial whose
 // figures stray far from the trials measured beside it is a measurement
 // fault (a stale or broken scrape), measured again, never used.
+//
+// Only trials at the same allocation are the reference. A demand depends on
+// the allocation (the paper's over-allocation effect), and a hook that
+// restarts a server resets it: the Java testbed's JVM, started with its cap
+// lifted, read 0.181 CPU per request in its first trial at 40 users, then
+// 0.024-0.033 at the same workload once the pools had doubled (and the JIT had
+// compiled). Judged against the cold trial, the three warm readings were
+// refused and the campaign failed, although it was the old reading that no
+// longer held.
 const (
 	// demandFactor bounds a demand's ratio to its neighbours': the app's CPU
 	// per page falls with load and the paper's over-allocation (GC, context
@@ -34,9 +44,22 @@ const (
 	minCPU = 0.05
 )
 
+// plausibilityKey names the trials that are each other's reference: those at
+// the same allocation on the same replicas (a server's requests per page
+// halve when its tier's replicas double).
+func plausibilityKey(e algorithms.Experiment) string {
+	var b strings.Builder
+	b.WriteString(e.Allocation.Key())
+	for _, t := range e.Deployment.Tiers {
+		fmt.Fprintf(&b, " %s×%d", t.Name, t.Replicas)
+	}
+	return b.String()
+}
+
 // serverSample is one trial's demand and visit ratio of one server.
 type serverSample struct {
 	users          int
+	allocation     string  // the allocation's key
 	demand, visits float64 // CPU per request; requests per page
 }
 
@@ -46,14 +69,15 @@ type plausibility struct {
 }
 
 // check compares the trial's servers with the trials of the nearest
-// workloads; it says what is implausible, naming the server, the figures
-// and the neighbours', or "" when nothing is (or there is too little to judge).
-func (p *plausibility) check(users int, o algorithms.Observation) string {
+// workloads at the same allocation; it says what is implausible, naming the
+// server, the figures and the neighbours', or "" when nothing is (or there is
+// too little to judge).
+func (p *plausibility) check(users int, allocation string, o algorithms.Observation) string {
 	if !(o.Throughput > 0) {
 		return ""
 	}
 	for _, s := range o.Servers {
-		ref := p.nearest(s.Name, users)
+		ref := p.nearest(s.Name, allocation, users)
 		if len(ref) < minNeighbours || !(s.Throughput > 0) {
 			continue
 		}
@@ -81,7 +105,7 @@ func (p *plausibility) check(users int, o algorithms.Observation) string {
 }
 
 // add keeps a trial that was used.
-func (p *plausibility) add(users int, o algorithms.Observation) {
+func (p *plausibility) add(users int, allocation string, o algorithms.Observation) {
 	if !(o.Throughput > 0) {
 		return
 	}
@@ -90,14 +114,14 @@ func (p *plausibility) add(users int, o algorithms.Observation) {
 	}
 	for _, s := range o.Servers {
 		if s.Throughput > 0 && s.CPU >= minCPU {
-			p.samples[s.Name] = append(p.samples[s.Name], serverSample{users, s.CPU / s.Throughput, s.Throughput / o.Throughput})
+			p.samples[s.Name] = append(p.samples[s.Name], serverSample{users, allocation, s.CPU / s.Throughput, s.Throughput / o.Throughput})
 		}
 	}
 }
 
-// nearest returns the server's samples of the workloads nearest users.
-func (p *plausibility) nearest(server string, users int) []serverSample {
-	all := slices.Clone(p.samples[server])
+// nearest returns the server's samples at the allocation of the workloads nearest users.
+func (p *plausibility) nearest(server, allocation string, users int) []serverSample {
+	all := slices.DeleteFunc(slices.Clone(p.samples[server]), func(s serverSample) bool { return s.allocation != allocation })
 	sort.SliceStable(all, func(i, j int) bool {
 		return abs(all[i].users-users) < abs(all[j].users-users)
 	})

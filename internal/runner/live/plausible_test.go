@@ -34,24 +34,60 @@ func TestPlausibilityRefusesAReadingItsNeighboursContradict(t *testing.T) {
 		cpu   float64
 	}{{165, 0.84}, {175, 0.86}, {195, 0.88}, {205, 0.90}} {
 		o := appObservation(float64(u.users), u.cpu, 2*float64(u.users))
-		require.Empty(t, p.check(u.users, o), "a trial in line with the others at %d users", u.users)
-		p.add(u.users, o)
+		require.Empty(t, p.check(u.users, "", o), "a trial in line with the others at %d users", u.users)
+		p.add(u.users, "", o)
 	}
-	why := p.check(185, appObservation(185, 0.062, 370))
+	why := p.check(185, "", appObservation(185, 0.062, 370))
 	assert.Contains(t, why, "app-1: cpu 0.062 at 370.0 requests/s")
 	assert.Contains(t, why, "in the trials at 165-195 users: more than 4x apart")
-	assert.Empty(t, p.check(185, appObservation(185, 0.87, 370)), "the same trial measured again")
-	assert.Contains(t, p.check(185, appObservation(185, 0.087, 37)), "app-1: 37.0 requests/s for 185.0 pages/s", "a tenth of the requests per page, at their CPU")
-	assert.Contains(t, p.check(185, appObservation(185, 0, 370)), "app-1: cpu 0.000", "pages served at no CPU")
+	assert.Empty(t, p.check(185, "", appObservation(185, 0.87, 370)), "the same trial measured again")
+	assert.Contains(t, p.check(185, "", appObservation(185, 0.087, 37)), "app-1: 37.0 requests/s for 185.0 pages/s", "a tenth of the requests per page, at their CPU")
+	assert.Contains(t, p.check(185, "", appObservation(185, 0, 370)), "app-1: cpu 0.000", "pages served at no CPU")
 	// The over-allocation effect and the CPU per page falling with load stay within bounds.
-	assert.Empty(t, p.check(185, appObservation(185, 0.87*2.5, 370)))
-	assert.Empty(t, p.check(185, appObservation(185, 0.87/2.5, 370)))
+	assert.Empty(t, p.check(185, "", appObservation(185, 0.87*2.5, 370)))
+	assert.Empty(t, p.check(185, "", appObservation(185, 0.87/2.5, 370)))
 
 	var fresh plausibility
-	fresh.add(10, appObservation(10, 0.1, 20))
-	assert.Empty(t, fresh.check(20, appObservation(20, 0.01, 40)), "one neighbour is too few to judge")
-	fresh.add(20, appObservation(20, 0.01, 40))
-	assert.Empty(t, fresh.check(30, appObservation(30, 0.01, 60)), "a near-idle trial is no reference")
+	fresh.add(10, "", appObservation(10, 0.1, 20))
+	assert.Empty(t, fresh.check(20, "", appObservation(20, 0.01, 40)), "one neighbour is too few to judge")
+	fresh.add(20, "", appObservation(20, 0.01, 40))
+	assert.Empty(t, fresh.check(30, "", appObservation(30, 0.01, 60)), "a near-idle trial is no reference")
+}
+
+// TestPlausibilityJudgesATrialByItsOwnAllocation replays TestLiveJavaStack's
+// failure: a cold JVM's trials read 0.181 CPU per request, and after the pools
+// doubled the warm JVM read 0.024-0.033 at the same workload. The warm
+// readings are not judged by the cold ones; among themselves they are.
+func TestPlausibilityJudgesATrialByItsOwnAllocation(t *testing.T) {
+	var p plausibility
+	for _, users := range []int{20, 30, 40} {
+		o := appObservation(float64(users), 0.181*float64(users), float64(users))
+		require.Empty(t, p.check(users, "app=10", o))
+		p.add(users, "app=10", o)
+	}
+	warm := appObservation(40, 0.028*40, 40)
+	assert.Contains(t, p.check(40, "app=10", warm), "more than 4x apart", "at the cold trials' own allocation the warm reading is out of line")
+	for _, users := range []int{40, 40, 40} {
+		require.Empty(t, p.check(users, "app=20", warm), "the pools doubled: the cold trials are no reference")
+		p.add(users, "app=20", warm)
+	}
+	assert.Contains(t, p.check(40, "app=20", appObservation(40, 0.181*40, 40)), "against 0.028 in the trials at 40 users",
+		"the warm trials are the reference at their allocation")
+}
+
+// TestPlausibilityKeysTrialsByAllocationAndReplicas: a server's requests per
+// page halve when its tier's replicas double, so trials on other replicas are
+// no reference either.
+func TestPlausibilityKeysTrialsByAllocationAndReplicas(t *testing.T) {
+	e := func(threads, replicas int) algorithms.Experiment {
+		return algorithms.Experiment{
+			Deployment: algorithms.Deployment{Tiers: []algorithms.Tier{{Name: "app", Role: "app", Replicas: replicas, Cores: 1}}},
+			Allocation: algorithms.Allocation{"app": {Threads: threads}},
+		}
+	}
+	assert.Equal(t, plausibilityKey(e(10, 1)), plausibilityKey(e(10, 1)))
+	assert.NotEqual(t, plausibilityKey(e(10, 1)), plausibilityKey(e(20, 1)))
+	assert.NotEqual(t, plausibilityKey(e(10, 1)), plausibilityKey(e(10, 2)))
 }
 
 // TestRunExperimentMeasuresAnImplausibleTrialAgain: the runner does not
