@@ -187,9 +187,32 @@ type Score struct {
 	// Spread is the rounds' difference, |round 1 - round 2|, of the sum.
 	Spread float64 `json:"spread"`
 	Share  float64 `json:"share"`
-	// Resolved is false when the gap to the best is within the two
-	// allocations' spreads together.
+	// Noise is the run-to-run standard deviation of a round's sum, pooled
+	// over the grid's allocations at this SLA: the difference of two
+	// allocations' means of two rounds has this deviation.
+	Noise float64 `json:"noise"`
+	// Resolved is false when the gap to the best is within two Noise.
 	Resolved bool `json:"resolved"`
+}
+
+// resolvedGap says whether two means of two rounds differ by more than the
+// run-to-run noise: two standard deviations of their difference. A rule on
+// each pair's own spreads (half their sum) was too lenient: two rounds give
+// a spread that is itself a poor estimate, and 4 x cores and recommend, with
+// the same children, differed by 25% and were called resolved.
+func resolvedGap(gap, noise float64) bool { return math.Abs(gap) > 2*noise }
+
+// pooledNoise is the standard deviation of one round's sum, from the rounds'
+// differences of every allocation that has both: var(s1 - s2) = 2 var(s).
+func pooledNoise(ss []Score) float64 {
+	var sum float64
+	for _, s := range ss {
+		sum += s.Spread * s.Spread / 2
+	}
+	if len(ss) == 0 {
+		return 0
+	}
+	return math.Sqrt(sum / float64(len(ss)))
 }
 
 func run(c config) error {
@@ -441,6 +464,7 @@ func scores(allocs []GridAlloc, slas []string) []Score {
 			}
 			ss = append(ss, Score{Role: a.Role, SLA: sla, Goodput: (sum[0] + sum[1]) / 2, Spread: math.Abs(sum[0] - sum[1])})
 		}
+		noise := pooledNoise(ss)
 		best := -1
 		for i, s := range ss {
 			if best < 0 || s.Goodput > ss[best].Goodput {
@@ -448,10 +472,10 @@ func scores(allocs []GridAlloc, slas []string) []Score {
 			}
 		}
 		for i := range ss {
+			ss[i].Noise = noise
 			if best >= 0 && ss[best].Goodput > 0 {
 				ss[i].Share = ss[i].Goodput / ss[best].Goodput
-				// Half of each spread is each mean's distance from its rounds.
-				ss[i].Resolved = i != best && ss[best].Goodput-ss[i].Goodput > (ss[best].Spread+ss[i].Spread)/2
+				ss[i].Resolved = i != best && resolvedGap(ss[best].Goodput-ss[i].Goodput, noise)
 			}
 		}
 		out = append(out, ss...)

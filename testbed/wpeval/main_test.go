@@ -16,8 +16,9 @@ func cells(goodputs ...float64) []Cell {
 	return out
 }
 
-// The rounds' difference is each score's spread; a gap to the best within
-// the two spreads is not resolved, and the page marks it.
+// The rounds' difference is each score's spread; the noise pools the
+// spreads; a gap to the best within two noise deviations is not resolved,
+// and the page marks it.
 func TestScoresCarryTheRoundsSpread(t *testing.T) {
 	allocs := []GridAlloc{
 		{Role: "best", WebThreads: 150, Children: 5, Rounds: [2][]Cell{cells(10, 20), cells(10, 18)}},           // 30 and 28: 29 +- 2
@@ -35,8 +36,10 @@ func TestScoresCarryTheRoundsSpread(t *testing.T) {
 	assert.InDelta(t, 2, got["best"].Spread, 1e-9)
 	assert.InDelta(t, 1, got["best"].Share, 1e-9)
 	assert.InDelta(t, 27.0/29, got["close"].Share, 1e-9)
-	assert.False(t, got["close"].Resolved, "a gap of 2 within half of 2 + 4")
-	assert.True(t, got["far"].Resolved)
+	// Spreads 2, 4 and 0: a round's deviation sqrt((4/2 + 16/2 + 0)/3) = 1.826.
+	assert.InDelta(t, 1.826, got["far"].Noise, 1e-3)
+	assert.False(t, got["close"].Resolved, "a gap of 2 within 2 x 1.826")
+	assert.True(t, got["far"].Resolved, "a gap of 14")
 
 	roles := byRole(allocs, []string{"1"})
 	require.Len(t, roles, 4)
@@ -47,8 +50,33 @@ func TestScoresCarryTheRoundsSpread(t *testing.T) {
 	md := r.markdown()
 	assert.Contains(t, md, "| close | 27.0 (4.0) | 0.931 ~ |")
 	assert.Contains(t, md, "| far | 15.0 (0.0) | 0.517 |")
+	assert.Contains(t, md, "The noise, a round's standard deviation of the sum: 1.8 at 1 s.")
 	assert.Contains(t, md, "| web.threads=400,app.children=200 | failed | no trial finished |")
 	assert.True(t, strings.Contains(md, "failed: round 1: the OOM killer killed 15"), md)
+}
+
+// TestIdenticalPoolsAreNotResolvedApart replays the run of 2026-11-28 at
+// 0.5 s: recommend and 4 x cores had the same 4 children and differed by
+// 3.5 pages/s summed. Half their two spreads (3.0) called the gap real; the
+// noise pooled over the grid's five allocations (2.1 a round) does not.
+func TestIdenticalPoolsAreNotResolvedApart(t *testing.T) {
+	grid := []struct {
+		role         string
+		mean, spread float64
+	}{{"debian", 10.1, 3.2}, {"memory rule", 12.3, 2.7}, {"4 x cores", 14.3, 1.4}, {"recommend", 10.8, 4.6}, {"advise", 11.3, 1.8}}
+	var allocs []GridAlloc
+	for _, g := range grid {
+		allocs = append(allocs, GridAlloc{Role: g.role, WebThreads: 100, Children: 4,
+			Rounds: [2][]Cell{cells(g.mean + g.spread/2), cells(g.mean - g.spread/2)}})
+	}
+	got := map[string]Score{}
+	for _, s := range scores(allocs, []string{"1"}) {
+		got[s.Role] = s
+	}
+	rec, best := got["recommend"], got["4 x cores"]
+	require.Greater(t, best.Goodput-rec.Goodput, (best.Spread+rec.Spread)/2, "the old rule would have called it resolved")
+	assert.InDelta(t, 2.1, rec.Noise, 0.05)
+	assert.False(t, rec.Resolved)
 }
 
 func TestPoolOfReadsTheAllocationsNotation(t *testing.T) {

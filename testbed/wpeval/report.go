@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -139,8 +138,9 @@ func (r *Report) markdown() string {
 		p("\n")
 	}
 	p("\n## Scores: goodput summed over the workloads, mean of the rounds\n\n")
-	p("Spread is |round 1 - round 2| of the sum. A share marked ~ is one the spreads cannot tell from the best (the gap is\n")
-	p("within half the two allocations' spreads together).\n\n")
+	p("Spread is |round 1 - round 2| of the sum. The noise is a round's standard deviation, pooled over the allocations\n")
+	p("(the mean of spread squared over 2); the difference of two allocations' means has that deviation. A share marked ~\n")
+	p("is one the noise cannot tell from the best: the gap is within two deviations.\n\n")
 	p("| allocation |")
 	for _, s := range r.SLAs {
 		p(" goodput@%s (spread) | share |", s)
@@ -166,6 +166,18 @@ func (r *Report) markdown() string {
 		}
 		p("\n")
 	}
+	var noise []string
+	for _, sla := range r.SLAs {
+		for _, s := range r.Scores {
+			if s.SLA == sla {
+				noise = append(noise, fmt.Sprintf("%.1f at %s s", s.Noise, sla))
+				break
+			}
+		}
+	}
+	if len(noise) > 0 {
+		p("\nThe noise, a round's standard deviation of the sum: %s.\n", strings.Join(noise, ", "))
+	}
 	p("\n## Targets\n\n")
 	for _, name := range []string{"recommend", "advise"} {
 		var parts []string
@@ -178,7 +190,7 @@ func (r *Report) markdown() string {
 			if s.Share < 0.95 {
 				verdict = "misses"
 				if !s.Resolved {
-					verdict = "misses, within the spread,"
+					verdict = "misses, within the noise,"
 				}
 			}
 			parts = append(parts, fmt.Sprintf("at %s s it %s 0.95 of the best (%.3f)", sla, verdict, s.Share))
@@ -200,12 +212,12 @@ func (r *Report) markdown() string {
 				continue
 			}
 			gap := rec.Goodput - o.Goodput
-			resolved := math.Abs(gap) > (rec.Spread+o.Spread)/2
+			resolved := resolvedGap(gap, rec.Noise)
 			switch {
 			case gap > 0 && resolved:
 				beats = append(beats, fmt.Sprintf("beats it at %s s (%.1f against %.1f)", sla, rec.Goodput, o.Goodput))
 			case gap > 0:
-				beats = append(beats, fmt.Sprintf("is above it at %s s within the spread (%.1f against %.1f)", sla, rec.Goodput, o.Goodput))
+				beats = append(beats, fmt.Sprintf("is above it at %s s within the noise (%.1f against %.1f)", sla, rec.Goodput, o.Goodput))
 			default:
 				beats = append(beats, fmt.Sprintf("is not above it at %s s (%.1f against %.1f)", sla, rec.Goodput, o.Goodput))
 			}
