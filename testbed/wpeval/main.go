@@ -8,9 +8,9 @@
 // on the Prometheus history that campaign left, the memory calculator's
 // children from the php-fpm children's measured RSS, then a grid of the
 // allocations (Debian's defaults, the memory rule, 4 x cores, a generous
-// one, recommend's and advise's) at workloads around saturation, in two
-// rounds in opposite orders, so that each figure carries its run-to-run
-// spread.
+// one, recommend's and advise's) at workloads around saturation, in rounds
+// (-rounds, 2 by default) in alternating orders, so that each figure carries
+// its run-to-run spread.
 //
 // It runs on a testbed of its own beside the shared one: bring it up with
 // an offset first, and hold /tmp/measure.lock while it measures:
@@ -35,6 +35,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -56,6 +57,7 @@ func main() {
 	flag.IntVar(&c.generous, "generous", 200, "the generous allocation's php-fpm children")
 	flag.StringVar(&c.threshold, "hw-threshold", "", "recommend's and advise's --hw-threshold (default: softalloc's)")
 	flag.Var(&c.notes, "note", "a line for the report's notes (repeatable): what the run met that the numbers do not say")
+	flag.IntVar(&c.rounds, "rounds", 2, "rounds of the grid, in alternating orders (at least 2)")
 	flag.Var(&c.also, "also", "another allocation for the grid, ROLE:WEB_THREADS:CHILDREN (repeatable)")
 	render := flag.String("render", "", "only write the Markdown again from this wordpress-evaluation.json")
 	flag.Parse()
@@ -91,7 +93,7 @@ func main() {
 type config struct {
 	out, bin, work, users, slas, trial, since string
 	threshold, campaignTrial                  string
-	generous                                  int
+	generous, rounds                          int
 	notes, also                               list
 }
 
@@ -160,12 +162,12 @@ type Answer struct {
 
 // GridAlloc is one allocation of the grid and its trials.
 type GridAlloc struct {
-	Role       string    `json:"role"`
-	Why        string    `json:"why"`
-	WebThreads int       `json:"webThreads"`
-	Children   int       `json:"children"`
-	Rounds     [2][]Cell `json:"rounds"`
-	Errors     []string  `json:"errors,omitempty"`
+	Role       string   `json:"role"`
+	Why        string   `json:"why"`
+	WebThreads int      `json:"webThreads"`
+	Children   int      `json:"children"`
+	Rounds     [][]Cell `json:"rounds"`
+	Errors     []string `json:"errors,omitempty"`
 }
 
 // Cell is one trial.
@@ -184,35 +186,59 @@ type Score struct {
 	Role    string  `json:"role"`
 	SLA     string  `json:"sla"`
 	Goodput float64 `json:"goodput"`
-	// Spread is the rounds' difference, |round 1 - round 2|, of the sum.
+	// Spread is the rounds' range of the sum: |round 1 - round 2| for two.
 	Spread float64 `json:"spread"`
 	Share  float64 `json:"share"`
 	// Noise is the run-to-run standard deviation of a round's sum, pooled
-	// over the grid's allocations at this SLA: the difference of two
-	// allocations' means of two rounds has this deviation.
+	// over the grid's allocations at this SLA.
 	Noise float64 `json:"noise"`
-	// Resolved is false when the gap to the best is within two Noise.
+	// Rounds is how many rounds the mean is of.
+	Rounds int `json:"rounds"`
+	// Resolved is false when the gap to the best is within two standard
+	// deviations of the difference of the two means.
 	Resolved bool `json:"resolved"`
 }
 
-// resolvedGap says whether two means of two rounds differ by more than the
-// run-to-run noise: two standard deviations of their difference. A rule on
-// each pair's own spreads (half their sum) was too lenient: two rounds give
-// a spread that is itself a poor estimate, and 4 x cores and recommend, with
+// resolvedGap says whether two scores' means differ by more than the
+// run-to-run noise: two standard deviations of their difference,
+// noise x sqrt(1/n1 + 1/n2) for means of n1 and n2 rounds. A rule on each
+// pair's own spreads (half their sum) was too lenient: two rounds give a
+// spread that is itself a poor estimate, and 4 x cores and recommend, with
 // the same children, differed by 25% and were called resolved.
-func resolvedGap(gap, noise float64) bool { return math.Abs(gap) > 2*noise }
-
-// pooledNoise is the standard deviation of one round's sum, from the rounds'
-// differences of every allocation that has both: var(s1 - s2) = 2 var(s).
-func pooledNoise(ss []Score) float64 {
-	var sum float64
-	for _, s := range ss {
-		sum += s.Spread * s.Spread / 2
+func resolvedGap(a, b Score) bool {
+	if a.Rounds == 0 || b.Rounds == 0 {
+		return false
 	}
-	if len(ss) == 0 {
+	return math.Abs(a.Goodput-b.Goodput) > 2*a.Noise*math.Sqrt(1/float64(a.Rounds)+1/float64(b.Rounds))
+}
+
+// pooledNoise is the standard deviation of one round's sum: each
+// allocation's sample variance over its rounds, pooled by degrees of freedom.
+func pooledNoise(sums [][]float64) float64 {
+	var ss float64
+	df := 0
+	for _, v := range sums {
+		if len(v) < 2 {
+			continue
+		}
+		m := mean(v)
+		for _, x := range v {
+			ss += (x - m) * (x - m)
+		}
+		df += len(v) - 1
+	}
+	if df == 0 {
 		return 0
 	}
-	return math.Sqrt(sum / float64(len(ss)))
+	return math.Sqrt(ss / float64(df))
+}
+
+func mean(v []float64) float64 {
+	var s float64
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
 }
 
 func run(c config) error {
@@ -220,6 +246,9 @@ func run(c config) error {
 		return fmt.Errorf("%s: %w (run from the repository root, after make build)", c.bin, err)
 	}
 	offset, _ := strconv.Atoi(os.Getenv("SOFTALLOC_TESTBED_PORT_OFFSET"))
+	if c.rounds < 2 {
+		return fmt.Errorf("-rounds %d: want at least 2, so that each figure has a spread", c.rounds)
+	}
 	if offset == 0 {
 		return fmt.Errorf("SOFTALLOC_TESTBED_PORT_OFFSET is unset or 0: the evaluation runs on a testbed of its own beside the shared one (see the command's comment)")
 	}
@@ -298,13 +327,16 @@ func run(c config) error {
 	}
 	allocs = keep
 
-	// Two rounds, the second in the opposite order.
+	// Rounds in alternating orders, the second the first reversed.
 	t2 := time.Now()
-	for round := 0; round < 2; round++ {
+	for i := range allocs {
+		allocs[i].Rounds = make([][]Cell, c.rounds)
+	}
+	for round := 0; round < c.rounds; round++ {
 		order := make([]int, len(allocs))
 		for i := range order {
 			order[i] = i
-			if round == 1 {
+			if round%2 == 1 {
 				order[i] = len(allocs) - 1 - i
 			}
 		}
@@ -443,28 +475,31 @@ func (e *evaluator) grid(a *GridAlloc, users []int) ([]Cell, error) {
 }
 
 // scores sums each allocation's goodput over the workloads, per round, and
-// compares the rounds' mean with the grid's best.
+// compares the rounds' mean with the grid's best. An allocation with a
+// round that has no trial (killed, failed) has no score.
 func scores(allocs []GridAlloc, slas []string) []Score {
 	var out []Score
 	for _, sla := range slas {
 		var ss []Score
+		var sums [][]float64
 		for _, a := range allocs {
-			var sum [2]float64
-			ok := true
-			for r := 0; r < 2; r++ {
-				if len(a.Rounds[r]) == 0 {
+			sum := make([]float64, len(a.Rounds))
+			ok := len(a.Rounds) > 0
+			for r, cells := range a.Rounds {
+				if len(cells) == 0 {
 					ok = false
 				}
-				for _, c := range a.Rounds[r] {
+				for _, c := range cells {
 					sum[r] += c.Goodput[sla]
 				}
 			}
 			if !ok {
 				continue
 			}
-			ss = append(ss, Score{Role: a.Role, SLA: sla, Goodput: (sum[0] + sum[1]) / 2, Spread: math.Abs(sum[0] - sum[1])})
+			sums = append(sums, sum)
+			ss = append(ss, Score{Role: a.Role, SLA: sla, Goodput: mean(sum), Spread: slices.Max(sum) - slices.Min(sum), Rounds: len(sum)})
 		}
-		noise := pooledNoise(ss)
+		noise := pooledNoise(sums)
 		best := -1
 		for i, s := range ss {
 			if best < 0 || s.Goodput > ss[best].Goodput {
@@ -473,9 +508,11 @@ func scores(allocs []GridAlloc, slas []string) []Score {
 		}
 		for i := range ss {
 			ss[i].Noise = noise
+		}
+		for i := range ss {
 			if best >= 0 && ss[best].Goodput > 0 {
 				ss[i].Share = ss[i].Goodput / ss[best].Goodput
-				ss[i].Resolved = i != best && resolvedGap(ss[best].Goodput-ss[i].Goodput, noise)
+				ss[i].Resolved = i != best && resolvedGap(ss[best], ss[i])
 			}
 		}
 		out = append(out, ss...)
@@ -484,7 +521,8 @@ func scores(allocs []GridAlloc, slas []string) []Score {
 }
 
 // byRole is each allocation's best goodput over the workloads (the rounds'
-// mean at each) and its share of the grid's best, per SLA.
+// mean at each workload every round measured) and its share of the grid's
+// best, per SLA.
 func byRole(allocs []GridAlloc, slas []string) []RoleScore {
 	var out []RoleScore
 	best := map[string]float64{}
@@ -492,12 +530,19 @@ func byRole(allocs []GridAlloc, slas []string) []RoleScore {
 		rs := RoleScore{Allocation: fmt.Sprintf("web.threads=%d,app.children=%d", a.WebThreads, a.Children), Role: a.Role,
 			MaxGoodput: map[string]float64{}, OfBest: map[string]float64{}}
 		for _, sla := range slas {
+			if len(a.Rounds) == 0 {
+				continue
+			}
 			for _, c1 := range a.Rounds[0] {
-				c2 := cellAt(a.Rounds[1], c1.Users)
-				if c2 == nil {
-					continue
+				var at []float64
+				for _, cells := range a.Rounds {
+					if c := cellAt(cells, c1.Users); c != nil {
+						at = append(at, c.Goodput[sla])
+					}
 				}
-				rs.MaxGoodput[sla] = max(rs.MaxGoodput[sla], (c1.Goodput[sla]+c2.Goodput[sla])/2)
+				if len(at) == len(a.Rounds) {
+					rs.MaxGoodput[sla] = max(rs.MaxGoodput[sla], mean(at))
+				}
 			}
 			best[sla] = max(best[sla], rs.MaxGoodput[sla])
 		}

@@ -21,9 +21,9 @@ func cells(goodputs ...float64) []Cell {
 // and the page marks it.
 func TestScoresCarryTheRoundsSpread(t *testing.T) {
 	allocs := []GridAlloc{
-		{Role: "best", WebThreads: 150, Children: 5, Rounds: [2][]Cell{cells(10, 20), cells(10, 18)}},           // 30 and 28: 29 +- 2
-		{Role: "close", WebThreads: 150, Children: 16, Rounds: [2][]Cell{cells(9, 20), cells(9, 16)}},           // 29 and 25: 27 +- 4
-		{Role: "far", WebThreads: 150, Children: 4, Rounds: [2][]Cell{cells(5, 10), cells(5, 10)}},              // 15 +- 0
+		{Role: "best", WebThreads: 150, Children: 5, Rounds: [][]Cell{cells(10, 20), cells(10, 18)}},            // 30 and 28: 29 +- 2
+		{Role: "close", WebThreads: 150, Children: 16, Rounds: [][]Cell{cells(9, 20), cells(9, 16)}},            // 29 and 25: 27 +- 4
+		{Role: "far", WebThreads: 150, Children: 4, Rounds: [][]Cell{cells(5, 10), cells(5, 10)}},               // 15 +- 0
 		{Role: "failed", WebThreads: 400, Children: 200, Errors: []string{"round 1: the OOM killer killed 15"}}, // no cell
 	}
 	sc := scores(allocs, []string{"1"})
@@ -67,7 +67,7 @@ func TestIdenticalPoolsAreNotResolvedApart(t *testing.T) {
 	var allocs []GridAlloc
 	for _, g := range grid {
 		allocs = append(allocs, GridAlloc{Role: g.role, WebThreads: 100, Children: 4,
-			Rounds: [2][]Cell{cells(g.mean + g.spread/2), cells(g.mean - g.spread/2)}})
+			Rounds: [][]Cell{cells(g.mean + g.spread/2), cells(g.mean - g.spread/2)}})
 	}
 	got := map[string]Score{}
 	for _, s := range scores(allocs, []string{"1"}) {
@@ -77,6 +77,29 @@ func TestIdenticalPoolsAreNotResolvedApart(t *testing.T) {
 	require.Greater(t, best.Goodput-rec.Goodput, (best.Spread+rec.Spread)/2, "the old rule would have called it resolved")
 	assert.InDelta(t, 2.1, rec.Noise, 0.05)
 	assert.False(t, rec.Resolved)
+}
+
+// With more rounds the noise pools each allocation's variance over its
+// rounds, and a mean of more rounds resolves a smaller gap.
+func TestMoreRoundsResolveASmallerGap(t *testing.T) {
+	grid := func(n int) []GridAlloc {
+		best, other := GridAlloc{Role: "best"}, GridAlloc{Role: "other"}
+		for r := 0; r < n; r++ {
+			d := []float64{-1, 1}[r%2] // each round 1 off its mean: a round's deviation near 1
+			best.Rounds = append(best.Rounds, cells(20+d))
+			other.Rounds = append(other.Rounds, cells(18.5-d))
+		}
+		return []GridAlloc{best, other}
+	}
+	two := scores(grid(2), []string{"1"})
+	require.Len(t, two, 2)
+	assert.InDelta(t, 2, two[1].Spread, 1e-9, "the range of the rounds' sums")
+	assert.InDelta(t, 1.414, two[1].Noise, 1e-3, "sample variance 2 over one degree of freedom each")
+	assert.False(t, two[1].Resolved, "a gap of 1.5 within 2 x 1.414 x sqrt(2/2)")
+	eight := scores(grid(8), []string{"1"})
+	assert.Equal(t, 8, eight[1].Rounds)
+	assert.InDelta(t, 1.069, eight[1].Noise, 1e-3, "8 squares of 1 over 7 degrees of freedom")
+	assert.True(t, eight[1].Resolved, "a gap of 1.5 past 2 x 1.069 x sqrt(2/8)")
 }
 
 func TestPoolOfReadsTheAllocationsNotation(t *testing.T) {

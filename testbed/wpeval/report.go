@@ -81,7 +81,7 @@ func (r *Report) markdown() string {
 	}
 
 	p("## The grid\n\n")
-	p("%d trials in %.0f s: every allocation at every workload, in two rounds, the second in the opposite order. php-fpm's\n", r.GridTrials, r.GridSeconds)
+	p("%d trials in %.0f s: every allocation at every workload, in %d rounds, every second one in the opposite order. php-fpm's\n", r.GridTrials, r.GridSeconds, r.rounds())
 	p("children as given; the hook sets Apache's MaxRequestWorkers and ProxyPass max= to the web threads and MariaDB's\n")
 	p("max_connections to 2 x children + 10, at least its default 151.\n\n")
 	p("| allocation | web threads | php-fpm children | why |\n|---|---|---|---|\n")
@@ -94,26 +94,30 @@ func (r *Report) markdown() string {
 			p("- %s: %s\n", a.Role, oneLine(e))
 		}
 	}
-	p("\nGoodput (pages/s within the SLA) by workload, round 1 / round 2:\n\n")
+	p("\nGoodput (pages/s within the SLA) by workload, round 1 / round 2 / ...; the CPU of round 1:\n\n")
 	p("| allocation | users | throughput | goodput@%s | goodput@%s | goodput@%s | response time s | CPU web/app/db | busy children |\n", r.sla(0), r.sla(1), r.sla(2))
 	p("|---|---|---|---|---|---|---|---|---|\n")
 	for _, a := range r.Grid {
 		for k, u := range r.Users {
-			c1, c2 := cellAt(a.Rounds[0], u), cellAt(a.Rounds[1], u)
-			if c1 == nil && c2 == nil {
+			measured := false
+			for _, cells := range a.Rounds {
+				measured = measured || cellAt(cells, u) != nil
+			}
+			if !measured {
 				continue
 			}
+			first := cellAt(a.Rounds[0], u)
 			role := ""
 			if k == 0 {
 				role = a.Role
 			}
 			p("| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", role, u,
-				pair(c1, c2, func(c *Cell) float64 { return c.Throughput }, "%.1f"),
-				pair(c1, c2, func(c *Cell) float64 { return c.Goodput[r.sla(0)] }, "%.1f"),
-				pair(c1, c2, func(c *Cell) float64 { return c.Goodput[r.sla(1)] }, "%.1f"),
-				pair(c1, c2, func(c *Cell) float64 { return c.Goodput[r.sla(2)] }, "%.1f"),
-				pair(c1, c2, func(c *Cell) float64 { return c.ResponseTime }, "%.2f"),
-				cpus(c1), pair(c1, c2, func(c *Cell) float64 { return c.Busy["app.threads"] }, "%.1f"))
+				rounds(a.Rounds, u, func(c *Cell) float64 { return c.Throughput }, "%.1f"),
+				rounds(a.Rounds, u, func(c *Cell) float64 { return c.Goodput[r.sla(0)] }, "%.1f"),
+				rounds(a.Rounds, u, func(c *Cell) float64 { return c.Goodput[r.sla(1)] }, "%.1f"),
+				rounds(a.Rounds, u, func(c *Cell) float64 { return c.Goodput[r.sla(2)] }, "%.1f"),
+				rounds(a.Rounds, u, func(c *Cell) float64 { return c.ResponseTime }, "%.2f"),
+				cpus(first), rounds(a.Rounds, u, func(c *Cell) float64 { return c.Busy["app.threads"] }, "%.1f"))
 		}
 	}
 	p("\n## Scores by role (docs/live-evaluation.md's): best goodput over the workloads, mean of the rounds, and share of the grid's best\n\n")
@@ -138,9 +142,9 @@ func (r *Report) markdown() string {
 		p("\n")
 	}
 	p("\n## Scores: goodput summed over the workloads, mean of the rounds\n\n")
-	p("Spread is |round 1 - round 2| of the sum. The noise is a round's standard deviation, pooled over the allocations\n")
-	p("(the mean of spread squared over 2); the difference of two allocations' means has that deviation. A share marked ~\n")
-	p("is one the noise cannot tell from the best: the gap is within two deviations.\n\n")
+	p("Spread is the range of the rounds' sums. The noise is a round's standard deviation, each allocation's variance over\n")
+	p("its rounds pooled; the difference of two means of n rounds deviates by noise x sqrt(2/n). A share marked ~ is one the\n")
+	p("noise cannot tell from the best: the gap is within two such deviations.\n\n")
 	p("| allocation |")
 	for _, s := range r.SLAs {
 		p(" goodput@%s (spread) | share |", s)
@@ -212,7 +216,7 @@ func (r *Report) markdown() string {
 				continue
 			}
 			gap := rec.Goodput - o.Goodput
-			resolved := resolvedGap(gap, rec.Noise)
+			resolved := resolvedGap(*rec, *o)
 			switch {
 			case gap > 0 && resolved:
 				beats = append(beats, fmt.Sprintf("beats it at %s s (%.1f against %.1f)", sla, rec.Goodput, o.Goodput))
@@ -268,14 +272,27 @@ func cellAt(cells []Cell, users int) *Cell {
 	return nil
 }
 
-func pair(a, b *Cell, f func(*Cell) float64, format string) string {
-	s := func(c *Cell) string {
-		if c == nil {
-			return "-"
+// rounds is one figure of the cell at users in every round, "-" where a
+// round has none.
+func rounds(all [][]Cell, users int, f func(*Cell) float64, format string) string {
+	var out []string
+	for _, cells := range all {
+		if c := cellAt(cells, users); c != nil {
+			out = append(out, fmt.Sprintf(format, f(c)))
+		} else {
+			out = append(out, "-")
 		}
-		return fmt.Sprintf(format, f(c))
 	}
-	return s(a) + " / " + s(b)
+	return strings.Join(out, " / ")
+}
+
+// rounds is how many rounds the grid ran: the most any allocation has.
+func (r *Report) rounds() int {
+	n := 0
+	for _, a := range r.Grid {
+		n = max(n, len(a.Rounds))
+	}
+	return n
 }
 
 func cpus(c *Cell) string {
