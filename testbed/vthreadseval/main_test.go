@@ -69,7 +69,8 @@ func TestCellsMeanAndSpreadAndSharesOfTheBest(t *testing.T) {
 	assert.Contains(t, md, "| a | 80 | 101.5 (101.0-102.0) | 50.0 (40.0-60.0) |")
 	assert.Contains(t, md, "10.0 of 19")
 	assert.Contains(t, md, "| 120 | 101.5; 80.0; 50 ms; 0 | 101.5; 20.0; 50 ms; 0 |", "side by side")
-	assert.Contains(t, md, "0.1 s: softalloc's limit and pool 40.0 of the grid's best 80.0, **0.50** (0.95: not reached)")
+	assert.Contains(t, md, "0.1 s: softalloc's limit and pool 40.0 of the grid's best 80.0, **0.50** (0.95: not reached); of the best on virtual threads, 40.0, **1.00**",
+		"a's platform threads are the grid's best; b is the only virtual configuration")
 	assert.Contains(t, md, "**The target is not met** in this run.")
 }
 

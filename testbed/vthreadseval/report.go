@@ -259,6 +259,11 @@ type verdict struct {
 	GridBest float64 `json:"gridBest"`
 	Share    float64 `json:"share"`
 	Reached  bool    `json:"reached"` // Share >= 0.95
+	// VirtualBest is the best on virtual threads alone, VirtualShare the
+	// limit's share of it: a user who turned virtual threads on compares
+	// with those, and the platform threads cost less CPU per page here.
+	VirtualBest  float64 `json:"virtualBest"`
+	VirtualShare float64 `json:"virtualShare"`
 	// Against are the cells where a no-limit configuration timed out or
 	// queued, with the limit's goodput at the same workload.
 	Against []duel `json:"against"`
@@ -279,10 +284,12 @@ type duel struct {
 func (r report) target() []verdict {
 	cells := r.cells()
 	var limit string
+	virtual := map[string]bool{}
 	for _, c := range r.Configs {
 		if c.Role == roleLimit {
 			limit = c.Name
 		}
+		virtual[c.Name] = c.Threads == "virtual"
 	}
 	at := map[string]map[int]cell{}
 	for _, c := range cells {
@@ -297,9 +304,15 @@ func (r report) target() []verdict {
 		for _, c := range cells {
 			v.Best[c.Config] = max(v.Best[c.Config], c.Goodput[s])
 			v.GridBest = max(v.GridBest, c.Goodput[s])
+			if virtual[c.Config] {
+				v.VirtualBest = max(v.VirtualBest, c.Goodput[s])
+			}
 		}
 		if v.GridBest > 0 {
 			v.Share = v.Best[limit] / v.GridBest
+		}
+		if v.VirtualBest > 0 {
+			v.VirtualShare = v.Best[limit] / v.VirtualBest
 		}
 		v.Reached = limit != "" && v.Share >= 0.95
 		for _, c := range r.Configs {
@@ -538,6 +551,9 @@ func (r report) markdown() string {
 			word, met = "not reached", false
 		}
 		fmt.Fprintf(&b, "- %s s: softalloc's limit and pool %.1f of the grid's best %.1f, **%.2f** (0.95: %s)", v.SLA, v.Best[r.limitName()], v.GridBest, v.Share, word)
+		if v.VirtualBest > 0 && v.VirtualBest < v.GridBest {
+			fmt.Fprintf(&b, "; of the best on virtual threads, %.1f, **%.2f**", v.VirtualBest, v.VirtualShare)
+		}
 		if len(v.Against) == 0 {
 			b.WriteString("; no configuration without a limit timed out or queued.\n")
 			continue
