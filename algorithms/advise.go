@@ -484,14 +484,24 @@ func (adv *Advice) driftWarnings(used []Window, opts AdviseOptions) {
 		return used[order[a]].Observation.Throughput < used[order[b]].Observation.Throughput
 	})
 	half := len(order) / 2
-	slope := func(idx []int, server string) float64 {
+	// slope is the CPU each page adds over the windows below the hardware
+	// threshold: at its cap a CPU is flat whatever the pages, and on
+	// WordPress a busier half mostly at the cap fitted -2.37 ms a page,
+	// which read as a fall of 102% (ok is false with fewer than 2 windows).
+	slope := func(idx []int, server string) (b float64, ok bool) {
 		var x, u []float64
 		for _, i := range idx {
 			s, _ := used[i].Observation.Server(server)
+			if s.CPU >= opts.HardwareThreshold {
+				continue
+			}
 			x, u = append(x, used[i].Observation.Throughput), append(u, s.CPU)
 		}
-		_, b := stat.LinearRegression(x, u, nil, false)
-		return b
+		if len(x) < 2 {
+			return 0, false
+		}
+		_, b = stat.LinearRegression(x, u, nil, false)
+		return b, true
 	}
 	for _, f := range adv.Fits {
 		if f.Resource != "cpu" || f.MaxUtilization < 0.05 {
@@ -504,8 +514,9 @@ func (adv *Advice) driftWarnings(used []Window, opts AdviseOptions) {
 		if opts.DemandDrift < 0 || half < 2 || len(order)-half < 2 {
 			continue
 		}
-		low, high := slope(order[:half], f.Server), slope(order[half:], f.Server)
-		if low > 0 && high < (1-opts.DemandDrift)*low {
+		low, lok := slope(order[:half], f.Server)
+		high, hok := slope(order[half:], f.Server)
+		if lok && hok && low > 0 && high > 0 && high < (1-opts.DemandDrift)*low {
 			adv.notes = append(adv.notes, fmt.Sprintf("%s: CPU per page fell %.0f%% from the quieter half of the windows (%.3g ms per page) to the busier half (%.3g ms): "+
 				"it does more work per CPU-second as load rises, so it saturates later than the fit predicts",
 				f.Server, 100*(1-high/low), 1000*low*float64(f.Cores), 1000*high*float64(f.Cores)))
