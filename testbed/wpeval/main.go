@@ -41,6 +41,8 @@ import (
 	"strings"
 	"time"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/softalloc/softalloc/testbed/runfiles"
 )
 
@@ -221,24 +223,13 @@ func pooledNoise(sums [][]float64) float64 {
 		if len(v) < 2 {
 			continue
 		}
-		m := mean(v)
-		for _, x := range v {
-			ss += (x - m) * (x - m)
-		}
+		ss += stat.Variance(v, nil) * float64(len(v)-1)
 		df += len(v) - 1
 	}
 	if df == 0 {
 		return 0
 	}
 	return math.Sqrt(ss / float64(df))
-}
-
-func mean(v []float64) float64 {
-	var s float64
-	for _, x := range v {
-		s += x
-	}
-	return s / float64(len(v))
 }
 
 func run(c config) error {
@@ -497,7 +488,7 @@ func scores(allocs []GridAlloc, slas []string) []Score {
 				continue
 			}
 			sums = append(sums, sum)
-			ss = append(ss, Score{Role: a.Role, SLA: sla, Goodput: mean(sum), Spread: slices.Max(sum) - slices.Min(sum), Rounds: len(sum)})
+			ss = append(ss, Score{Role: a.Role, SLA: sla, Goodput: stat.Mean(sum, nil), Spread: slices.Max(sum) - slices.Min(sum), Rounds: len(sum)})
 		}
 		noise := pooledNoise(sums)
 		best := -1
@@ -541,7 +532,7 @@ func byRole(allocs []GridAlloc, slas []string) []RoleScore {
 					}
 				}
 				if len(at) == len(a.Rounds) {
-					rs.MaxGoodput[sla] = max(rs.MaxGoodput[sla], mean(at))
+					rs.MaxGoodput[sla] = max(rs.MaxGoodput[sla], stat.Mean(at, nil))
 				}
 			}
 			best[sla] = max(best[sla], rs.MaxGoodput[sla])
