@@ -112,12 +112,12 @@ func (r *Report) markdown() string {
 				role = a.Role
 			}
 			p("| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", role, u,
-				rounds(a.Rounds, u, func(c *Cell) float64 { return c.Throughput }, "%.1f"),
-				rounds(a.Rounds, u, func(c *Cell) float64 { return c.Goodput[r.sla(0)] }, "%.1f"),
-				rounds(a.Rounds, u, func(c *Cell) float64 { return c.Goodput[r.sla(1)] }, "%.1f"),
-				rounds(a.Rounds, u, func(c *Cell) float64 { return c.Goodput[r.sla(2)] }, "%.1f"),
-				rounds(a.Rounds, u, func(c *Cell) float64 { return c.ResponseTime }, "%.2f"),
-				cpus(first), rounds(a.Rounds, u, func(c *Cell) float64 { return c.Busy["app.threads"] }, "%.1f"))
+				perRound(a.Rounds, u, func(c *Cell) float64 { return c.Throughput }, "%.1f"),
+				perRound(a.Rounds, u, func(c *Cell) float64 { return c.Goodput[r.sla(0)] }, "%.1f"),
+				perRound(a.Rounds, u, func(c *Cell) float64 { return c.Goodput[r.sla(1)] }, "%.1f"),
+				perRound(a.Rounds, u, func(c *Cell) float64 { return c.Goodput[r.sla(2)] }, "%.1f"),
+				perRound(a.Rounds, u, func(c *Cell) float64 { return c.ResponseTime }, "%.2f"),
+				cpus(first), perRound(a.Rounds, u, func(c *Cell) float64 { return c.Busy["app.threads"] }, "%.1f"))
 		}
 	}
 	p("\n## Scores by role (docs/live-evaluation.md's): best goodput over the workloads, mean of the rounds, and share of the grid's best\n\n")
@@ -272,9 +272,9 @@ func cellAt(cells []Cell, users int) *Cell {
 	return nil
 }
 
-// rounds is one figure of the cell at users in every round, "-" where a
+// perRound is one figure of the cell at users in every round, "-" where a
 // round has none.
-func rounds(all [][]Cell, users int, f func(*Cell) float64, format string) string {
+func perRound(all [][]Cell, users int, f func(*Cell) float64, format string) string {
 	var out []string
 	for _, cells := range all {
 		if c := cellAt(cells, users); c != nil {
