@@ -168,9 +168,15 @@ restarted() {
   [ -n "$gen" ] && [ "$gen" -gt "$before" ] || return 1
   [ -z "$onechild" ] || { [ "$(field Stopping)" = 0 ] && [ "$(workers)" = "$threads" ]; }
 }
+# status: the last page's counts that say why a restart has not shown:
+# old processes still stopping, and the connections they hold.
+status() {
+  printf '%s\n' "$page" | awk -F': ' '$1 ~ /^(ParentServerConfigGeneration|Processes|Stopping|BusyWorkers|GracefulWorkers|IdleWorkers|ConnsTotal|ConnsAsyncWaitIO|ConnsAsyncWriting|ConnsAsyncKeepAlive|ConnsAsyncClosing)$/ {
+    printf "%s%s %s", sep, $1, $2; sep = ", " }'
+}
 deadline=$(($(date +%s) + wait))
 until restarted; do
-  [ "$(date +%s)" -lt "$deadline" ] || die "Apache did not show generation $((before + 1)) with $threads threads within ${wait}s ($(workers) threads); the files say $threads"
+  [ "$(date +%s)" -lt "$deadline" ] || die "Apache did not show generation $((before + 1)) alone with $threads threads within ${wait}s ($(workers) threads; $(status)): a process of the old generation still stopping serves its requests in flight; the files say $threads"
   sleep 0.1
 done
 echo "$me: MaxRequestWorkers $oldmrw -> $threads ($said, $(workers) threads)"

@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,6 +21,7 @@ import (
 // to a backend, its status page on.
 type apacheStack struct {
 	config, pools, status string
+	port, backend         int // Apache's port and its ProxyPass /app/ backend's
 }
 
 func startApache(t *testing.T, threads, perChild int) apacheStack {
@@ -29,6 +31,7 @@ func startApache(t *testing.T, threads, perChild int) apacheStack {
 	dir := shortTempDir(t)
 	s := apacheStack{config: filepath.Join(dir, "httpd.conf"), pools: filepath.Join(dir, "pools.conf")}
 	port, backend := freeport.Port(t), freeport.Port(t)
+	s.port, s.backend = port, backend
 	mods := "/usr/lib/apache2/modules"
 	writeFile(t, s.config, fmt.Sprintf(`ServerRoot %[1]q
 ServerName 127.0.0.1
@@ -218,4 +221,37 @@ func TestApacheHookFullRestart(t *testing.T) {
 	assert.Equal(t, 2, r.code)
 	assert.Contains(t, r.stderr, "APACHE_RESTART 'hard': want graceful or full")
 	assert.Equal(t, 12, s.threads(t))
+}
+
+// An old child that does not stop (it serves a request its backend never
+// answers) keeps the new generation from showing alone: the hook fails at
+// HOOK_WAIT and says what the status page showed, so that a restart that
+// hangs in CI names what held it.
+func TestApacheHookSaysWhatHeldTheRestart(t *testing.T) {
+	t.Parallel()
+	s := startApache(t, 10, 10)
+	backend, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", s.backend))
+	require.NoError(t, err)
+	held := make(chan net.Conn, 1)
+	go func() {
+		if c, err := backend.Accept(); err == nil {
+			held <- c // read nothing, answer nothing
+		}
+	}()
+	t.Cleanup(func() {
+		backend.Close()
+		select {
+		case c := <-held:
+			c.Close()
+		default:
+		}
+	})
+	go func() { _, _ = testserver.HTTPGet(fmt.Sprintf("http://127.0.0.1:%d/app/slow", s.port)) }()
+	require.Eventually(t, func() bool { return len(held) == 1 }, 10*time.Second, 20*time.Millisecond, "the request reached the backend")
+
+	r := runHook(t, append(s.env(), "HOOK_WAIT=2"), "apache.sh", "12")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "Apache did not show generation")
+	assert.Contains(t, r.stderr, "ParentServerConfigGeneration 2, ")
+	assert.Contains(t, r.stderr, "Processes 2, Stopping 1, ", "the old child, stopping, with its one request")
 }
