@@ -108,7 +108,9 @@ func TestDatabaseLatencyPresetsAgainstMariaDB(t *testing.T) {
 	app, err := sql.Open("mysql", "app:app@tcp("+dbAddr+")/app")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = app.Close() })
-	const conns, sleep = 4, 0.05
+	// digestLoss: the share of statements performance_schema's digests
+	// may miss (measured below: up to 7.5%).
+	const conns, sleep, digestLoss = 4, 0.05, 0.1
 	app.SetMaxOpenConns(conns)
 	// An administrator's slow statement, which the presets leave out.
 	_, err = root.Exec("SELECT SLEEP(0.3)")
@@ -199,7 +201,20 @@ func TestDatabaseLatencyPresetsAgainstMariaDB(t *testing.T) {
 			delta := (conns + 2*tput*scrape) / b.Sub(a).Seconds() * f
 			t.Logf("window %d, %s: %.2f statements/s (the client's %.2f, within %.2f for scrapes of up to %.0f ms), residence %.2f ms (the client waited %.2f ms)",
 				k, name, got.Throughput, tput, delta, 1000*scrape, 1000*got.ResponseTime, 1000*clientRT)
-			assert.InDelta(t, tput, got.Throughput, delta, "%s throughput, window %d", name, k)
+			// performance_schema's digests lose counts when connections end
+			// statements together: on MariaDB 10.11.19, against
+			// COM_SELECT, 18 of 476 statements of four connections were
+			// missing over 6 s (3.8%) and none of one connection's 133, and
+			// here the preset read 1% to 7.5% under the client in twelve
+			// windows, its mean per statement up to 3.9% over the client's
+			// wait. userstat, counted per statement under a lock, read the
+			// client's figures. The digests may read low by up to digestLoss.
+			low := 0.0
+			if name == "perfschema" {
+				low = digestLoss
+			}
+			assert.GreaterOrEqual(t, got.Throughput, tput*(1-low)-delta, "%s throughput, window %d", name, k)
+			assert.LessOrEqual(t, got.Throughput, tput+delta, "%s throughput, window %d", name, k)
 			assert.GreaterOrEqual(t, got.ResponseTime, sleep, "%s: the database spent at least the sleep in each, window %d", name, k)
 			// The database's mean is over the statements its counters held at
 			// the samples, which differ from the client's by up to delta's
@@ -207,7 +222,9 @@ func TestDatabaseLatencyPresetsAgainstMariaDB(t *testing.T) {
 			// longest wait over the sleep (0.5 ms past the client's mean was
 			// read when the bound was the client's mean alone).
 			edge := (longest.Seconds() - sleep) * delta / tput
-			assert.LessOrEqual(t, got.ResponseTime, clientRT+edge, "%s: the database's time is within the client's wait, window %d", name, k)
+			// A lost count leaves its time in the sum: the mean reads high
+			// by the share lost.
+			assert.LessOrEqual(t, got.ResponseTime, (clientRT+edge)/(1-low), "%s: the database's time is within the client's wait, window %d", name, k)
 		}
 	}
 }
