@@ -99,7 +99,7 @@ func main() {
 	fixed := flag.String("fixed", defaultFixed, "the fixed staircase's trial flags (testbed/e2e's and testbed/README's: --fixed --ramp-up 3s --runtime 6s --ramp-down 1s)")
 	adaptive := flag.String("adaptive", "--precision 5% --ramp-up 3s --runtime 51s", "the adaptive staircase's trial flags")
 	ramp := flag.String("ramp", "--ramp --precision 5% --ramp-up 3s --runtime 51s", "the ramp campaign's flags")
-	flag.StringVar(&c.slas, "sla", "0.1,0.25,0.5", "the grid's SLA thresholds, seconds (a page takes 10-30 ms at low load on the Go testbed; docs/commands.md ranks its grid at 0.25 s)")
+	flag.StringVar(&c.slas, "sla", "0.1,0.25,0.5", "the grid's SLA thresholds, seconds (on the Go testbed 40 users with 0.5 s of think time got 78 pages/s, a page in about 13 ms, and docs/commands.md ranks its grid at 0.25 s)")
 	flag.StringVar(&c.factors, "workloads", "0.75,1,1.25,1.5", "the grid's workloads, as multiples of the campaigns' median saturation workload")
 	flag.StringVar(&c.gridTrial, "grid-trial", "--fixed --ramp-up 5s --runtime 20s --ramp-down 1s", "the grid's trial flags")
 	flag.DurationVar(&c.warmUp, "warm-up", -1, "a trial at -warm-users before the first campaign, measured by none (default: 0 on the Go stack, 2m on the Java stack, whose JVM compiles for minutes under its cap)")
@@ -145,7 +145,7 @@ func (c *config) setDefaults() error {
 	if c.quick {
 		// One round and a grid of two workloads on short trials: about ten
 		// minutes on the Go stack.
-		quick := map[string]string{"rounds": "1", "fixed": "--fixed --ramp-up 3s --runtime 6s --ramp-down 1s",
+		quick := map[string]string{"rounds": "1", "steps": "--step 40 --small-step 20 --scan-span 40", "fixed": "--fixed --ramp-up 3s --runtime 6s --ramp-down 1s",
 			"adaptive": "--precision 10% --ramp-up 3s --runtime 12s", "ramp": "--ramp --precision 10% --ramp-up 3s --runtime 12s",
 			"workloads": "1,1.5", "grid-trial": "--fixed --ramp-up 3s --runtime 6s --ramp-down 1s",
 			"work": "/tmp/rampeval-quick", "out": "/tmp/rampeval-quick"}

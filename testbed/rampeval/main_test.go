@@ -11,54 +11,26 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// rampJSON is recommend --ramp --output json's shape on the Go testbed
-// (internal/cli/ramp.go: RecommendJSON with steps and ramp), its figures
-// those of a short ramp: two ramps (the connections doubled), the answer on
-// windows 4 and 5, one confirming trial.
-const rampJSON = `{
-  "topology": "testbed",
-  "critical": {"tier": "app", "server": "app-1", "resource": "cpu", "utilization": 0.962, "saturationWorkload": 120, "maxThroughput": 231.4},
-  "minJobs": 14.6,
-  "experiments": 3,
-  "errors": 0, "errorShare": 0, "drops": 0, "retries": 0,
-  "allocation": "100-15-15",
-  "tiers": [{"name": "web", "replicas": 1, "threadsPerServer": 100, "connectionsPerServer": null, "totalThreads": 100, "totalConnections": 0,
-             "minimum": {"threadsPerServer": 17}},
-            {"name": "app", "replicas": 1, "threadsPerServer": 15, "connectionsPerServer": 15, "totalThreads": 15, "totalConnections": 15},
-            {"name": "db", "replicas": 1, "threadsPerServer": 15, "connectionsPerServer": null, "totalThreads": 15, "totalConnections": 0}],
-  "evidence": {"wlMin": 117, "reading": "saturation", "knee": false, "kneeThreshold": 0, "criticalThroughput": 228.1, "criticalResponseTime": 0.064,
-               "tiers": [{"name": "app", "throughput": 228.1, "responseTime": 0.064, "jobs": 14.6}], "scan": []},
-  "warnings": ["app-1 connections full in 0.62 of the window at 80 users: doubled to 20", "minJobs 14.6 read where app-1's cpu reaches 0.95, between the windows at 110 users (0.941, 13.2 jobs) and 120 (0.962, 15.1 jobs)"],
-  "version": "softalloc dev",
-  "steps": {"step": 40, "smallStep": 10, "scanSpan": 40, "from": "given"},
-  "ramp": {
-    "windows": [
-      {"index": 0, "users": 40, "allocation": "100-20-10", "startSeconds": 3, "endSeconds": 33, "elapsedSeconds": 33, "record": "a1", "throughput": 77.9, "saturated": []},
-      {"index": 1, "users": 80, "allocation": "100-20-10", "startSeconds": 36, "endSeconds": 70, "elapsedSeconds": 37, "record": "a2", "throughput": 150.2, "saturated": ["app-1/connections"]},
-      {"index": 2, "users": 80, "allocation": "100-20-20", "startSeconds": 3, "endSeconds": 34, "elapsedSeconds": 34, "record": "b1", "throughput": 152.0, "saturated": []},
-      {"index": 3, "users": 100, "allocation": "100-20-20", "startSeconds": 37, "endSeconds": 70, "elapsedSeconds": 36, "record": "b2", "throughput": 190.5, "saturated": []},
-      {"index": 4, "users": 110, "allocation": "100-20-20", "startSeconds": 73, "endSeconds": 110, "elapsedSeconds": 40, "record": "b3", "throughput": 209.8, "saturated": []},
-      {"index": 5, "users": 120, "allocation": "100-20-20", "startSeconds": 113, "endSeconds": 160, "elapsedSeconds": 50, "record": "b4", "throughput": 231.4, "saturated": ["app-1/cpu"]}
-    ],
-    "ramps": 2, "answer": [4, 5], "seconds": 230, "rampMinJobs": 15.1,
-    "reserveGoodput": {"mean": 229.0, "halfWidth": 9.1}, "recommendedGoodput": {"mean": 226.3, "halfWidth": 8.4}, "confirmSeconds": 54
-  }
-}`
-
+// testdata/recommend-ramp.json is recommend --ramp --output json as the
+// quick try printed it on the Go testbed (offset 300, 2026-12-01): one ramp
+// of four windows, the answer on windows 2 and 3, one confirming trial.
 func TestParseReadsRecommendsJSON(t *testing.T) {
+	out, err := os.ReadFile(filepath.Join("testdata", "recommend-ramp.json"))
+	require.NoError(t, err)
 	var c Campaign
-	require.NoError(t, c.parse([]byte(rampJSON)))
+	require.NoError(t, c.parse(out))
 	assert.Equal(t, "app cpu", c.Critical)
 	assert.Equal(t, "app-1", c.Server)
-	assert.Equal(t, 120, c.SaturationWorkload)
-	assert.InDelta(t, 231.4, c.MaxThroughput, 1e-9)
-	assert.InDelta(t, 14.6, c.MinJobs, 1e-9)
-	assert.Equal(t, "100-15-15", c.Allocation)
-	assert.Equal(t, 3, c.Experiments, "two ramps and a confirming trial")
-	assert.Equal(t, 6, c.Windows)
-	assert.Equal(t, 2, c.Ramps)
-	assert.Equal(t, []int{4, 5}, c.Answer)
+	assert.Equal(t, 100, c.SaturationWorkload)
+	assert.InDelta(t, 188.8, c.MaxThroughput, 1e-9)
+	assert.InDelta(t, 3.769, c.MinJobs, 1e-3)
+	assert.Equal(t, "100-4-4", c.Allocation)
+	assert.Equal(t, 2, c.Experiments, "the ramp and its confirming trial")
+	assert.Equal(t, 4, c.Windows)
+	assert.Equal(t, 1, c.Ramps)
+	assert.Equal(t, []int{2, 3}, c.Answer)
 	require.Len(t, c.Warnings, 2)
+	assert.Contains(t, c.Warnings[1], "below the reserve's window")
 
 	// A staircase has no ramp.
 	var s Campaign
@@ -240,8 +212,8 @@ func TestTheReportsArithmetic(t *testing.T) {
 	assert.Contains(t, md, "named the same critical resource: app cpu.")
 	assert.Contains(t, md, "| 100-16-16 | adaptive 1, adaptive 2 | 306.0 (8.0) | 1.000 |")
 	assert.Contains(t, md, "The noise, a round's standard deviation of the sum: 3.2 at 0.25 s.")
-	assert.Contains(t, md, "- adaptive: median 500 s against the fixed staircase's 1250 s, 2.50x shorter (the issue's target: 5x). The grid cannot tell its allocations from the fixed staircase's")
-	assert.Contains(t, md, "- ramp: median 220 s against the fixed staircase's 1250 s, 5.68x shorter (the issue's target: 5x). The grid tells some of its allocations from the fixed staircase's; within the noise: 0 of 2 pairs at 0.25 s (largest gap -0.474 of the best).")
+	assert.Contains(t, md, "- adaptive: median 500 s against the fixed staircase's 1250 s: the fixed staircase took 2.50x as long (the issue's target: at least 5x). The grid cannot tell its allocations from the fixed staircase's")
+	assert.Contains(t, md, "- ramp: median 220 s against the fixed staircase's 1250 s: the fixed staircase took 5.68x as long (the issue's target: at least 5x). The grid tells some of its allocations from the fixed staircase's; within the noise: 0 of 2 pairs at 0.25 s (largest gap -0.474 of the best).")
 
 	r.Campaigns[0].Critical = "db cpu"
 	r.analyse()
