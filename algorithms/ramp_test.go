@@ -2,6 +2,8 @@ package algorithms_test
 
 import (
 	"context"
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -435,4 +437,63 @@ func TestRampMeasuresItsPredictingWindowLooser(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Issue 39 on the live Go testbed: the app's CPU per page falls as load
+// rises, so its CPU crosses 0.95 well before throughput stops growing; the
+// ramp read minJobs 3.8 there (100-4-4, 0.22-0.73 of the staircases'
+// 100-20-20, which read the throughput peak). The ramp checks the
+// utilisation law as the staircase does and, when the CPU per request
+// fell, ramps on past saturation and reads minJobs at the throughput peak,
+// naming those windows.
+func TestRecommendRampReadsThePeakWhenTheDemandFalls(t *testing.T) {
+	d := deployment(t, "1/2/1/2")
+	ctx := context.Background()
+	opts := rampOptions()
+	x := batching{rubbosFake(), "app"}
+
+	off := opts
+	off.DemandDrift = -1
+	trusting, trustingCamp, err := algorithms.RecommendRamp(ctx, &fakeRamp{x: x}, x, d, allocation(t, "400-150-60"), off)
+	require.NoError(t, err)
+	require.Equal(t, "saturation", trusting.MinJobs.Reading, "without the check: read where the CPU crosses the threshold")
+	assert.Empty(t, trustingCamp.Peak)
+
+	rec, camp, err := algorithms.RecommendRamp(ctx, &fakeRamp{x: x}, x, d, allocation(t, "400-150-60"), opts)
+	require.NoError(t, err)
+	assert.Equal(t, "throughput-peak", rec.MinJobs.Reading)
+	assert.Contains(t, strings.Join(rec.MinJobs.Warnings, "\n"), "app-1: CPU per request fell")
+	require.NotEmpty(t, camp.Peak, "the windows past saturation are named")
+	// Read at the highest throughput of the reserve's windows, past the
+	// crossing, and more jobs than there.
+	top := 0.0
+	for _, p := range rec.MinJobs.Points {
+		top = math.Max(top, p.Throughput)
+	}
+	var read algorithms.ScanPoint
+	for _, p := range rec.MinJobs.Points {
+		if p.Workload == rec.MinJobs.WLmin {
+			read = p
+		}
+	}
+	assert.Equal(t, top, read.Throughput, "read at the windows' peak")
+	assert.Greater(t, rec.MinJobs.WLmin, trusting.MinJobs.WLmin)
+	assert.Greater(t, rec.MinJobs.MinJobs, 1.2*trusting.MinJobs.MinJobs)
+	assert.InDelta(t, rec.MinJobs.MinJobs, camp.RampMinJobs, 1e-9)
+	// The scan ended on rampFlatWindows windows that did not grow.
+	last := camp.Windows[camp.Peak[len(camp.Peak)-1]]
+	assert.Greater(t, last.Users, rec.MinJobs.WLmin)
+	for _, i := range camp.Peak {
+		assert.Equal(t, rec.Critical.Reserve.String(), camp.Windows[i].Allocation, "on the reserve")
+	}
+	// The staircase on the same fake reads its peak in the same place,
+	// within its scan's small step.
+	c, err := algorithms.FindCriticalResource(ctx, x, d, allocation(t, "400-150-60"), shortOptions())
+	require.NoError(t, err)
+	m, err := algorithms.InferMinConcurrentJobs(ctx, x, d, c, shortOptions())
+	require.NoError(t, err)
+	require.Equal(t, "throughput-peak", m.Reading)
+	t.Logf("minJobs: ramp at the crossing %.1f (%d users), ramp at the peak %.1f (%d users, %d windows past saturation), staircase %.1f (%d users)",
+		trusting.MinJobs.MinJobs, trusting.MinJobs.WLmin, rec.MinJobs.MinJobs, rec.MinJobs.WLmin, len(camp.Peak), m.MinJobs, m.WLmin)
+	assert.InDelta(t, m.MinJobs, rec.MinJobs.MinJobs, 0.15*m.MinJobs, "staircase %d users, ramp %d", m.WLmin, rec.MinJobs.WLmin)
 }

@@ -20,9 +20,15 @@ type RampCampaign struct {
 	// Seconds is the time the ramps took, windows and settling, on the
 	// runner's clock (simulated seconds on the simulator).
 	Seconds float64 `json:"seconds"`
-	// RampMinJobs is minJobs as the saturating window reads it; the
+	// RampMinJobs is minJobs as the saturating window reads it (the
+	// throughput peak's window when Peak holds windows); the
 	// recommendation's is the confirming trial's.
 	RampMinJobs float64 `json:"rampMinJobs,omitempty"`
+	// Peak are the indexes in Windows of the ramp past saturation that
+	// looked for the throughput peak, when the critical server's CPU per
+	// request fell with load (demandDrift) and minJobs was read at the
+	// peak rather than where the CPU crossed the threshold.
+	Peak []int `json:"peak,omitempty"`
 	// Confirmations are the confirming trials' goodput at the SLA: at the
 	// saturation workload on the reserve and on the recommended allocation.
 	ReserveGoodput     *Interval `json:"reserveGoodput,omitempty"`
@@ -450,21 +456,14 @@ func RecommendRamp(ctx context.Context, rp Ramper, x Experimenter, d Deployment,
 	opts = opts.withDefaults()
 	// The reserve's windows by workload (a jump's window, measured before
 	// the ramp that went back below it, comes after it in the trials).
-	type window struct {
-		users int
-		o     Observation
-	}
-	var ws []window
+	var ws []rampLevel
 	for _, t := range c.Trials {
 		if t.Experiment.Allocation.Key() == c.Reserve.Key() {
-			ws = append(ws, window{t.Experiment.Workload.Users, t.Observation})
+			ws = append(ws, rampLevel{t.Experiment.Workload.Users, t.Observation})
 		}
 	}
-	sort.SliceStable(ws, func(i, j int) bool { return ws[i].users < ws[j].users })
-	points := make([]ScanPoint, len(ws))
-	for i, w := range ws {
-		points[i] = scanPoint(w.users, w.o, c)
-	}
+	sortLevels(ws)
+	points := levelPoints(ws, c)
 	i, _, ok := readAtSaturation(points, opts.HardwareThreshold)
 	if !ok {
 		return rec, camp, fmt.Errorf("infer-min-jobs: no window of the reserve %s read %s/%s at or above %.2f", c.Reserve, c.Server, c.Resource, opts.HardwareThreshold)
@@ -476,11 +475,34 @@ func RecommendRamp(ctx context.Context, rp Ramper, x Experimenter, d Deployment,
 	// Read where the staircase reads it (ReadAtSaturation): the smallest
 	// workload, here the first window, with the critical resource saturated.
 	m := MinJobs{WLmin: satUsers, MinJobs: camp.RampMinJobs, Reading: string(ReadAtSaturation), Points: points}
+	var peakTrials []Trial
+	if drift := levelsDemandDrift(ws, i, c, opts); drift != "" {
+		// The utilisation law failed, as the staircase checks it
+		// (bisectSaturation): saturation is where throughput stops
+		// growing. On the live Go testbed the ramp read minJobs 3.8 where
+		// the app's CPU crossed 0.95 at 100 users, and its 100-4-4 reached
+		// 0.22-0.73 of the staircases' 100-20-20, read at the peak.
+		more, trials, err := rampToPeak(ctx, rp, d, c, ws[len(ws)-1].users, sat.ThroughputInterval(), opts, &camp)
+		peakTrials = trials
+		if err != nil {
+			m.Trials, m.Experiments = peakTrials, len(peakTrials)
+			rec.MinJobs = m
+			return rec, camp, err
+		}
+		ws = append(ws, more...)
+		sortLevels(ws)
+		points = levelPoints(ws, c)
+		i = peakIndex(points)
+		sat, satUsers = ws[i].o, ws[i].users
+		camp.RampMinJobs = LittlesLaw(points[i].CriticalThroughput, points[i].CriticalResponseTime)
+		m = MinJobs{WLmin: satUsers, MinJobs: camp.RampMinJobs, Reading: "throughput-peak", Points: points, Warnings: []string{drift}}
+	}
 	if err := m.measure(d, sat, c); err != nil {
+		m.Trials, m.Experiments = peakTrials, len(peakTrials)
 		rec.MinJobs = m
 		return rec, camp, err
 	}
-	if i > 0 {
+	if i > 0 && m.Reading == string(ReadAtSaturation) {
 		// That window can lie a small step past where the critical
 		// resource reaches the threshold, and near saturation its jobs
 		// climb steeply over the step (issue 39: 1/1/1/1 read 34-37 jobs
@@ -520,7 +542,8 @@ func RecommendRamp(ctx context.Context, rp Ramper, x Experimenter, d Deployment,
 	// At the saturating window's workload, beside the reserve's goodput there.
 	o2, _, _, err := p.run(ctx, rec.Allocation, satUsers)
 	rec.Experiments++
-	m.Trials, m.Experiments = p.trials, len(p.trials)
+	m.Trials = append(peakTrials, p.trials...)
+	m.Experiments = len(m.Trials)
 	rec.MinJobs = m
 	if err != nil {
 		return rec, camp, err
@@ -534,6 +557,83 @@ func RecommendRamp(ctx context.Context, rp Ramper, x Experimenter, d Deployment,
 			satUsers, g2, g))
 	}
 	return rec, camp, nil
+}
+
+// rampLevel is one of a ramp's windows on the reserve: its users and
+// observation.
+type rampLevel struct {
+	users int
+	o     Observation
+}
+
+func sortLevels(ws []rampLevel) {
+	sort.SliceStable(ws, func(i, j int) bool { return ws[i].users < ws[j].users })
+}
+
+func levelPoints(ws []rampLevel, c Critical) []ScanPoint {
+	points := make([]ScanPoint, len(ws))
+	for i, w := range ws {
+		points[i] = scanPoint(w.users, w.o, c)
+	}
+	return points
+}
+
+// levelsDemandDrift is demandDrift between the lowest window below the
+// saturating one (sat) that held enough requests, else the window just
+// below it, and the saturating window: "" when the CPU per request held,
+// or no window lies below.
+func levelsDemandDrift(ws []rampLevel, sat int, c Critical, opts Options) string {
+	if sat == 0 {
+		return ""
+	}
+	low := sat - 1
+	for k := range sat {
+		if enoughRequests(ws[k].o, ws[sat].o, c) {
+			low = k
+			break
+		}
+	}
+	return demandDrift(ws[low].o, ws[low].users, ws[sat].o, ws[sat].users, c, opts.DemandDrift)
+}
+
+// rampToPeak ramps the reserve on from a small step past last, a small
+// step a window, until throughput has not grown by 0.5% past the best so
+// far (from the saturating window's, sat) over rampFlatWindows windows (the staircase's peak scan: a curve that only
+// creeps towards its asymptote has stopped growing) or the workload bound,
+// and returns its windows, each also a trial (OnTrial).
+func rampToPeak(ctx context.Context, rp Ramper, d Deployment, c Critical, last int, sat Interval, opts Options, camp *RampCampaign) ([]rampLevel, []Trial, error) {
+	from := last + opts.SmallStep
+	if from > opts.MaxWorkload {
+		return nil, nil, nil
+	}
+	camp.Ramps++
+	var out []rampLevel
+	var trials []Trial
+	best, flat := sat, 0
+	err := rp.RunRamp(ctx, Ramp{Deployment: d, Allocation: c.Reserve, From: from, Timing: opts.Timing}, withPrecision(opts.Timing.Precision, func(w RampWindow) (RampStep, error) {
+		w.Index, w.Allocation = len(camp.Windows), c.Reserve.String()
+		camp.Windows = append(camp.Windows, w)
+		camp.Peak = append(camp.Peak, w.Index)
+		camp.Seconds += w.Elapsed
+		out = append(out, rampLevel{w.Users, w.Observation})
+		t := Trial{Procedure: "infer-min-jobs", Experiment: Experiment{Deployment: d, Allocation: c.Reserve.Clone(), Workload: Workload{Users: w.Users}, Timing: opts.Timing},
+			Observation: w.Observation}
+		trials = append(trials, t)
+		if opts.OnTrial != nil {
+			opts.OnTrial(t)
+		}
+		tp := w.Observation.ThroughputInterval()
+		if tp.Versus(best.Scaled(1.005)) == Above {
+			best, flat = tp, 0
+		} else if flat++; flat >= rampFlatWindows {
+			return RampStep{}, nil
+		}
+		if next := w.Users + opts.SmallStep; next <= opts.MaxWorkload {
+			return RampStep{Users: next}, nil
+		}
+		return RampStep{}, nil
+	}))
+	return out, trials, err
 }
 
 // trialSeconds is the runner's time a trial took: its warm-up and window.
