@@ -598,9 +598,10 @@ func levelsDemandDrift(ws []rampLevel, sat int, c Critical, opts Options) string
 
 // rampToPeak ramps the reserve on from a small step past last, a small
 // step a window, until throughput has not grown by 0.5% past the best so
-// far (from the saturating window's, sat) over rampFlatWindows windows (the staircase's peak scan: a curve that only
-// creeps towards its asymptote has stopped growing) or the workload bound,
-// and returns its windows, each also a trial (OnTrial).
+// far (from the saturating window's, sat) over rampFlatWindows windows
+// (the staircase's peak scan: a curve that only creeps towards its
+// asymptote has stopped growing) or the workload bound, and returns its
+// windows, each also a trial (OnTrial).
 func rampToPeak(ctx context.Context, rp Ramper, d Deployment, c Critical, last int, sat Interval, opts Options, camp *RampCampaign) ([]rampLevel, []Trial, error) {
 	from := last + opts.SmallStep
 	if from > opts.MaxWorkload {
