@@ -22,6 +22,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -128,12 +129,12 @@ func main() {
 
 // setDefaults fills what depends on the stack and -quick.
 func (c *config) setDefaults() error {
-	c.stack = cmpOr(os.Getenv("STACK"), "go")
+	c.stack = cmp.Or(os.Getenv("STACK"), "go")
 	d, ok := stackDefaults[c.stack]
 	if !ok {
 		return fmt.Errorf("STACK=%s: want go or java", c.stack)
 	}
-	c.deployment, c.caps = cmpOr(c.deployment, d.deployment), cmpOr(c.caps, d.caps)
+	c.deployment, c.caps = cmp.Or(c.deployment, d.deployment), cmp.Or(c.caps, d.caps)
 	if c.warmUp < 0 {
 		c.warmUp = 0
 		if c.stack == "java" {
@@ -176,13 +177,6 @@ func (c *config) setDefaults() error {
 	}
 	c.env = strings.Join(env, " ")
 	return nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func run(ctx context.Context, c config) error {
