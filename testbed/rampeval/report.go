@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"gonum.org/v1/gonum/stat"
+
+	"github.com/softalloc/softalloc/testbed/gridnoise"
 )
 
 // Report is live-evaluation-ramp.json.
@@ -269,7 +271,7 @@ func scores(runs []GridRun, allocs []GridAllocation, slas []string) []Score {
 			}
 			ss = append(ss, sc)
 		}
-		noise, best := pooledNoise(sums), 0.0
+		noise, best := gridnoise.Pooled(sums), 0.0
 		for _, s := range ss {
 			best = max(best, s.Goodput)
 		}
@@ -284,34 +286,9 @@ func scores(runs []GridRun, allocs []GridAllocation, slas []string) []Score {
 	return out
 }
 
-// resolvedGap says whether two scores' means differ by more than the
-// run-to-run noise, testbed/wpeval's rule: two standard deviations of their
-// difference, noise x sqrt(1/n1 + 1/n2) for means of n1 and n2 rounds, the
-// noise pooled over the whole grid (two rounds' own spread is itself too
-// poor an estimate to judge a pair by).
+// resolvedGap: gridnoise's rule on two scores (their noise is the grid's).
 func resolvedGap(a, b Score) bool {
-	if a.Rounds == 0 || b.Rounds == 0 {
-		return false
-	}
-	return math.Abs(a.Goodput-b.Goodput) > 2*a.Noise*math.Sqrt(1/float64(a.Rounds)+1/float64(b.Rounds))
-}
-
-// pooledNoise is the standard deviation of one round's sum: each
-// allocation's sample variance over its rounds, pooled by degrees of freedom.
-func pooledNoise(sums [][]float64) float64 {
-	var ss float64
-	df := 0
-	for _, v := range sums {
-		if len(v) < 2 {
-			continue
-		}
-		ss += stat.Variance(v, nil) * float64(len(v)-1)
-		df += len(v) - 1
-	}
-	if df == 0 {
-		return 0
-	}
-	return math.Sqrt(ss / float64(df))
+	return gridnoise.Resolved(a.Goodput, b.Goodput, a.Rounds, b.Rounds, a.Noise)
 }
 
 // median of xs (the mean of the middle two for an even count).

@@ -43,6 +43,7 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/softalloc/softalloc/testbed/gridnoise"
 	"github.com/softalloc/softalloc/testbed/runfiles"
 )
 
@@ -201,35 +202,9 @@ type Score struct {
 	Resolved bool `json:"resolved"`
 }
 
-// resolvedGap says whether two scores' means differ by more than the
-// run-to-run noise: two standard deviations of their difference,
-// noise x sqrt(1/n1 + 1/n2) for means of n1 and n2 rounds. A rule on each
-// pair's own spreads (half their sum) was too lenient: two rounds give a
-// spread that is itself a poor estimate, and 4 x cores and recommend, with
-// the same children, differed by 25% and were called resolved.
+// resolvedGap: gridnoise's rule on two scores (their noise is the grid's).
 func resolvedGap(a, b Score) bool {
-	if a.Rounds == 0 || b.Rounds == 0 {
-		return false
-	}
-	return math.Abs(a.Goodput-b.Goodput) > 2*a.Noise*math.Sqrt(1/float64(a.Rounds)+1/float64(b.Rounds))
-}
-
-// pooledNoise is the standard deviation of one round's sum: each
-// allocation's sample variance over its rounds, pooled by degrees of freedom.
-func pooledNoise(sums [][]float64) float64 {
-	var ss float64
-	df := 0
-	for _, v := range sums {
-		if len(v) < 2 {
-			continue
-		}
-		ss += stat.Variance(v, nil) * float64(len(v)-1)
-		df += len(v) - 1
-	}
-	if df == 0 {
-		return 0
-	}
-	return math.Sqrt(ss / float64(df))
+	return gridnoise.Resolved(a.Goodput, b.Goodput, a.Rounds, b.Rounds, a.Noise)
 }
 
 func run(c config) error {
@@ -490,7 +465,7 @@ func scores(allocs []GridAlloc, slas []string) []Score {
 			sums = append(sums, sum)
 			ss = append(ss, Score{Role: a.Role, SLA: sla, Goodput: stat.Mean(sum, nil), Spread: slices.Max(sum) - slices.Min(sum), Rounds: len(sum)})
 		}
-		noise := pooledNoise(sums)
+		noise := gridnoise.Pooled(sums)
 		best := -1
 		for i, s := range ss {
 			if best < 0 || s.Goodput > ss[best].Goodput {
