@@ -205,8 +205,8 @@ func TestDatabaseLatencyPresetsAgainstMariaDB(t *testing.T) {
 			// statements together: on MariaDB 10.11.19, against
 			// COM_SELECT, 18 of 476 statements of four connections were
 			// missing over 6 s (3.8%) and none of one connection's 133, and
-			// here the preset read 1% to 7.5% under the client in twelve
-			// windows, its mean per statement up to 3.9% over the client's
+			// here the preset read 0% to 7.5% under the client in
+			// fourteen windows of five runs, its mean per statement up to 3.9% over the client's
 			// wait. userstat, counted per statement under a lock, read the
 			// client's figures. The digests may read low by up to digestLoss.
 			low := 0.0
