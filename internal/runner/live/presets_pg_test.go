@@ -101,7 +101,7 @@ pages:
 // The postgres and postgres-statements presets read a PostgreSQL tier
 // through the real postgres_exporter (with testbed/stacks/go/pg-queries.yaml)
 // and Prometheus: four connections of the application's user running
-// SELECT pg_sleep(0.05) back to back read the statements the client
+// SELECT pg_sleep(0.2) back to back read the statements the client
 // completed per second, a mean execution of at least the sleep and at most
 // the client's wait, four busy backends, and the server's max_connections;
 // an administrator's slower statements and the exporter's own stay out. So do
@@ -134,10 +134,10 @@ func TestPostgresPresetsAgainstPostgreSQL(t *testing.T) {
 	app, err := sql.Open("pgx", "postgres://app@"+dbAddr+"/app?sslmode=disable")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = app.Close() })
-	const conns, sleep = 4, 0.05
+	const conns, sleep = 4, 0.2
 	app.SetMaxOpenConns(conns)
 	// An administrator's slow statement, which the statements preset leaves out.
-	_, err = root.Exec("SELECT pg_sleep(0.3)")
+	_, err = root.Exec("SELECT pg_sleep(0.5)")
 	require.NoError(t, err)
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -150,7 +150,7 @@ func TestPostgresPresetsAgainstPostgreSQL(t *testing.T) {
 			defer wg.Done()
 			for ctx.Err() == nil {
 				t0 := time.Now()
-				_, err := app.ExecContext(ctx, "SELECT pg_sleep(0.05)")
+				_, err := app.ExecContext(ctx, fmt.Sprintf("SELECT pg_sleep(%g)", sleep))
 				mu.Lock()
 				if err == nil {
 					done = append(done, statement{end: time.Now(), d: time.Since(t0)})
@@ -235,7 +235,12 @@ func TestPostgresPresetsAgainstPostgreSQL(t *testing.T) {
 		assert.LessOrEqual(t, got.ResponseTime, clientRT+edge, "the database's time is within the client's wait, window %d", k)
 		// Four backends sleep at almost every instant; each gap between one
 		// statement and the next (the client's wait less the sleep) is a
-		// backend idle. The administrator's and the exporter's, in the
+		// backend idle. The gauge is sampled at scrapes, which load the
+		// machine and so lengthen the gap the client takes to send its next
+		// statement: with sleeps of 0.05 s, under two busy-looping processes
+		// on 2 cores, 30 windows read 3.33 to 4.00 (and one in make test's
+		// race pass 3.00) where Little's law gave 3.9; with 0.2 s, four times
+		// fewer gaps, 24 windows read 3.83 to 4.00. The administrator's and the exporter's, in the
 		// postgres database, are not the application's.
 		idle := conns * (clientRT - sleep) / clientRT
 		assert.InDelta(t, conns-idle/2, pool.Busy, idle/2+0.5, "busy backends, window %d", k)
