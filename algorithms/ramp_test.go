@@ -20,6 +20,8 @@ type fakeRamp struct {
 	levels []int
 	// precisions are the levels' windows' (the ramp's, or a step's).
 	precisions []float64
+	// goodputOnly are the levels' Timing.GoodputOnly.
+	goodputOnly []bool
 }
 
 func (f *fakeRamp) RunRamp(ctx context.Context, r algorithms.Ramp, next func(algorithms.RampWindow) (algorithms.RampStep, error)) error {
@@ -32,6 +34,7 @@ func (f *fakeRamp) RunRamp(ctx context.Context, r algorithms.Ramp, next func(alg
 		}
 		f.levels = append(f.levels, users)
 		f.precisions = append(f.precisions, timing.Precision)
+		f.goodputOnly = append(f.goodputOnly, timing.GoodputOnly)
 		step, err := next(algorithms.RampWindow{Index: i, Users: users, Elapsed: 30, Observation: o})
 		if err != nil || step.Users == 0 {
 			return err
@@ -459,7 +462,8 @@ func TestRecommendRampReadsThePeakWhenTheDemandFalls(t *testing.T) {
 	require.Equal(t, "saturation", trusting.MinJobs.Reading, "without the check: read where the CPU crosses the threshold")
 	assert.Empty(t, trustingCamp.Peak)
 
-	rec, camp, err := algorithms.RecommendRamp(ctx, &fakeRamp{x: x}, x, d, allocation(t, "400-150-60"), opts)
+	fr := &fakeRamp{x: x}
+	rec, camp, err := algorithms.RecommendRamp(ctx, fr, x, d, allocation(t, "400-150-60"), opts)
 	require.NoError(t, err)
 	assert.Equal(t, "throughput-peak", rec.MinJobs.Reading)
 	assert.Contains(t, strings.Join(rec.MinJobs.Warnings, "\n"), "app-1: CPU per request fell")
@@ -483,8 +487,15 @@ func TestRecommendRampReadsThePeakWhenTheDemandFalls(t *testing.T) {
 	// The scan ended on rampFlatWindows windows that did not grow.
 	last := camp.Windows[camp.Peak[len(camp.Peak)-1]]
 	assert.Greater(t, last.Users, rec.MinJobs.WLmin)
+	require.Len(t, fr.goodputOnly, len(camp.Windows))
+	peak := map[int]bool{}
 	for _, i := range camp.Peak {
+		peak[i] = true
 		assert.Equal(t, rec.Critical.Reserve.String(), camp.Windows[i].Allocation, "on the reserve")
+	}
+	for i, only := range fr.goodputOnly {
+		// Held by throughput and goodput alone past saturation only.
+		assert.Equal(t, peak[i], only, "window %d at %d users", i, camp.Windows[i].Users)
 	}
 	// The staircase on the same fake reads its peak in the same place,
 	// within its scan's small step.

@@ -602,6 +602,13 @@ func levelsDemandDrift(ws []rampLevel, sat int, c Critical, opts Options) string
 // (the staircase's peak scan: a curve that only creeps towards its
 // asymptote has stopped growing) or the workload bound, and returns its
 // windows, each also a trial (OnTrial).
+//
+// Its windows are held to the precision by throughput and goodput alone
+// (Timing.GoodputOnly, as the confirming trial): flatness is a throughput
+// test and minJobs at the peak is Little's law over the critical tier's
+// throughput and response time, while past saturation the pools' busy
+// units wander for minutes. On the live Go testbed they held 7 of the 8
+// windows of the peak scan to the longest, 51 s (436 s of a 717 s ramp).
 func rampToPeak(ctx context.Context, rp Ramper, d Deployment, c Critical, last int, sat Interval, opts Options, camp *RampCampaign) ([]rampLevel, []Trial, error) {
 	from := last + opts.SmallStep
 	if from > opts.MaxWorkload {
@@ -611,13 +618,15 @@ func rampToPeak(ctx context.Context, rp Ramper, d Deployment, c Critical, last i
 	var out []rampLevel
 	var trials []Trial
 	best, flat := sat, 0
-	err := rp.RunRamp(ctx, Ramp{Deployment: d, Allocation: c.Reserve, From: from, Timing: opts.Timing}, withPrecision(opts.Timing.Precision, func(w RampWindow) (RampStep, error) {
+	timing := opts.Timing
+	timing.GoodputOnly = true
+	err := rp.RunRamp(ctx, Ramp{Deployment: d, Allocation: c.Reserve, From: from, Timing: timing}, withPrecision(timing.Precision, func(w RampWindow) (RampStep, error) {
 		w.Index, w.Allocation = len(camp.Windows), c.Reserve.String()
 		camp.Windows = append(camp.Windows, w)
 		camp.Peak = append(camp.Peak, w.Index)
 		camp.Seconds += w.Elapsed
 		out = append(out, rampLevel{w.Users, w.Observation})
-		t := Trial{Procedure: "infer-min-jobs", Experiment: Experiment{Deployment: d, Allocation: c.Reserve.Clone(), Workload: Workload{Users: w.Users}, Timing: opts.Timing},
+		t := Trial{Procedure: "infer-min-jobs", Experiment: Experiment{Deployment: d, Allocation: c.Reserve.Clone(), Workload: Workload{Users: w.Users}, Timing: timing},
 			Observation: w.Observation}
 		trials = append(trials, t)
 		if opts.OnTrial != nil {
