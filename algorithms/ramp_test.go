@@ -488,11 +488,22 @@ func TestRecommendRampReadsThePeakWhenTheDemandFalls(t *testing.T) {
 	last := camp.Windows[camp.Peak[len(camp.Peak)-1]]
 	assert.Greater(t, last.Users, rec.MinJobs.WLmin)
 	require.Len(t, fr.goodputOnly, len(camp.Windows))
+	// Every pool of the fake fills past saturation, so those full at the
+	// peak are doubled and ramped again from there; the peak does not move,
+	// and the reading stays on the reserve.
 	peak := map[int]bool{}
+	doubled := 0
 	for _, i := range camp.Peak {
 		peak[i] = true
-		assert.Equal(t, rec.Critical.Reserve.String(), camp.Windows[i].Allocation, "on the reserve")
+		if camp.Windows[i].Allocation != rec.Critical.Reserve.String() {
+			doubled++
+			assert.GreaterOrEqual(t, camp.Windows[i].Users, rec.MinJobs.WLmin, "the doubled pools ramp from the peak")
+		}
 	}
+	assert.Equal(t, 3, doubled, "the doubled pools' ramp ends after three windows that do not rise past the peak")
+	assert.Contains(t, strings.Join(rec.MinJobs.Warnings, "\n"), "the peak rose no more than the noise")
+	assert.Equal(t, len(camp.Windows), len(fr.levels))
+	assert.Equal(t, camp.Ramps+1, rec.Experiments, "every ramp, and the confirming trial")
 	for i, only := range fr.goodputOnly {
 		// Held by throughput and goodput alone past saturation only.
 		assert.Equal(t, peak[i], only, "window %d at %d users", i, camp.Windows[i].Users)
@@ -507,4 +518,67 @@ func TestRecommendRampReadsThePeakWhenTheDemandFalls(t *testing.T) {
 	t.Logf("minJobs: ramp at the crossing %.1f (%d users), ramp at the peak %.1f (%d users, %d windows past saturation), staircase %.1f (%d users)",
 		trusting.MinJobs.MinJobs, trusting.MinJobs.WLmin, rec.MinJobs.MinJobs, rec.MinJobs.WLmin, len(camp.Peak), m.MinJobs, m.WLmin)
 	assert.InDelta(t, m.MinJobs, rec.MinJobs.MinJobs, 0.15*m.MinJobs, "staircase %d users, ramp %d", m.WLmin, rec.MinJobs.WLmin)
+}
+
+// poolBound caps an experimenter's throughput at perConn pages/s for each of
+// the app tier's connections, those connections full where it binds: a pool
+// that ends the growth past the CPU's crossing, as the live Go testbed's 10
+// connections did.
+type poolBound struct {
+	algorithms.Experimenter
+	perConn float64
+}
+
+func (p poolBound) RunExperiment(ctx context.Context, e algorithms.Experiment) (algorithms.Observation, error) {
+	o, err := p.Experimenter.RunExperiment(ctx, e)
+	if err != nil {
+		return o, err
+	}
+	tier, _ := e.Deployment.Tier("app")
+	limit := p.perConn * float64(e.Allocation["app"].Connections*tier.Replicas)
+	if o.Throughput <= limit {
+		return o, nil
+	}
+	f := limit / o.Throughput
+	o.Throughput = limit
+	for i := range o.Servers {
+		s := &o.Servers[i]
+		s.Throughput, s.CPU = f*s.Throughput, f*s.CPU
+		for j := range s.Pools {
+			if s.Tier == "app" && s.Pools[j].Name == algorithms.PoolConnections {
+				s.Pools[j].Busy, s.Pools[j].FullShare = float64(s.Pools[j].Size), 1
+			}
+		}
+	}
+	return o, nil
+}
+
+func TestRecommendRampDoublesAPoolFullAtThePeak(t *testing.T) {
+	d := deployment(t, "1/2/1/2")
+	ctx := context.Background()
+	opts := rampOptions()
+	x := batching{rubbosFake(), "app"}
+	free, _, err := algorithms.RecommendRamp(ctx, &fakeRamp{x: x}, x, d, allocation(t, "400-150-60"), opts)
+	require.NoError(t, err)
+	require.Equal(t, "throughput-peak", free.MinJobs.Reading)
+	top := 0.0
+	for _, p := range free.MinJobs.Points {
+		top = math.Max(top, p.Throughput)
+	}
+	// The 120 connections (60 on each of two servers) bind at 0.93 of the
+	// peak: past the CPU's crossing, at 0.89 of it, so find-critical does
+	// not double them.
+	bound := poolBound{x, 0.93 * top / 120}
+	rec, camp, err := algorithms.RecommendRamp(ctx, &fakeRamp{x: bound}, bound, d, allocation(t, "400-150-60"), opts)
+	require.NoError(t, err)
+	assert.Equal(t, "throughput-peak", rec.MinJobs.Reading)
+	assert.Equal(t, 120, rec.Critical.Reserve["app"].Connections, "doubled, and kept: the peak rose")
+	assert.Equal(t, 150, rec.Critical.Reserve["app"].Threads, "only the full pool")
+	warnings := strings.Join(rec.MinJobs.Warnings, "\n")
+	assert.Contains(t, warnings, "app-1/connections")
+	assert.Contains(t, warnings, "the peak rose to")
+	assert.Empty(t, rec.Critical.Warnings, "find-critical doubled nothing")
+	t.Logf("minJobs %.1f at %d users on %s (%d windows past saturation); unbounded %.1f at %d users", rec.MinJobs.MinJobs, rec.MinJobs.WLmin,
+		rec.Critical.Reserve, len(camp.Peak), free.MinJobs.MinJobs, free.MinJobs.WLmin)
+	assert.InDelta(t, free.MinJobs.MinJobs, rec.MinJobs.MinJobs, 0.15*free.MinJobs.MinJobs, "read at the peak the pool no longer bounds")
 }

@@ -482,21 +482,63 @@ func RecommendRamp(ctx context.Context, rp Ramper, x Experimenter, d Deployment,
 		// growing. On the live Go testbed the ramp read minJobs 3.8 where
 		// the app's CPU crossed 0.95 at 100 users, and its 100-4-4 reached
 		// 0.22-0.73 of the staircases' 100-20-20, read at the peak.
-		more, trials, err := rampToPeak(ctx, rp, d, c, ws[len(ws)-1].users, sat.ThroughputInterval(), opts, &camp)
+		more, trials, err := rampToPeak(ctx, rp, d, c.Reserve, ws[len(ws)-1].users, sat.ThroughputInterval(), opts, &camp)
 		peakTrials = trials
 		if err != nil {
 			m.Trials, m.Experiments = peakTrials, len(peakTrials)
-			rec.MinJobs = m
+			rec.MinJobs, rec.Experiments = m, camp.Ramps
 			return rec, camp, err
 		}
 		ws = append(ws, more...)
 		sortLevels(ws)
 		points = levelPoints(ws, c)
-		i = peakIndex(points)
+		warnings := []string{drift}
+		// A pool full at the peak may be what ends the growth there: the
+		// peak's is where the critical resource saturates, and a pool full
+		// there bounds what minJobs reads (issue 39). On the live Go
+		// testbed the ramp's peak on 10 connections, full at 9.6-9.7,
+		// stopped at 276 pages/s, where the fixed staircase on 20 served
+		// 344 at 190 users and 385 at 230. Past saturation every pool of
+		// the simulator's batching fake fills too, its peak unmoved: so
+		// the doubled pools ramp again from the peak's workload and are
+		// kept only if throughput rises past the peak's by more than its
+		// noise.
+		for doubled := 0; doubled < opts.MaxDoublings; doubled++ {
+			top := peakIndex(points)
+			full := boundingPools(d, ws[top].o, opts)
+			next := doubleFull(c.Reserve, full)
+			if len(full) == 0 || next.Key() == c.Reserve.Key() {
+				break
+			}
+			peak, peakUsers := ws[top].o.ThroughputInterval(), ws[top].users
+			more, trials, err := rampToPeak(ctx, rp, d, next, peakUsers-opts.SmallStep, peak, opts, &camp)
+			peakTrials = append(peakTrials, trials...)
+			if err != nil {
+				m.Trials, m.Experiments = peakTrials, len(peakTrials)
+				rec.MinJobs, rec.Experiments = m, camp.Ramps
+				return rec, camp, err
+			}
+			if len(more) == 0 {
+				break
+			}
+			j := peakIndex(levelPoints(more, c))
+			if more[j].o.ThroughputInterval().Versus(peak.Scaled(1.005)) != Above {
+				warnings = append(warnings, fmt.Sprintf("%s full at the throughput peak (%d users, %s pages/s): doubled (%s), the peak rose no more than the noise (%s pages/s at %d users): minJobs read on %s",
+					joinSaturations(full), peakUsers, peak, next, more[j].o.ThroughputInterval(), more[j].users, c.Reserve))
+				break
+			}
+			warnings = append(warnings, fmt.Sprintf("%s full at the throughput peak (%d users, %s pages/s): doubled that pool (%s), and the peak rose to %s pages/s at %d users",
+				joinSaturations(full), peakUsers, peak, next, more[j].o.ThroughputInterval(), more[j].users))
+			c.Reserve, rec.Critical.Reserve = next, next
+			ws = more
+			points = levelPoints(ws, c)
+		}
+		i = kneeIndex(points)
 		sat, satUsers = ws[i].o, ws[i].users
 		camp.RampMinJobs = LittlesLaw(points[i].CriticalThroughput, points[i].CriticalResponseTime)
-		m = MinJobs{WLmin: satUsers, MinJobs: camp.RampMinJobs, Reading: "throughput-peak", Points: points, Warnings: []string{drift}}
+		m = MinJobs{WLmin: satUsers, MinJobs: camp.RampMinJobs, Reading: "throughput-peak", Points: points, Warnings: warnings}
 	}
+	rec.Experiments = camp.Ramps
 	if err := m.measure(d, sat, c); err != nil {
 		m.Trials, m.Experiments = peakTrials, len(peakTrials)
 		rec.MinJobs = m
@@ -596,7 +638,23 @@ func levelsDemandDrift(ws []rampLevel, sat int, c Critical, opts Options) string
 	return demandDrift(ws[low].o, ws[low].users, ws[sat].o, ws[sat].users, c, opts.DemandDrift)
 }
 
-// rampToPeak ramps the reserve on from a small step past last, a small
+// kneeIndex is the first of points whose throughput is within the peak
+// scan's 0.5% of the highest: past the knee throughput only creeps towards
+// its asymptote while jobs pile up in the queues, so the highest window is
+// no place to read minJobs. On the batching fake, 120 connections where 60
+// had bound served 0.46% more at 5,500 users than at 5,300, with 261 jobs
+// in the app tier against 153.
+func kneeIndex(points []ScanPoint) int {
+	top := points[peakIndex(points)].Throughput
+	for i, p := range points {
+		if p.Throughput*1.005 >= top {
+			return i
+		}
+	}
+	return 0
+}
+
+// rampToPeak ramps allocation a (the reserve, or a pool of it doubled) on from a small step past last, a small
 // step a window, until throughput has not grown by 0.5% past the best so
 // far (from the saturating window's, sat) over rampFlatWindows windows
 // (the staircase's peak scan: a curve that only creeps towards its
@@ -609,7 +667,7 @@ func levelsDemandDrift(ws []rampLevel, sat int, c Critical, opts Options) string
 // throughput and response time, while past saturation the pools' busy
 // units wander for minutes. On the live Go testbed they held 7 of the 8
 // windows of the peak scan to the longest, 51 s (436 s of a 717 s ramp).
-func rampToPeak(ctx context.Context, rp Ramper, d Deployment, c Critical, last int, sat Interval, opts Options, camp *RampCampaign) ([]rampLevel, []Trial, error) {
+func rampToPeak(ctx context.Context, rp Ramper, d Deployment, a Allocation, last int, sat Interval, opts Options, camp *RampCampaign) ([]rampLevel, []Trial, error) {
 	from := last + opts.SmallStep
 	if from > opts.MaxWorkload {
 		return nil, nil, nil
@@ -620,13 +678,13 @@ func rampToPeak(ctx context.Context, rp Ramper, d Deployment, c Critical, last i
 	best, flat := sat, 0
 	timing := opts.Timing
 	timing.GoodputOnly = true
-	err := rp.RunRamp(ctx, Ramp{Deployment: d, Allocation: c.Reserve, From: from, Timing: timing}, withPrecision(timing.Precision, func(w RampWindow) (RampStep, error) {
-		w.Index, w.Allocation = len(camp.Windows), c.Reserve.String()
+	err := rp.RunRamp(ctx, Ramp{Deployment: d, Allocation: a, From: from, Timing: timing}, withPrecision(timing.Precision, func(w RampWindow) (RampStep, error) {
+		w.Index, w.Allocation = len(camp.Windows), a.String()
 		camp.Windows = append(camp.Windows, w)
 		camp.Peak = append(camp.Peak, w.Index)
 		camp.Seconds += w.Elapsed
 		out = append(out, rampLevel{w.Users, w.Observation})
-		t := Trial{Procedure: "infer-min-jobs", Experiment: Experiment{Deployment: d, Allocation: c.Reserve.Clone(), Workload: Workload{Users: w.Users}, Timing: timing},
+		t := Trial{Procedure: "infer-min-jobs", Experiment: Experiment{Deployment: d, Allocation: a.Clone(), Workload: Workload{Users: w.Users}, Timing: timing},
 			Observation: w.Observation}
 		trials = append(trials, t)
 		if opts.OnTrial != nil {
