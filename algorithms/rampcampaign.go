@@ -654,9 +654,10 @@ func kneeIndex(points []ScanPoint) int {
 	return 0
 }
 
-// rampToPeak ramps allocation a (the reserve, or a pool of it doubled) on from a small step past last, a small
-// step a window, until throughput has not grown by 0.5% past the best so
-// far (from the saturating window's, sat) over rampFlatWindows windows
+// rampToPeak ramps allocation a (the reserve, or it with a pool doubled)
+// on from a small step past last, a small step a window, until throughput
+// has not grown by 0.5% past the best so far (from sat, the saturating
+// window's or the peak's before the doubling) over rampFlatWindows windows
 // (the staircase's peak scan: a curve that only creeps towards its
 // asymptote has stopped growing) or the workload bound, and returns its
 // windows, each also a trial (OnTrial).
