@@ -240,8 +240,8 @@ func TestPostgresPresetsAgainstPostgreSQL(t *testing.T) {
 		// statement: with sleeps of 0.05 s, under two busy-looping processes
 		// on 2 cores, 30 windows read 3.33 to 4.00 (and one in make test's
 		// race pass 3.00) where Little's law gave 3.9; with 0.2 s, four times
-		// fewer gaps, 24 windows read 3.83 to 4.00. The administrator's and the exporter's, in the
-		// postgres database, are not the application's.
+		// fewer gaps, 24 windows read 3.83 to 4.00. The administrator's and
+		// the exporter's, in the postgres database, are not the application's.
 		idle := conns * (clientRT - sleep) / clientRT
 		assert.InDelta(t, conns-idle/2, pool.Busy, idle/2+0.5, "busy backends, window %d", k)
 		assert.Equal(t, maxConns, pool.Size, "max_connections, window %d", k)
