@@ -127,7 +127,7 @@ scan:
 		bound := []Saturation(nil)
 		if len(hw) > 0 && hw[0].Resource == "cpu" && opts.Mode == ModeEfficient && doublings < opts.MaxDoublings {
 			bound = boundingPools(d, o, opts)
-			if len(bound) > 0 && boundAt == workload && o.ThroughputInterval().Versus(boundTp.Scaled(1.005)) != Above {
+			if len(bound) > 0 && boundAt == workload && o.ThroughputInterval().Versus(boundTp.Scaled(flatGrowth)) != Above {
 				// The doubled pool fills again and throughput did not
 				// grow: past saturation every pool fills, whatever its
 				// size; the last doubling is kept, and no more is asked.
@@ -187,7 +187,7 @@ scan:
 			return res, nil
 		case len(soft) > 0:
 			if opts.Mode == ModeEfficient && len(lastSoft) > 0 && soft[0].String() == lastSoft[0].String() &&
-				o.ThroughputInterval().Versus(lastSoftThroughput.Scaled(1.005)) != Above {
+				o.ThroughputInterval().Versus(lastSoftThroughput.Scaled(flatGrowth)) != Above {
 				// Doubling the pool did not raise throughput at the same
 				// workload: the full pool is a symptom, the bottleneck is
 				// elsewhere (an unmonitored resource, or several at once).

@@ -112,7 +112,7 @@ func InferMinConcurrentJobs(ctx context.Context, x Experimenter, d Deployment, c
 	// asymptote has stopped growing).
 	patience, growth := 1, 1.0
 	if readPeak {
-		patience, growth = 3, 1.005
+		patience, growth = 3, flatGrowth
 	}
 	grown, capped, err := sc.untilFlat(ctx, start, patience, growth)
 	if err != nil {
@@ -724,6 +724,11 @@ func readAtSaturation(points []ScanPoint, threshold float64) (int, float64, bool
 	}
 	return 0, 0, false
 }
+
+// flatGrowth is the growth below which throughput has stopped growing: a
+// curve that only creeps towards its asymptote, past the knee (0.5%). Peak
+// scans, a doubled pool's test and the knee's reading all use it.
+const flatGrowth = 1.005
 
 func peakIndex(points []ScanPoint) int {
 	best := 0

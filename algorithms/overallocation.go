@@ -37,7 +37,7 @@ func overAllocation(trials []Trial, c Saturation, a Allocation) (string, bool) {
 			if !ok || prev.Resources[c.Resource] >= s.Resources[c.Resource] {
 				continue
 			}
-			if big.Observation.ThroughputInterval().Versus(t.Observation.ThroughputInterval().Scaled(1.005)) == Above {
+			if big.Observation.ThroughputInterval().Versus(t.Observation.ThroughputInterval().Scaled(flatGrowth)) == Above {
 				continue // the larger allocation served more: it was needed
 			}
 			if small == nil || units(t.Experiment.Allocation) < units(small.Experiment.Allocation) {

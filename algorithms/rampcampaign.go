@@ -210,7 +210,7 @@ func FindCriticalRamp(ctx context.Context, rp Ramper, d Deployment, s0 Allocatio
 						w.Users, c, c.Utilization, hw[1], hw[1].Utilization))
 				}
 				return RampStep{}, nil
-			case len(soft) > 0 && lastSoft == soft[0].String() && tp.Versus(lastSoftTp.Scaled(1.005)) != Above:
+			case len(soft) > 0 && lastSoft == soft[0].String() && tp.Versus(lastSoftTp.Scaled(flatGrowth)) != Above:
 				// Doubled, still full, and throughput did not grow: the pool
 				// is not what bounds it here. The ramp goes on rising (a
 				// staircase gave up here from an under-allocated start);
@@ -521,8 +521,9 @@ func RecommendRamp(ctx context.Context, rp Ramper, x Experimenter, d Deployment,
 			if len(more) == 0 {
 				break
 			}
-			j := peakIndex(levelPoints(more, c))
-			if more[j].o.ThroughputInterval().Versus(peak.Scaled(1.005)) != Above {
+			morePoints := levelPoints(more, c)
+			j := peakIndex(morePoints)
+			if more[j].o.ThroughputInterval().Versus(peak.Scaled(flatGrowth)) != Above {
 				warnings = append(warnings, fmt.Sprintf("%s full at the throughput peak (%d users, %s pages/s): doubled (%s), the peak rose no more than the noise (%s pages/s at %d users): minJobs read on %s",
 					joinSaturations(full), peakUsers, peak, next, more[j].o.ThroughputInterval(), more[j].users, c.Reserve))
 				break
@@ -530,8 +531,7 @@ func RecommendRamp(ctx context.Context, rp Ramper, x Experimenter, d Deployment,
 			warnings = append(warnings, fmt.Sprintf("%s full at the throughput peak (%d users, %s pages/s): doubled that pool (%s), and the peak rose to %s pages/s at %d users",
 				joinSaturations(full), peakUsers, peak, next, more[j].o.ThroughputInterval(), more[j].users))
 			c.Reserve, rec.Critical.Reserve = next, next
-			ws = more
-			points = levelPoints(ws, c)
+			ws, points = more, morePoints
 		}
 		i = kneeIndex(points)
 		sat, satUsers = ws[i].o, ws[i].users
@@ -657,7 +657,7 @@ func levelsDemandDrift(ws []rampLevel, sat int, c Critical, opts Options) string
 func kneeIndex(points []ScanPoint) int {
 	top := points[peakIndex(points)].Throughput
 	for i, p := range points {
-		if p.Throughput*1.005 >= top {
+		if p.Throughput*flatGrowth >= top {
 			return i
 		}
 	}
@@ -702,7 +702,7 @@ func rampToPeak(ctx context.Context, rp Ramper, d Deployment, a Allocation, last
 			opts.OnTrial(t)
 		}
 		tp := w.Observation.ThroughputInterval()
-		if tp.Versus(best.Scaled(1.005)) == Above {
+		if tp.Versus(best.Scaled(flatGrowth)) == Above {
 			best, flat = tp, 0
 		} else if flat++; flat >= rampFlatWindows {
 			return RampStep{}, nil
