@@ -4,7 +4,7 @@ package live
 var phpPresets = map[string]Queries{
 	"phpfpm": {
 		About: PresetAbout{
-			Reads: "a php-fpm pool: its children (busy, size, the share of the window with all busy or requests queued), " +
+			Reads: "a php-fpm pool: its children (busy, size, the share of the window with all busy or more requests queued than idle children), " +
 				"requests/s and the mean time a child spends on one",
 			Exporter: "php-fpm's own status page in OpenMetrics (pm.status_path, scraped with ?openmetrics) through an HTTP " +
 				"proxy to FastCGI such as Apache's mod_proxy_fcgi ({instance}: the proxy's address)",
@@ -22,12 +22,16 @@ var phpPresets = map[string]Queries{
 		Pools: map[string]PoolQueries{"threads": {
 			Busy: phpfpmBusy,
 			Size: `max(max_over_time(phpfpm_total_processes{instance="{instance}"}[{window}]))`,
-			// A 1 s sample is full when every child is busy or a request
-			// waits in the listen queue (with pm = dynamic, also when
-			// php-fpm could spawn no more: max_children_reached rose).
+			// A 1 s sample is full when every child is busy or more
+			// requests wait in the listen queue than there are idle
+			// children to take them (with pm = dynamic, also when php-fpm
+			// could spawn no more: max_children_reached rose). Any queue
+			// at all is no sign: under a CPU cap idle children accept late,
+			// and on WordPress a queue of 1 beside 26-29 idle children of
+			// 40 read the pool full, which find-critical then doubled.
 			FullShare: `avg_over_time(clamp_max(` +
 				`(sum(phpfpm_active_processes{instance="{instance}"}) >= bool sum(phpfpm_total_processes{instance="{instance}"}))` +
-				` + (sum(phpfpm_listen_queue{instance="{instance}"}) > bool 0)` +
+				` + (sum(phpfpm_listen_queue{instance="{instance}"}) > bool (sum(phpfpm_total_processes{instance="{instance}"}) - sum(phpfpm_active_processes{instance="{instance}"})))` +
 				` + (sum(increase(phpfpm_max_children_reached{instance="{instance}"}[2s])) > bool 0), 1)[{window}:1s])`,
 		}},
 	},

@@ -8,8 +8,10 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,6 +33,7 @@ import (
 type phpStack struct {
 	web    string // Apache: /app/sleep.php?ms=N, /status?openmetrics
 	status string // the proxy's address Prometheus scrapes ({instance})
+	master int    // php-fpm's master process
 }
 
 // startPHPStack starts php-fpm (pm = static, children) and Apache on free
@@ -60,7 +63,7 @@ pm.status_listen = %[3]s
 	if os.Geteuid() == 0 {
 		args = append(args, "--allow-to-run-as-root")
 	}
-	testserver.Start(t, fpm, args...)
+	master := testserver.Start(t, fpm, args...).Process.Pid
 
 	mods := "/usr/lib/apache2/modules"
 	user := ""
@@ -87,7 +90,7 @@ ProxyPass /app/ fcgi://%[3]s%[1]s/
 `, dir, web, pool, status, mods, user)), 0o644))
 	// -X: one process in the foreground, which the cleanup kills.
 	testserver.Start(t, apache, "-X", "-f", httpd)
-	s := phpStack{web: "http://" + web, status: web}
+	s := phpStack{web: "http://" + web, status: web, master: master}
 	require.Eventually(t, func() bool {
 		return get(s.web+"/status?openmetrics") == nil && get(s.web+"/app/sleep.php?ms=0") == nil
 	}, 30*time.Second, 100*time.Millisecond, "php-fpm behind Apache did not answer")
@@ -95,6 +98,41 @@ ProxyPass /app/ fcgi://%[3]s%[1]s/
 }
 
 var phpClient = http.Client{Timeout: 10 * time.Second}
+
+// poolChildren are the master's children that serve pool (not its
+// pm.status_listen pool, pool_status).
+func poolChildren(t *testing.T, master int, pool string) []int {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	require.NoError(t, err)
+	var out []int
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // gone since the glob
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so split after its ')'.
+		fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(fields) < 2 || fields[1] != strconv.Itoa(master) {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join(filepath.Dir(f), "cmdline"))
+		if err == nil && strings.TrimRight(string(cmdline), "\x00 ") == "php-fpm: pool "+pool {
+			pid, err := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+			require.NoError(t, err)
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// signal sends sig to every process of pids.
+func signal(t *testing.T, pids []int, sig syscall.Signal) {
+	t.Helper()
+	for _, pid := range pids {
+		require.NoError(t, syscall.Kill(pid, sig), "signal %v to %d", sig, pid)
+	}
+}
 
 func get(url string) error {
 	resp, err := phpClient.Get(url)
@@ -138,13 +176,17 @@ type completion struct {
 }
 
 // The phpfpm preset read through a real php-fpm 8.2, Apache and Prometheus:
-// 3 users on a pool of 4 children keep 3 busy; 10 keep all 4 busy with
-// requests queued (the client waits longer than a child works), and the status page, served by pm.status_listen's pool
-// of its own, still answers every scrape.
+// 3 users on a pool of 4 children keep 3 busy; 3 requests queued behind 4
+// idle children that cannot accept (stopped, as a CPU cap stalls them) do
+// not fill the pool; 10 users keep all 4 busy with requests queued (the
+// client waits longer than a child works), and the status page, served by
+// pm.status_listen's pool of its own, still answers every scrape.
 func TestPHPFPMPresetAgainstARealPool(t *testing.T) {
 	promtest.Binary(t, "TestPHPFPMPresetAgainstARealPool")
 	const children, ms = 4, 200
 	s := startPHPStack(t, children)
+	workers := poolChildren(t, s.master, "test")
+	require.Len(t, workers, children, "php-fpm's children of pool test")
 
 	const interval = 250 * time.Millisecond
 	prom := promtest.ScrapingJobs(t, "TestPHPFPMPresetAgainstARealPool", interval, 2*interval,
@@ -157,27 +199,42 @@ func TestPHPFPMPresetAgainstARealPool(t *testing.T) {
 		return err == nil && len(v.(model.Vector)) == 1
 	}, 60*time.Second, 100*time.Millisecond, "Prometheus did not read php-fpm's status page")
 
-	// Three windows of 3 s: 3 users, then 10 for two windows (the first
-	// sample of a window that starts a load reads the one before).
-	const step = 3 * time.Second
+	// Four windows of 3 s: 3 users; the children stopped with 3 requests
+	// in the listen queue; 10 users for two windows (the first sample of a
+	// window that starts a load reads the one before).
+	const step, windows = 3 * time.Second, 4
 	url := fmt.Sprintf("%s/app/sleep.php?ms=%d", s.web, ms)
 	start := time.Now().Add(time.Second).Truncate(time.Second)
 	time.Sleep(time.Until(start))
 	var done []completion
-	for _, phase := range []struct{ users, windows int }{{3, 1}, {10, 2}} {
-		ctx, cancel := context.WithDeadline(context.Background(), start.Add(time.Duration(phase.windows)*step))
+	var stalled sync.WaitGroup
+	for _, phase := range []struct{ users, windows int }{{3, 1}, {0, 1}, {10, 2}} {
+		until := start.Add(time.Duration(phase.windows) * step)
+		if phase.users == 0 {
+			signal(t, workers, syscall.SIGSTOP)
+			for range 3 {
+				stalled.Add(1)
+				go func() { defer stalled.Done(); _ = get(url) }()
+			}
+			time.Sleep(time.Until(until))
+			signal(t, workers, syscall.SIGCONT)
+			start = until
+			continue
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), until)
 		wait := load(ctx, url, phase.users)
 		<-ctx.Done()
 		done = append(done, wait()...)
 		cancel()
-		start = start.Add(time.Duration(phase.windows) * step)
+		start = until
 	}
-	start = start.Add(-3 * step)
+	stalled.Wait()
+	start = start.Add(-windows * step)
 	// Each window's requests (those that ended in it) and their mean time.
-	var counts [3]int
-	var means [3]time.Duration
+	var counts [windows]int
+	var means [windows]time.Duration
 	for _, c := range done {
-		if k := int(c.end.Sub(start) / step); k >= 0 && k < 3 {
+		if k := int(c.end.Sub(start) / step); k >= 0 && k < windows {
 			counts[k]++
 			means[k] += c.took
 		}
@@ -187,7 +244,7 @@ func TestPHPFPMPresetAgainstARealPool(t *testing.T) {
 			means[k] /= time.Duration(counts[k])
 		}
 	}
-	end := start.Add(3 * step)
+	end := start.Add(windows * step)
 	require.Eventually(t, func() bool {
 		v, _, _, err := papi.Query(context.Background(), `timestamp(phpfpm_up)`, time.Now())
 		return err == nil && len(v.(model.Vector)) == 1 && float64(v.(model.Vector)[0].Value) > float64(end.Add(interval).Unix())
@@ -210,15 +267,25 @@ func TestPHPFPMPresetAgainstARealPool(t *testing.T) {
 	}}
 	ws, err := r.Windows(context.Background(), d, start, end, step)
 	require.NoError(t, err, log.String())
-	require.Len(t, ws, 3)
+	require.Len(t, ws, windows)
 	for k, w := range ws {
-		require.Empty(t, w.Problem, w.Label)
 		php := w.Observation.Servers[0]
 		require.Len(t, php.Pools, 1)
 		pool := php.Pools[0]
 		t.Logf("window %d: %d requests (%.1f/s, %.0f ms each at the client): throughput %.2f/s, responseTime %.0f ms, busy %.2f of %d, fullShare %.2f",
 			k, counts[k], float64(counts[k])/step.Seconds(), means[k].Seconds()*1000, php.Throughput, php.ResponseTime*1000, pool.Busy, pool.Size, pool.FullShare)
 		assert.Equal(t, children, pool.Size, "window %d: the pool's size is pm.max_children", k)
+		if k == 1 {
+			// The stalled window: requests waited in the listen queue
+			// (php-fpm counted them), and no child was busy.
+			v, _, _, err := papi.Query(context.Background(), fmt.Sprintf(`max_over_time(phpfpm_listen_queue[%ds])`, int(step.Seconds())), start.Add(2*step))
+			require.NoError(t, err)
+			require.Len(t, v.(model.Vector), 1)
+			assert.GreaterOrEqual(t, float64(v.(model.Vector)[0].Value), 1.0, "the stopped children left requests in the listen queue")
+			assert.Less(t, pool.FullShare, 0.3, "3 requests queued behind 4 idle children: not full")
+			continue
+		}
+		require.Empty(t, w.Problem, w.Label)
 		assert.InEpsilon(t, float64(counts[k])/step.Seconds(), php.Throughput, 0.25, "window %d: requests/s against the client's count", k)
 		// Little's law gives the time in a child: at least the script's
 		// sleep, and no more than the client saw (which adds Apache and,
@@ -238,7 +305,7 @@ func TestPHPFPMPresetAgainstARealPool(t *testing.T) {
 		} else {
 			assert.Less(t, php.ResponseTime, means[k].Seconds(), "10 users on 4 children wait in the queue, which Little's law over the children leaves out")
 			assert.Greater(t, pool.Busy, 3.4, "10 users keep all 4 children busy")
-			if k == 2 {
+			if k == 3 {
 				assert.Greater(t, pool.FullShare, 0.8, "10 users on 4 children: full")
 			}
 		}
