@@ -398,6 +398,32 @@ func TestOptionsRefuseAStepPastTheWorkloadBound(t *testing.T) {
 	}
 }
 
+// A resource find-critical saw saturated that reads below the threshold
+// when measured again, while throughput stops growing, is read where
+// throughput stops growing, with a warning, and not refused: on WordPress
+// 80 php-fpm children served 14.9 pages/s at 20 and at 22 users with the
+// CPU below 0.95, and recommend gave no answer.
+func TestInferMinConcurrentJobsReadsThePeakWhenTheSaturationDoesNotHold(t *testing.T) {
+	d := deployment(t, "1/2/1/2")
+	opts := shortOptions()
+	c, err := algorithms.FindCriticalResource(context.Background(), rubbosFake(), d, allocation(t, "400-150-60"), opts)
+	require.NoError(t, err)
+	require.Equal(t, "app", c.Tier)
+	// Measured again, an unmonitored station caps throughput at 1/0.0015
+	// pages/s, where each app server's CPU reads 0.9 (0.00135 s a page).
+	x := rubbosFake()
+	x.hidden = 0.0015
+	c.Trials = nil
+	m, err := algorithms.InferMinConcurrentJobs(context.Background(), x, d, c, opts)
+	require.NoError(t, err)
+	assert.Equal(t, "throughput-peak", m.Reading)
+	warnings := strings.Join(m.Warnings, "\n")
+	assert.Contains(t, warnings, fmt.Sprintf("where find-critical saw it saturated at %d users, and throughput stopped growing", c.SaturationWorkload))
+	assert.Contains(t, warnings, "minJobs read where throughput stops growing instead")
+	assert.Positive(t, m.MinJobs)
+	assert.Equal(t, int(x.calls.Load()), m.Experiments, "every experiment is counted")
+}
+
 func TestInferMinConcurrentJobsAtTheWorkloadBound(t *testing.T) {
 	d := deployment(t, "1/2/1/2")
 	x := rubbosFake()

@@ -17,7 +17,9 @@ import (
 // reports are its size, as a full pool clips them.
 type poolBound struct {
 	satUsers func(threads int) float64
-	mu       sync.Mutex
+	// lowCPU: with more than 3 threads the CPU reads 0.9 of what it is.
+	lowCPU bool
+	mu     sync.Mutex
 	ran      []Experiment
 }
 
@@ -28,6 +30,9 @@ func (p *poolBound) RunExperiment(_ context.Context, e Experiment) (Observation,
 	n := e.Allocation["app"].Threads
 	u := float64(e.Workload.Users)
 	cpu := math.Min(1, u/p.satUsers(n))
+	if p.lowCPU && n > 3 {
+		cpu *= 0.9
+	}
 	x := math.Min(u, p.satUsers(n)) / 7 // pages/s: 7 s of thinking
 	jobs, full := 0.03*u, 0.0
 	if jobs >= float64(n) {
@@ -120,4 +125,34 @@ func TestUnboundMinJobsRefusesAReadingBelowSaturation(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "cpu below 0.95")
 	assert.Contains(t, err.Error(), "full where minJobs was read at 120 users")
+}
+
+// A doubled pool that serves no more than the reserve did, where the CPU
+// reads below the threshold and throughput stops growing, did not bound the
+// reading, which stands with a warning: on WordPress a pool read full from
+// a listen queue behind idle children was doubled from 40 to 80 children,
+// which served less than 40 had, with the CPU below 0.95, and recommend
+// failed.
+func TestUnboundMinJobsKeepsTheReadingWhenTheDoubledPoolServesNoMore(t *testing.T) {
+	x := &poolBound{satUsers: func(int) float64 { return 120 }, lowCPU: true}
+	d, c, m, opts := poolBoundCase(x)
+	c2, m2, err := unboundMinJobs(context.Background(), x, d, c, m, opts)
+	require.NoError(t, err)
+	assert.Equal(t, c.Reserve, c2.Reserve, "the pool stays as it was")
+	assert.Equal(t, m.MinJobs, m2.MinJobs)
+	assert.Equal(t, m.WLmin, m2.WLmin)
+	require.NotEmpty(t, m2.Warnings)
+	assert.Contains(t, m2.Warnings[len(m2.Warnings)-1], "app-1/threads full where minJobs was read at 120 users, but doubled (app:threads=6,connections=50) it served no more")
+	assert.Contains(t, m2.Warnings[len(m2.Warnings)-1], "the pool did not bound the reading, which stands")
+	assert.Len(t, x.ran, 2, "120 and 140 users with 6 threads")
+	assert.Equal(t, m2.Experiments, len(m2.Trials))
+
+	// Where the doubled pool serves more (its CPU saturates at 130 users,
+	// not 120), the CPU reading below the threshold stays an error: the
+	// pool did bound the reading.
+	x = &poolBound{satUsers: func(n int) float64 { return 120 + 10*float64(min(n, 4)-3) }, lowCPU: true}
+	d, c, m, opts = poolBoundCase(x)
+	_, _, err = unboundMinJobs(context.Background(), x, d, c, m, opts)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "and throughput stopped growing")
 }
