@@ -2,7 +2,8 @@
 // recommend as one ramp of load (--ramp), as the adaptive staircase and as
 // the fixed staircase, -rounds of the three in alternating orders, then the
 // allocations they gave measured side by side in one grid, and writes
-// docs/live-evaluation-ramp.md and its JSON twin.
+// docs/live-evaluation-ramp.md and its JSON twin (another stack's:
+// live-evaluation-ramp-STACK.md).
 //
 // It drives testbed.sh (up with the app-critical caps of testbed/e2e, the
 // stack given back as it was found) and the built softalloc, as a user
@@ -15,7 +16,8 @@
 //	flock -o /tmp/measure.lock go run ./testbed/rampeval -out docs
 //	testbed/testbed.sh down
 //
-// The Java stack: STACK=java ... go run ./testbed/rampeval -f testbed/deployment-java.yaml.
+// The Java stack (journals in .softalloc/rampeval-java, its page
+// live-evaluation-ramp-java.md): STACK=java ... go run ./testbed/rampeval -out docs.
 // -render FILE draws the Markdown again from a JSON twin, without a trial.
 package main
 
@@ -83,9 +85,9 @@ var stackDefaults = map[string]struct{ caps, deployment string }{
 
 func main() {
 	var c config
-	flag.StringVar(&c.out, "out", "docs", "directory for live-evaluation-ramp.md and .json")
+	flag.StringVar(&c.out, "out", "docs", "directory for live-evaluation-ramp.md and .json (another stack's: live-evaluation-ramp-STACK)")
 	flag.StringVar(&c.bin, "bin", "bin/softalloc", "the softalloc binary (go build -o bin/softalloc ./cmd/softalloc)")
-	flag.StringVar(&c.work, "work", ".softalloc/rampeval", "directory for the journals (campaigns.jsonl, grid.jsonl, softalloc's) and the deployment file it writes")
+	flag.StringVar(&c.work, "work", ".softalloc/rampeval", "directory for the journals (campaigns.jsonl, grid.jsonl, softalloc's) and the deployment file it writes (another stack's: .softalloc/rampeval-STACK)")
 	flag.StringVar(&c.deployment, "f", "", "the deployment file (default: the stack's, testbed/deployment.yaml or testbed/deployment-java.yaml)")
 	flag.StringVar(&c.caps, "caps", "", "the caps the campaigns run under (default: web=0.5 app=0.2 db=0.6 on the Go stack, TestLiveTestbed's app-critical; web=0.5 app=0.1 db=0.6 on the Java stack)")
 	flag.IntVar(&c.rounds, "rounds", 3, "rounds of the three campaigns, each round in the opposite order of the one before")
@@ -157,6 +159,10 @@ func (c *config) setDefaults() error {
 				}
 			}
 		}
+	}
+	if !set["work"] && c.stack != "go" {
+		// A stack's campaigns never resume another's.
+		c.work += "-" + c.stack
 	}
 	if c.rounds < 1 || c.gridRounds < 2 {
 		return fmt.Errorf("-rounds %d -grid-rounds %d: want at least 1 and 2 (the grid's spread needs two rounds)", c.rounds, c.gridRounds)

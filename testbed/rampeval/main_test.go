@@ -235,6 +235,16 @@ func TestRenderRedrawsFromTheJSON(t *testing.T) {
 	again, err := os.ReadFile(filepath.Join(dir, "live-evaluation-ramp.md"))
 	require.NoError(t, err)
 	assert.Equal(t, strings.Replace(string(again), "- a note\n\n", "", 1), string(first))
+
+	// Another stack's page has its own name: the Go stack's stays.
+	r.Stack = "java"
+	require.NoError(t, r.write(dir))
+	java, err := os.ReadFile(filepath.Join(dir, "live-evaluation-ramp-java.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(java), "on the java testbed")
+	kept, err := os.ReadFile(filepath.Join(dir, "live-evaluation-ramp.md"))
+	require.NoError(t, err)
+	assert.Equal(t, string(again), string(kept))
 }
 
 // The deployment moves to the testbed's ports, its hook and workload found

@@ -315,10 +315,21 @@ func (r *Report) write(out string) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(out, "live-evaluation-ramp.json"), append(b, '\n'), 0o644); err != nil {
+	name := pageName(r.Stack)
+	if err := os.WriteFile(filepath.Join(out, name+".json"), append(b, '\n'), 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(out, "live-evaluation-ramp.md"), []byte(r.markdown()), 0o644)
+	return os.WriteFile(filepath.Join(out, name+".md"), []byte(r.markdown()), 0o644)
+}
+
+// pageName is the page's file name without its extension: the Go stack's
+// is live-evaluation-ramp, another stack's carries its name, so that one
+// stack's run never overwrites another's page.
+func pageName(stack string) string {
+	if stack == "" || stack == "go" {
+		return "live-evaluation-ramp"
+	}
+	return "live-evaluation-ramp-" + stack
 }
 
 // rerender draws the page again from its JSON twin, with notes added.
