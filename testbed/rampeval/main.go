@@ -242,8 +242,7 @@ func run(ctx context.Context, c config) error {
 	}
 	e := &evaluator{c: c, dep: dep, ctx: ctx}
 	if c.warmUp > 0 {
-		if _, err := e.softalloc("simulate", "--alloc", initial, "--users", strconv.Itoa(c.warmUsers), "--fixed", "--ramp-up", "3s",
-			"--runtime", c.warmUp.String(), "--ramp-down", "1s", "--no-journal", "--quiet", "-o", "json"); err != nil {
+		if _, err := e.softalloc(e.warmUpArgs(initial)...); err != nil {
 			return fmt.Errorf("warm-up: %w", err)
 		}
 	}
@@ -337,6 +336,13 @@ func (e *evaluator) softalloc(args ...string) ([]byte, error) {
 
 // recommendArgs are a campaign's arguments: its own journal, the steps and
 // the kind's trial flags.
+// warmUpArgs are the warm-up trial's: the initial allocation on the
+// testbed's deployment, measured by no campaign.
+func (e *evaluator) warmUpArgs(initial string) []string {
+	return []string{"simulate", "--runner", "live", "-f", e.dep, "--alloc", initial, "--users", strconv.Itoa(e.c.warmUsers), "--fixed", "--ramp-up", "3s",
+		"--runtime", e.c.warmUp.String(), "--ramp-down", "1s", "--no-journal", "--quiet", "-o", "json"}
+}
+
 func (e *evaluator) recommendArgs(kind string, round int) []string {
 	journal := filepath.Join(e.c.work, fmt.Sprintf("journal-%s-%d.jsonl", kind, round))
 	args := []string{"recommend", "--runner", "live", "-f", e.dep, "--journal", journal, "--output", "json", "--quiet"}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -268,4 +269,14 @@ func TestShiftedDeploymentAndItsInitialAllocation(t *testing.T) {
 	assert.Equal(t, "100-20-10", a)
 	_, err = initialAllocation(filepath.Join(repo, "testbed", "deployment-wordpress.yaml"))
 	assert.ErrorContains(t, err, "want web.threads, app.threads and app.connections")
+}
+
+// The warm-up trial runs on the testbed's deployment through the live
+// runner: without them softalloc refused it (want --topology or
+// --deployment), and the Java stack's first run stopped there.
+func TestWarmUpRunsOnTheTestbed(t *testing.T) {
+	e := &evaluator{c: config{warmUsers: 100, warmUp: 2 * time.Minute}, dep: "/w/deployment.yaml"}
+	args := strings.Join(e.warmUpArgs("100-20-10"), " ")
+	assert.Contains(t, args, "simulate --runner live -f /w/deployment.yaml --alloc 100-20-10 --users 100 ")
+	assert.Contains(t, args, "--runtime 2m0s")
 }
