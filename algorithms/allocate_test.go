@@ -400,9 +400,10 @@ func TestOptionsRefuseAStepPastTheWorkloadBound(t *testing.T) {
 
 // A resource find-critical saw saturated that reads below the threshold
 // when measured again, while throughput stops growing, is read where
-// throughput stops growing, with a warning, and not refused: on WordPress
-// 80 php-fpm children served 14.9 pages/s at 20 and at 22 users with the
-// CPU below 0.95, and recommend gave no answer.
+// throughput stops growing, with a warning, and not refused (the same
+// re-measurement on WordPress, in unboundMinJobs, left recommend with no
+// answer: 80 php-fpm children served 14.9 pages/s at 20 and at 22 users
+// with the CPU below 0.95).
 func TestInferMinConcurrentJobsReadsThePeakWhenTheSaturationDoesNotHold(t *testing.T) {
 	d := deployment(t, "1/2/1/2")
 	opts := shortOptions()

@@ -397,9 +397,10 @@ func bisectSaturation(ctx context.Context, r *procedure, d Deployment, c Critica
 			// Throughput stopped growing with the resource below the
 			// threshold: saturation is where throughput stops growing
 			// (Algorithm 1's own test), read by the caller's peak scan,
-			// with this warning. On WordPress 80 children served 14.9
-			// pages/s at 20 and at 22 users with the CPU below 0.95, where
-			// 40 had saturated it; failing here left the user no answer.
+			// with this warning, rather than no answer. The same
+			// re-measurement ended unboundMinJobs on WordPress: 80
+			// children served 14.9 pages/s at 20 and at 22 users with the
+			// CPU below 0.95.
 			if !saturated(p) && p.o.ThroughputInterval().Versus(below.o.ThroughputInterval()) != Above {
 				drift = fmt.Sprintf("%s %s read below %.2f at %d users with %s, where find-critical saw it saturated at %d users, and throughput stopped growing (%.4g pages/s at %d users, %.4g at %d): "+
 					"minJobs read where throughput stops growing instead",
