@@ -20,7 +20,7 @@ type poolBound struct {
 	// lowCPU: with more than 3 threads the CPU reads 0.9 of what it is.
 	lowCPU bool
 	mu     sync.Mutex
-	ran      []Experiment
+	ran    []Experiment
 }
 
 func (p *poolBound) RunExperiment(_ context.Context, e Experiment) (Observation, error) {
