@@ -243,6 +243,7 @@ func TestRenderRedrawsFromTheJSON(t *testing.T) {
 	java, err := os.ReadFile(filepath.Join(dir, "live-evaluation-ramp-java.md"))
 	require.NoError(t, err)
 	assert.Contains(t, string(java), "on the java testbed")
+	assert.Contains(t, string(java), "[live-evaluation-ramp-java.json](live-evaluation-ramp-java.json); `go run ./testbed/rampeval -render docs/live-evaluation-ramp-java.json`")
 	kept, err := os.ReadFile(filepath.Join(dir, "live-evaluation-ramp.md"))
 	require.NoError(t, err)
 	assert.Equal(t, string(again), string(kept))
