@@ -46,6 +46,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/softalloc/softalloc/testbed/jvmwarm"
 	"github.com/softalloc/softalloc/testbed/runfiles"
 )
 
@@ -65,6 +66,7 @@ type config struct {
 	trial              map[string]string
 	warmUp             time.Duration
 	warmUsers          int
+	warmTrials         int
 	quick              bool
 	notes              list
 	testbed, repo, env string
@@ -105,8 +107,9 @@ func main() {
 	flag.StringVar(&c.slas, "sla", "0.1,0.25,0.5", "the grid's SLA thresholds, seconds (on the Go testbed 40 users with 0.5 s of think time got 78 pages/s, a page in about 13 ms, and docs/commands.md ranks its grid at 0.25 s)")
 	flag.StringVar(&c.factors, "workloads", "0.75,1,1.25,1.5", "the grid's workloads, as multiples of the campaigns' median saturation workload")
 	flag.StringVar(&c.gridTrial, "grid-trial", "--fixed --ramp-up 5s --runtime 20s --ramp-down 1s", "the grid's trial flags")
-	flag.DurationVar(&c.warmUp, "warm-up", -1, "a trial at -warm-users before the first campaign, measured by none (default: 0 on the Go stack, 2m on the Java stack, whose JVM compiles for minutes under its cap)")
-	flag.IntVar(&c.warmUsers, "warm-users", 100, "users of the warm-up trial")
+	flag.DurationVar(&c.warmUp, "warm-up", -1, "each warm-up trial's runtime: trials at -warm-users before the first campaign, measured by none, until the app's CPU per page is flat (default: 0, none, on the Go stack; 20s on the Java stack, whose JVM compiles for minutes under its cap)")
+	flag.IntVar(&c.warmUsers, "warm-users", 100, "users of the warm-up trials")
+	flag.IntVar(&c.warmTrials, "warm-trials", 10, "at most this many warm-up trials (they stop when the last three's app CPU per page are flat)")
 	flag.BoolVar(&c.quick, "quick", false, "one round of short trials and a small grid, to try the program (not for the page: its -work and -out default to /tmp/rampeval-quick)")
 	flag.Var(&c.notes, "note", "a line for the page's notes (repeatable): what the run met that the numbers do not say")
 	render := flag.String("render", "", "only draw the Markdown again from this live-evaluation-ramp.json (no trial)")
@@ -140,7 +143,7 @@ func (c *config) setDefaults() error {
 	if c.warmUp < 0 {
 		c.warmUp = 0
 		if c.stack == "java" {
-			c.warmUp = 2 * time.Minute
+			c.warmUp = 20 * time.Second
 		}
 	}
 	set := map[string]bool{}
@@ -163,6 +166,9 @@ func (c *config) setDefaults() error {
 	if !set["work"] && c.stack != "go" {
 		// A stack's campaigns never resume another's.
 		c.work += "-" + c.stack
+	}
+	if c.warmUp > 0 && c.warmTrials < jvmwarm.Window {
+		return fmt.Errorf("-warm-trials %d: want %d or more (the warm-up stops on the last %d trials)", c.warmTrials, jvmwarm.Window, jvmwarm.Window)
 	}
 	if c.rounds < 1 || c.gridRounds < 2 {
 		return fmt.Errorf("-rounds %d -grid-rounds %d: want at least 1 and 2 (the grid's spread needs two rounds)", c.rounds, c.gridRounds)
@@ -242,8 +248,8 @@ func run(ctx context.Context, c config) error {
 	}
 	e := &evaluator{c: c, dep: dep, ctx: ctx}
 	if c.warmUp > 0 {
-		if _, err := e.softalloc(e.warmUpArgs(initial)...); err != nil {
-			return fmt.Errorf("warm-up: %w", err)
+		if r.WarmUp, err = e.warmUpUntilFlat(initial); err != nil {
+			return err
 		}
 	}
 
@@ -334,8 +340,63 @@ func (e *evaluator) softalloc(args ...string) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// recommendArgs are a campaign's arguments: its own journal, the steps and
-// the kind's trial flags.
+// warmUpUntilFlat runs warm-up trials until the app's CPU per page is flat
+// (jvmwarm.Flat), at most -warm-trials; WarmUp.Settled says which ended it.
+// In round 1 on the Java stack one 2-minute trial left the app at 2.4 ms
+// of CPU per page at 20 users against 0.83 ms later in the round, and the
+// campaign that ran first measured a JVM still compiling.
+func (e *evaluator) warmUpUntilFlat(initial string) (*WarmUp, error) {
+	t0 := time.Now()
+	w := &WarmUp{Users: e.c.warmUsers, Trial: e.c.warmUp.String()}
+	for range e.c.warmTrials {
+		out, err := e.softalloc(e.warmUpArgs(initial)...)
+		if err != nil {
+			return w, fmt.Errorf("warm-up: %w", err)
+		}
+		ms, err := appCPUPerPage(out, e.c.caps)
+		if err != nil {
+			return w, fmt.Errorf("warm-up: %w", err)
+		}
+		w.CPUPerPage = append(w.CPUPerPage, ms)
+		fmt.Fprintf(os.Stderr, "rampeval: warm-up: %.2f ms of app CPU per page\n", ms)
+		if w.Settled = jvmwarm.Flat(w.CPUPerPage); w.Settled {
+			break
+		}
+	}
+	w.Seconds = time.Since(t0).Seconds()
+	return w, nil
+}
+
+// appCPUPerPage is the app tier's CPU per page, ms, of simulate's one
+// trial (its JSON), at the app's cap in caps (web=C app=C db=C).
+func appCPUPerPage(simulateJSON []byte, caps string) (float64, error) {
+	var rows []struct {
+		Throughput float64 `json:"throughput"`
+		Servers    []struct {
+			Tier string  `json:"tier"`
+			CPU  float64 `json:"cpu"`
+		} `json:"servers"`
+	}
+	if err := json.Unmarshal(simulateJSON, &rows); err != nil || len(rows) != 1 {
+		return 0, fmt.Errorf("simulate's output: want one trial: %v: %.200s", err, simulateJSON)
+	}
+	cores := 0.0
+	for _, kv := range strings.Fields(caps) {
+		if v, ok := strings.CutPrefix(kv, "app="); ok {
+			cores, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	if !(cores > 0) {
+		return 0, fmt.Errorf("caps %q: want app=CORES", caps)
+	}
+	for _, s := range rows[0].Servers {
+		if s.Tier == "app" && rows[0].Throughput > 0 {
+			return 1000 * cores * s.CPU / rows[0].Throughput, nil
+		}
+	}
+	return 0, fmt.Errorf("simulate's trial has no app server or no pages: %.200s", simulateJSON)
+}
+
 // warmUpArgs are the warm-up trial's: the initial allocation on the
 // testbed's deployment, measured by no campaign.
 func (e *evaluator) warmUpArgs(initial string) []string {
@@ -343,6 +404,8 @@ func (e *evaluator) warmUpArgs(initial string) []string {
 		"--runtime", e.c.warmUp.String(), "--ramp-down", "1s", "--no-journal", "--quiet", "-o", "json"}
 }
 
+// recommendArgs are a campaign's arguments: its own journal, the steps and
+// the kind's trial flags.
 func (e *evaluator) recommendArgs(kind string, round int) []string {
 	journal := filepath.Join(e.c.work, fmt.Sprintf("journal-%s-%d.jsonl", kind, round))
 	args := []string{"recommend", "--runner", "live", "-f", e.dep, "--journal", journal, "--output", "json", "--quiet"}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -280,4 +281,56 @@ func TestWarmUpRunsOnTheTestbed(t *testing.T) {
 	args := strings.Join(e.warmUpArgs("100-20-10"), " ")
 	assert.Contains(t, args, "simulate --runner live -f /w/deployment.yaml --alloc 100-20-10 --users 100 ")
 	assert.Contains(t, args, "--runtime 2m0s")
+}
+
+// The warm-up runs trials until the app's CPU per page is flat and
+// records each one's: a fake testbed.sh answers simulate with the app's
+// CPU at a 0.1-core cap and the pages/s, 2.5, 2.0, 1.98 and 2.01 ms.
+func TestWarmUpStopsWhenTheCPUPerPageIsFlat(t *testing.T) {
+	dir := t.TempDir()
+	answers := filepath.Join(dir, "answers")
+	require.NoError(t, os.WriteFile(answers, []byte("1 40\n0.8 40\n0.792 40\n0.804 40\n0.8 40\n"), 0o644))
+	tb := filepath.Join(dir, "testbed.sh")
+	// Each call takes the first answer left and prints simulate's JSON.
+	require.NoError(t, os.WriteFile(tb, []byte(`#!/bin/sh
+read cpu pages < `+answers+`
+sed -i 1d `+answers+`
+echo "$@" >> `+filepath.Join(dir, "calls")+`
+printf '[{"users": 100, "throughput": %s, "servers": [{"name": "web-1", "tier": "web", "cpu": 0.3}, {"name": "app-1", "tier": "app", "cpu": %s}]}]\n' "$pages" "$cpu"
+`), 0o755))
+	e := &evaluator{c: config{testbed: tb, bin: "softalloc", caps: "web=0.5 app=0.1 db=0.6", warmUsers: 100, warmUp: 20 * time.Second, warmTrials: 10},
+		dep: "d.yaml", ctx: context.Background()}
+	w, err := e.warmUpUntilFlat("100-20-10")
+	require.NoError(t, err)
+	assert.True(t, w.Settled)
+	require.Len(t, w.CPUPerPage, 4, "2.5, then 2.0, 1.98 and 2.01: flat")
+	assert.InDelta(t, 2.5, w.CPUPerPage[0], 1e-9)
+	assert.InDelta(t, 2.01, w.CPUPerPage[3], 1e-9)
+	calls, err := os.ReadFile(filepath.Join(dir, "calls"))
+	require.NoError(t, err)
+	assert.Equal(t, 4, strings.Count(string(calls), "exec-client softalloc simulate --runner live -f d.yaml --alloc 100-20-10 --users 100 "))
+
+	// At most -warm-trials, and the page says the JVM was not flat.
+	require.NoError(t, os.WriteFile(answers, []byte("1 40\n0.8 40\n0.6 40\n"), 0o644))
+	e.c.warmTrials = 3
+	w, err = e.warmUpUntilFlat("100-20-10")
+	require.NoError(t, err)
+	assert.False(t, w.Settled)
+	assert.Len(t, w.CPUPerPage, 3)
+	r := &Report{Stack: "java", Initial: "100-20-10", WarmUp: w}
+	r.analyse()
+	assert.Contains(t, r.markdown(), "the app's CPU per page (ms) 2.50, 2.00, 1.50: **not flat**")
+}
+
+func TestAppCPUPerPageNamesWhatItLacks(t *testing.T) {
+	one := []byte(`[{"throughput": 50, "servers": [{"tier": "app", "cpu": 0.5}]}]`)
+	ms, err := appCPUPerPage(one, "web=0.5 app=0.1 db=0.6")
+	require.NoError(t, err)
+	assert.InDelta(t, 1.0, ms, 1e-9)
+	_, err = appCPUPerPage(one, "web=0.5 db=0.6")
+	assert.ErrorContains(t, err, `caps "web=0.5 db=0.6": want app=CORES`)
+	_, err = appCPUPerPage([]byte(`[{"throughput": 50, "servers": [{"tier": "web", "cpu": 0.5}]}]`), "app=0.1")
+	assert.ErrorContains(t, err, "no app server")
+	_, err = appCPUPerPage([]byte(`[]`), "app=0.1")
+	assert.ErrorContains(t, err, "want one trial")
 }

@@ -43,6 +43,8 @@ type Report struct {
 	UptimeBefore string            `json:"uptimeBefore"`
 	UptimeAfter  string            `json:"uptimeAfter"`
 	Notes        []string          `json:"notes,omitempty"`
+	// WarmUp is the trials run before the first campaign, if any.
+	WarmUp *WarmUp `json:"warmUp,omitempty"`
 
 	Campaigns       []Campaign       `json:"campaigns"`
 	GridUsers       []int            `json:"gridUsers"`
@@ -54,6 +56,17 @@ type Report struct {
 	SameCritical bool          `json:"sameCritical"`
 	Scores       []Score       `json:"scores"`
 	VsFixed      []Versus      `json:"vsFixed"`
+}
+
+// WarmUp is the warm-up before the first campaign: trials at Users of
+// Trial's runtime on the initial allocation, each one's app CPU per page
+// (ms), until flat (Settled) or at most -warm-trials.
+type WarmUp struct {
+	Users      int       `json:"users"`
+	Trial      string    `json:"trial"`
+	CPUPerPage []float64 `json:"cpuPerPage"`
+	Settled    bool      `json:"settled"`
+	Seconds    float64   `json:"seconds"`
 }
 
 // Campaign is one recommend campaign, a line of campaigns.jsonl.
@@ -364,6 +377,18 @@ func (r *Report) markdown() string {
 	name := pageName(r.Stack)
 	p("Its JSON twin is [%[1]s.json](%[1]s.json); `go run ./testbed/rampeval -render docs/%[1]s.json` draws this page again from it.\n", name)
 	p("Load average before: `%s`; after: `%s`.\n\n", r.UptimeBefore, r.UptimeAfter)
+	if w := r.WarmUp; w != nil {
+		ms := make([]string, len(w.CPUPerPage))
+		for i, x := range w.CPUPerPage {
+			ms[i] = fmt.Sprintf("%.2f", x)
+		}
+		settled := "flat"
+		if !w.Settled {
+			settled = "**not flat**: the campaigns began on a JVM still warming"
+		}
+		p("Warm-up before the first campaign (%.0f s), measured by none: trials of %s at %d users on %s, the app's CPU per page (ms) %s: %s.\n\n",
+			w.Seconds, w.Trial, w.Users, r.Initial, strings.Join(ms, ", "), settled)
+	}
 	for _, n := range r.Notes {
 		p("- %s\n", n)
 	}

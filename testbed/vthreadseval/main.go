@@ -28,7 +28,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,6 +37,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/softalloc/softalloc/testbed/jvmwarm"
 	"github.com/softalloc/softalloc/testbed/runfiles"
 )
 
@@ -199,30 +199,6 @@ type warmup struct {
 	Seconds float64 `json:"seconds"`
 }
 
-// flatWindow and flatTolerance are the warm-up's stop: the last three
-// trials' CPU per page each within 5% of their mean, and no fall of more
-// than 5% from the first of them to the last. One pair within 5% stopped
-// the last session's warm-up by noise while the trend still fell.
-const (
-	flatWindow    = 3
-	flatTolerance = 0.05
-)
-
-// flat says whether the CPU per page of the last trials has settled.
-func flat(xs []float64) bool {
-	if len(xs) < flatWindow {
-		return false
-	}
-	last := xs[len(xs)-flatWindow:]
-	m := mean(last)
-	for _, x := range last {
-		if !(x > 0) || math.Abs(x/m-1) > flatTolerance {
-			return false
-		}
-	}
-	return (last[0]-last[len(last)-1])/m <= flatTolerance
-}
-
 // capsInForce reads the caps the testbed set (runfiles.Cap), as testbed.sh
 // caps takes them: web=C app=C db=C.
 func capsInForce(tbDir string) ([]string, error) {
@@ -301,7 +277,7 @@ func (o options) warmUp(label string, c config, users int) (w warmup, err error)
 		}
 		w.CPUPerPage = append(w.CPUPerPage, cpuPerPage(r))
 		fmt.Fprintf(os.Stderr, "vthreadseval:   warm-up: %.2f ms of app CPU per page\n", w.CPUPerPage[len(w.CPUPerPage)-1])
-		if flat(w.CPUPerPage) {
+		if jvmwarm.Flat(w.CPUPerPage) {
 			w.Settled = true
 			break
 		}
@@ -362,8 +338,8 @@ func (o options) run() error {
 	if o.reps < 1 {
 		return fmt.Errorf("-reps %d: want 1 or more", o.reps)
 	}
-	if o.warmTrials < flatWindow {
-		return fmt.Errorf("-warm-trials %d: want %d or more (the warm-up stops on the last %d trials)", o.warmTrials, flatWindow, flatWindow)
+	if o.warmTrials < jvmwarm.Window {
+		return fmt.Errorf("-warm-trials %d: want %d or more (the warm-up stops on the last %d trials)", o.warmTrials, jvmwarm.Window, jvmwarm.Window)
 	}
 	offset := 0
 	if s := os.Getenv("SOFTALLOC_TESTBED_PORT_OFFSET"); s != "" {
@@ -385,7 +361,7 @@ func (o options) run() error {
 	start := time.Now()
 	rep := report{Args: os.Args[1:], UptimeBefore: uptime(), JDK: strings.SplitN(strings.TrimSpace(string(jdk)), "\n", 2)[0], Runtime: o.runtime.String(),
 		Warm: fmt.Sprintf("a trial of %s at %d users on generous pools (%s, or its platform twin) with the app's cap at %s (then the testbed's caps again), then trials of %s under the cap until the last %d were flat (each within %.0f%% of their mean, no fall beyond that from the first to the last), at most %d",
-			o.hot, o.hotUsers, hotAlloc["virtual"], o.hotCap, o.warm, flatWindow, 100*flatTolerance, o.warmTrials),
+			o.hot, o.hotUsers, hotAlloc["virtual"], o.hotCap, o.warm, jvmwarm.Window, 100*jvmwarm.Tolerance, o.warmTrials),
 		WarmUsersRecommend: o.warmUsers, Reps: o.reps, SLAFactors: o.factors, Fractions: o.fractions, Note: o.note}
 	running := ""
 	// upAndWarm starts a new JVM for c and warms it.

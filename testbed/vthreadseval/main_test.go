@@ -226,25 +226,6 @@ func TestRecommendArgs(t *testing.T) {
 // The warm-up's stop: the app's CPU per page is flat when each of the last
 // three trials is within 5% of their mean and they do not fall by more than
 // 5% from the first to the last; one pair within 5% is not enough.
-func TestFlatCPUPerPage(t *testing.T) {
-	for _, c := range []struct {
-		xs   []float64
-		flat bool
-		why  string
-	}{
-		{[]float64{7.40, 3.96, 3.19, 2.50, 1.85}, false, "the last session's recommend warm-up, still falling"},
-		{[]float64{6.46, 4.58, 3.98, 2.98, 2.98}, false, "one pair within 5% while the trend fell"},
-		{[]float64{2.0, 1.95, 1.9}, false, "each within 5% of the mean but 5.1% down from the first to the last"},
-		{[]float64{2.0, 1.98, 2.01}, true, "flat"},
-		{[]float64{3.1, 2.1, 1.95, 2.05}, true, "noise around 2 after a fall"},
-		{[]float64{2.0, 2.0}, false, "fewer than three trials"},
-		{[]float64{2.0, 0, 2.0}, false, "a trial without pages"},
-		{nil, false, "none"},
-	} {
-		assert.Equal(t, c.flat, flat(c.xs), "%v: %s", c.xs, c.why)
-	}
-}
-
 // fakeTestbed writes a testbed.sh and a softalloc that log their arguments,
 // in order, to one file; the softalloc answers simulate with the rows of
 // answers in turn (the app's CPU at a 0.1-core cap and the pages/s), or
