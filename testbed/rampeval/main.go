@@ -348,12 +348,21 @@ func (e *evaluator) softalloc(args ...string) ([]byte, error) {
 func (e *evaluator) warmUpUntilFlat(initial string) (*WarmUp, error) {
 	t0 := time.Now()
 	w := &WarmUp{Users: e.c.warmUsers, Trial: e.c.warmUp.String()}
+	// The app's cap in force, as testbed.sh set it.
+	capped, err := runfiles.Cap(runfiles.Dir(), "app")
+	if err != nil {
+		return w, fmt.Errorf("warm-up: %w", err)
+	}
+	cores, err := strconv.ParseFloat(capped, 64)
+	if err != nil || !(cores > 0) {
+		return w, fmt.Errorf("warm-up: the app's cap %q: want cores, not max (the CPU per page is read against it)", capped)
+	}
 	for range e.c.warmTrials {
 		out, err := e.softalloc(e.warmUpArgs(initial)...)
 		if err != nil {
 			return w, fmt.Errorf("warm-up: %w", err)
 		}
-		ms, err := appCPUPerPage(out, e.c.caps)
+		ms, err := appCPUPerPage(out, cores)
 		if err != nil {
 			return w, fmt.Errorf("warm-up: %w", err)
 		}
@@ -368,8 +377,8 @@ func (e *evaluator) warmUpUntilFlat(initial string) (*WarmUp, error) {
 }
 
 // appCPUPerPage is the app tier's CPU per page, ms, of simulate's one
-// trial (its JSON), at the app's cap in caps (web=C app=C db=C).
-func appCPUPerPage(simulateJSON []byte, caps string) (float64, error) {
+// trial (its JSON), under the app's cap of cores.
+func appCPUPerPage(simulateJSON []byte, cores float64) (float64, error) {
 	var rows []struct {
 		Throughput float64 `json:"throughput"`
 		Servers    []struct {
@@ -379,15 +388,6 @@ func appCPUPerPage(simulateJSON []byte, caps string) (float64, error) {
 	}
 	if err := json.Unmarshal(simulateJSON, &rows); err != nil || len(rows) != 1 {
 		return 0, fmt.Errorf("simulate's output: want one trial: %v: %.200s", err, simulateJSON)
-	}
-	cores := 0.0
-	for _, kv := range strings.Fields(caps) {
-		if v, ok := strings.CutPrefix(kv, "app="); ok {
-			cores, _ = strconv.ParseFloat(v, 64)
-		}
-	}
-	if !(cores > 0) {
-		return 0, fmt.Errorf("caps %q: want app=CORES", caps)
 	}
 	for _, s := range rows[0].Servers {
 		if s.Tier == "app" && rows[0].Throughput > 0 {

@@ -298,7 +298,11 @@ sed -i 1d `+answers+`
 echo "$@" >> `+filepath.Join(dir, "calls")+`
 printf '[{"users": 100, "throughput": %s, "servers": [{"name": "web-1", "tier": "web", "cpu": 0.3}, {"name": "app-1", "tier": "app", "cpu": %s}]}]\n' "$pages" "$cpu"
 `), 0o755))
-	e := &evaluator{c: config{testbed: tb, bin: "softalloc", caps: "web=0.5 app=0.1 db=0.6", warmUsers: 100, warmUp: 20 * time.Second, warmTrials: 10},
+	// The app's cap as testbed.sh keeps it in its run directory.
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "run"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "run", "cap-app"), []byte("0.1\n"), 0o644))
+	t.Setenv("SOFTALLOC_TESTBED_DIR", dir)
+	e := &evaluator{c: config{testbed: tb, bin: "softalloc", warmUsers: 100, warmUp: 20 * time.Second, warmTrials: 10},
 		dep: "d.yaml", ctx: context.Background()}
 	w, err := e.warmUpUntilFlat("100-20-10")
 	require.NoError(t, err)
@@ -320,17 +324,20 @@ printf '[{"users": 100, "throughput": %s, "servers": [{"name": "web-1", "tier": 
 	r := &Report{Stack: "java", Initial: "100-20-10", WarmUp: w}
 	r.analyse()
 	assert.Contains(t, r.markdown(), "the app's CPU per page (ms) 2.50, 2.00, 1.50: **not flat**")
+
+	// A lifted cap gives no CPU per page to compare: refused before any trial.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "run", "cap-app"), []byte("max\n"), 0o644))
+	_, err = e.warmUpUntilFlat("100-20-10")
+	assert.ErrorContains(t, err, `the app's cap "max": want cores`)
 }
 
 func TestAppCPUPerPageNamesWhatItLacks(t *testing.T) {
 	one := []byte(`[{"throughput": 50, "servers": [{"tier": "app", "cpu": 0.5}]}]`)
-	ms, err := appCPUPerPage(one, "web=0.5 app=0.1 db=0.6")
+	ms, err := appCPUPerPage(one, 0.1)
 	require.NoError(t, err)
 	assert.InDelta(t, 1.0, ms, 1e-9)
-	_, err = appCPUPerPage(one, "web=0.5 db=0.6")
-	assert.ErrorContains(t, err, `caps "web=0.5 db=0.6": want app=CORES`)
-	_, err = appCPUPerPage([]byte(`[{"throughput": 50, "servers": [{"tier": "web", "cpu": 0.5}]}]`), "app=0.1")
+	_, err = appCPUPerPage([]byte(`[{"throughput": 50, "servers": [{"tier": "web", "cpu": 0.5}]}]`), 0.1)
 	assert.ErrorContains(t, err, "no app server")
-	_, err = appCPUPerPage([]byte(`[]`), "app=0.1")
+	_, err = appCPUPerPage([]byte(`[]`), 0.1)
 	assert.ErrorContains(t, err, "want one trial")
 }
