@@ -27,6 +27,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/softalloc/softalloc/testbed/gridnoise"
 )
 
 // The caps of the two scenarios, in cores. appCritical makes the app tier
@@ -598,30 +601,71 @@ func TestLiveTestbed(t *testing.T) {
 			t.Logf("advise and recommend both give %s", recommended)
 			return
 		}
-		// Both allocations past saturation, where pool sizes matter.
-		var rows []struct {
-			Allocation string             `json:"allocation"`
-			Goodput    map[string]float64 `json:"goodput"`
+		// Both allocations past saturation, where pool sizes matter, in the
+		// order A B B A so that a drift of the machine falls on both. One
+		// 12 s trial each read ratios from 0.84 to 1.04 over six runs (100-15-15
+		// against 100-13-13 gave 238 and 201 pages/s in one), and single
+		// 20 s trials of one allocation at 180 users read 211-300 pages/s:
+		// the rounds' own spread says what a gap means.
+		goodput := map[string][]float64{}
+		for _, order := range [][2]string{{recommended, adv.Allocation}, {adv.Allocation, recommended}} {
+			var rows []struct {
+				Allocation string             `json:"allocation"`
+				Goodput    map[string]float64 `json:"goodput"`
+			}
+			out = softalloc(t, "simulate", "--runner", "live", "-f", deployment, "--no-journal", "--parallel", "1", "--quiet",
+				"--alloc", order[0], "--alloc", order[1], "--users", strconv.Itoa(measured.SaturationWorkload*5/4),
+				"--runtime", "12s", "--sla", "2", "--output", "json")
+			require.NoError(t, json.Unmarshal(out, &rows), "%s", out)
+			require.Len(t, rows, 2)
+			for i, r := range rows {
+				require.Contains(t, r.Goodput, "2", "%s", out)
+				goodput[order[i]] = append(goodput[order[i]], r.Goodput["2"])
+			}
 		}
-		out = softalloc(t, "simulate", "--runner", "live", "-f", deployment, "--no-journal", "--parallel", "1", "--quiet",
-			"--alloc", recommended, "--alloc", adv.Allocation, "--users", strconv.Itoa(measured.SaturationWorkload*5/4),
-			"--runtime", "12s", "--sla", "2", "--output", "json")
-		require.NoError(t, json.Unmarshal(out, &rows), "%s", out)
-		require.Len(t, rows, 2)
-		ratio := rows[1].Goodput["2"] / rows[0].Goodput["2"]
-		t.Logf("goodput at 2 s: recommend %s %.1f pages/s, advise %s %.1f: %.3f", recommended, rows[0].Goodput["2"],
-			adv.Allocation, rows[1].Goodput["2"], ratio)
-		assert.GreaterOrEqual(t, ratio, 0.95, "advise's %s against recommend's %s", adv.Allocation, recommended)
+		rec, advised := goodput[recommended], goodput[adv.Allocation]
+		noise := gridnoise.Pooled([][]float64{rec, advised})
+		mean := func(v []float64) float64 { return stat.Mean(v, nil) }
+		ratio := mean(advised) / mean(rec)
+		t.Logf("goodput at 2 s: recommend %s %.1f pages/s, advise %s %.1f (each of A B B A); ratio of means %.3f, one trial's noise %.1f",
+			recommended, rec, adv.Allocation, advised, ratio, noise)
+		// Worse than 0.95 of recommend's only where the rounds resolve it:
+		// two standard deviations of the difference, as the grids judge.
+		if ratio < 0.95 {
+			assert.False(t, gridnoise.Resolved(mean(advised), 0.95*mean(rec), len(advised), len(rec), noise),
+				"advise's %s served %.3f of recommend's %s, past the rounds' noise", adv.Allocation, ratio, recommended)
+		}
 	})
 
 	t.Run("a twin calibrated at low load predicts the saturation workload", func(t *testing.T) {
 		require.NotZero(t, measured.SaturationWorkload, "needs the find-critical subtest")
-		// One trial at half the saturation workload, longer than the
-		// campaign's so that the demands are not noise.
+		// Calibrated from find-critical's own trials between half the
+		// saturation workload and it, pooled: the conditions its saturation
+		// was read under. A separate trial later in the run read another
+		// machine: make test runs the long simulated tests beside the first
+		// minutes of this one: the app's CPU per page read 1.57 ms at 40
+		// users in find-critical's trial, and a twin calibrated from a 15 s
+		// trial at 40 users minutes later held 1.1 ms, so it saw 110 users
+		// where find-critical read 80 (CI of 03141f2).
+		var lows [][]byte
+		for _, line := range bytes.Split(bytes.TrimSpace(liveTrials), []byte("\n")) {
+			var rec struct {
+				Experiment struct {
+					Workload struct {
+						Users int `json:"users"`
+					} `json:"workload"`
+				} `json:"experiment"`
+				Observation json.RawMessage `json:"observation"`
+			}
+			require.NoError(t, json.Unmarshal(line, &rec), "%s", line)
+			if u := rec.Experiment.Workload.Users; 2*u >= measured.SaturationWorkload && u < measured.SaturationWorkload {
+				lows = append(lows, append(rec.Observation, '\n'))
+			}
+		}
+		require.NotEmpty(t, lows, "find-critical ran no trial between half its saturation workload %d and it", measured.SaturationWorkload)
+		t.Logf("the twin pools find-critical's %d trials from %d to %d users", len(lows), (measured.SaturationWorkload+1)/2, measured.SaturationWorkload-1)
 		obs := filepath.Join(dir, "low.jsonl")
-		out := softalloc(t, "simulate", "--runner", "live", "-f", deployment, "--no-journal", "--parallel", "1",
-			"--users", strconv.Itoa(measured.SaturationWorkload/2), "--runtime", "15s", "--output", "observation")
-		require.NoError(t, os.WriteFile(obs, out, 0o644))
+		require.NoError(t, os.WriteFile(obs, bytes.Join(lows, nil), 0o644))
 		twin := filepath.Join(dir, "twin")
 		run(t, exec.Command("go", "run", "./testbed/twin", "-observation", obs, "-workload", "testbed/workload.yaml", "-out", twin))
 		var pred critical
@@ -629,23 +673,31 @@ func TestLiveTestbed(t *testing.T) {
 			Critical critical `json:"critical"`
 		}
 		// The simulator runs the same procedure with the same step.
-		out = run(t, exec.Command(binary, "find-critical", "--output", "json", "--quiet", "--no-journal",
+		out := run(t, exec.Command(binary, "find-critical", "--output", "json", "--quiet", "--no-journal",
 			"--model", filepath.Join(twin, "model.yaml"), "--topology", "1/1/1", "--alloc", "100-20-10",
 			"--step", strconv.Itoa(step), "--ramp-up", "5s", "--runtime", "2m"))
 		require.NoError(t, json.Unmarshal(out, &doc), "%s", out)
 		pred = doc.Critical
 		t.Logf("twin: %+v; testbed: %+v", pred, measured)
-		cpu := serverReadings(t, journalA, "app-1")
+		cpu := map[int]serverReading{}
+		for _, tr := range readJournal(t, liveTrials) {
+			for _, s := range tr.Servers {
+				if s.Name == "app-1" {
+					cpu[tr.Users] = s.serverReading
+				}
+			}
+		}
 		var line []string
 		for _, u := range slices.Sorted(maps.Keys(cpu)) {
 			line = append(line, fmt.Sprintf("%d: %.3f", u, cpu[u].CPU))
 		}
 		t.Logf("the testbed's app-1 CPU by users in find-critical's trials: %s", strings.Join(line, ", "))
 		assert.Equal(t, measured.Tier, pred.Tier)
-		// Within a third: one low-load trial cannot see the app's CPU per
-		// page fall as load rises, and the testbed's own saturation workload
-		// moved between 90 and 160 users over six runs (the twin erred by
-		// -27% to +11%; testbed/README.md).
+		// Within a third: trials below saturation cannot see the app's CPU
+		// per page fall as load rises, and the testbed's own saturation
+		// workload moved between 70 and 150 users over seven runs (a twin
+		// from a separate 15 s trial erred by -27% to +11% in six of them;
+		// testbed/README.md).
 		rel := math.Abs(float64(pred.SaturationWorkload-measured.SaturationWorkload)) / float64(measured.SaturationWorkload)
 		assert.LessOrEqual(t, rel, 1.0/3, "predicted saturation workload %d users vs measured %d", pred.SaturationWorkload, measured.SaturationWorkload)
 	})

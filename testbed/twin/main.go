@@ -1,5 +1,5 @@
-// Command twin turns one measured trial of a live deployment into a
-// simulator model: the first step toward a calibrated digital twin.
+// Command twin turns measured trials of a live deployment (one, or several
+// pooled) into a simulator model: the first step toward a calibrated digital twin.
 //
 // Per-tier CPU demands come from the utilisation law, D = U / X: each
 // tier's utilisation (of its CPU cap) over the throughput that tier served
@@ -34,7 +34,7 @@ import (
 )
 
 func main() {
-	obsPath := flag.String("observation", "", "a live trial's observation (JSON, as `softalloc simulate --output observation` writes; the first line is used)")
+	obsPath := flag.String("observation", "", "live trials' observations (JSON lines, as `softalloc simulate --output observation` writes); several are pooled")
 	wlPath := flag.String("workload", "testbed/workload.yaml", "the workload file the trial ran")
 	out := flag.String("out", "twin", "directory to write model.yaml and mix.yaml into")
 	delay := flag.Duration("query-delay", 5*time.Millisecond, "the app's emulated network delay per query (testbed.sh's QUERY_DELAY)")
@@ -54,36 +54,44 @@ type Demands struct {
 	QueriesPerPage float64
 }
 
-// Calibrate reads the demands from one observation.
-func Calibrate(o algorithms.Observation) (Demands, error) {
+// Calibrate reads the demands from one observation or pools several: each
+// tier's CPU-seconds over the work it served, summed over the windows
+// (weighted by their lengths), so that several short trials of a campaign
+// read as one longer one.
+func Calibrate(obs ...algorithms.Observation) (Demands, error) {
 	var d Demands
-	get := func(tier string) (algorithms.ServerObservation, error) {
-		for _, s := range o.Servers {
-			if s.Tier == tier {
-				if s.Throughput <= 0 || s.CPU <= 0 {
-					return s, fmt.Errorf("tier %s: throughput %.3g and cpu %.3g: want both above 0 (a trial with load)", tier, s.Throughput, s.CPU)
+	if len(obs) == 0 {
+		return d, errors.New("no observation to calibrate from")
+	}
+	// busy and served are each tier's CPU-seconds and completions.
+	busy, served := map[string]float64{}, map[string]float64{}
+	for i, o := range obs {
+		secs := o.RuntimeSeconds
+		if secs <= 0 {
+			return d, fmt.Errorf("observation %d: runtimeSeconds %.3g: want above 0", i+1, secs)
+		}
+		for _, tier := range []string{"web", "app", "db"} {
+			var found bool
+			for _, s := range o.Servers {
+				if s.Tier != tier {
+					continue
 				}
-				return s, nil
+				if s.Throughput <= 0 || s.CPU <= 0 {
+					return d, fmt.Errorf("observation %d: tier %s: throughput %.3g and cpu %.3g: want both above 0 (a trial with load)", i+1, tier, s.Throughput, s.CPU)
+				}
+				found = true
+				busy[tier] += s.CPU * secs
+				served[tier] += s.Throughput * secs
+			}
+			if !found {
+				return d, fmt.Errorf("observation %d has no server of tier %s", i+1, tier)
 			}
 		}
-		return algorithms.ServerObservation{}, fmt.Errorf("the observation has no server of tier %s", tier)
 	}
-	web, err := get("web")
-	if err != nil {
-		return d, err
-	}
-	app, err := get("app")
-	if err != nil {
-		return d, err
-	}
-	db, err := get("db")
-	if err != nil {
-		return d, err
-	}
-	d.WebRequest = web.CPU / web.Throughput
-	d.AppPage = app.CPU / app.Throughput
-	d.DBQuery = db.CPU / db.Throughput
-	d.QueriesPerPage = db.Throughput / app.Throughput
+	d.WebRequest = busy["web"] / served["web"]
+	d.AppPage = busy["app"] / served["app"]
+	d.DBQuery = busy["db"] / served["db"]
+	d.QueriesPerPage = served["db"] / served["app"]
 	return d, nil
 }
 
@@ -91,11 +99,11 @@ func run(obsPath, wlPath, out string, delay time.Duration, w io.Writer) error {
 	if obsPath == "" {
 		return errors.New("want -observation FILE")
 	}
-	o, err := readObservation(obsPath)
+	obs, err := readObservations(obsPath)
 	if err != nil {
 		return err
 	}
-	d, err := Calibrate(o)
+	d, err := Calibrate(obs...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", obsPath, err)
 	}
@@ -145,26 +153,33 @@ func writeYAML(path, header string, v any) error {
 	return os.WriteFile(path, append([]byte(header), b...), 0o644)
 }
 
-func readObservation(path string) (algorithms.Observation, error) {
-	var o algorithms.Observation
+func readObservations(path string) ([]algorithms.Observation, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return o, err
+		return nil, err
 	}
 	defer f.Close()
+	var obs []algorithms.Observation
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
+	for line := 1; sc.Scan(); line++ {
 		if strings.TrimSpace(sc.Text()) == "" {
 			continue
 		}
+		var o algorithms.Observation
 		if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
-			return o, fmt.Errorf("%s: %w", path, err)
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
 		}
-		return o, o.Validate()
+		if err := o.Validate(); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		obs = append(obs, o)
 	}
 	if err := sc.Err(); err != nil {
-		return o, err
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return o, fmt.Errorf("%s: no observation", path)
+	if len(obs) == 0 {
+		return nil, fmt.Errorf("%s: no observation", path)
+	}
+	return obs, nil
 }
