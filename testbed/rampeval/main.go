@@ -63,10 +63,15 @@ type config struct {
 	rounds, gridRounds                      int
 	steps, slas, factors, gridTrial         string
 	// trial holds each kind's trial flags.
-	trial              map[string]string
-	warmUp             time.Duration
-	warmUsers          int
-	warmTrials         int
+	trial      map[string]string
+	warmUp     time.Duration
+	warmUsers  int
+	warmTrials int
+	// hot is the warm-up's first trial, with the app's cap at hotCap and
+	// hotUsers users.
+	hot                time.Duration
+	hotUsers           int
+	hotCap             string
 	quick              bool
 	notes              list
 	testbed, repo, env string
@@ -109,6 +114,9 @@ func main() {
 	flag.StringVar(&c.gridTrial, "grid-trial", "--fixed --ramp-up 5s --runtime 20s --ramp-down 1s", "the grid's trial flags")
 	flag.DurationVar(&c.warmUp, "warm-up", -1, "each warm-up trial's runtime: trials at -warm-users before the first campaign, measured by none, until the app's CPU per page is flat (default: 0, none, on the Go stack; 20s on the Java stack, whose JVM compiles for minutes under its cap)")
 	flag.IntVar(&c.warmUsers, "warm-users", 100, "users of the warm-up trials")
+	flag.DurationVar(&c.hot, "hot", -1, "the warm-up's first trial, with the app tier's cap lifted to -hot-cap, so that the JIT compiles with a full core (default: 0, none, on the Go stack; 75s on the Java stack, whose warm-up under the cap still fell after ten trials)")
+	flag.IntVar(&c.hotUsers, "hot-users", 150, "users of that trial")
+	flag.StringVar(&c.hotCap, "hot-cap", "max", "the app tier's cap during that trial, cores (max: none)")
 	flag.IntVar(&c.warmTrials, "warm-trials", 10, "at most this many warm-up trials (they stop when the last three's app CPU per page are flat)")
 	flag.BoolVar(&c.quick, "quick", false, "one round of short trials and a small grid, to try the program (not for the page: its -work and -out default to /tmp/rampeval-quick)")
 	flag.Var(&c.notes, "note", "a line for the page's notes (repeatable): what the run met that the numbers do not say")
@@ -144,6 +152,12 @@ func (c *config) setDefaults() error {
 		c.warmUp = 0
 		if c.stack == "java" {
 			c.warmUp = 20 * time.Second
+		}
+	}
+	if c.hot < 0 {
+		c.hot = 0
+		if c.stack == "java" {
+			c.hot = 75 * time.Second
 		}
 	}
 	set := map[string]bool{}
@@ -247,7 +261,7 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	e := &evaluator{c: c, dep: dep, ctx: ctx}
-	if c.warmUp > 0 {
+	if c.warmUp > 0 || c.hot > 0 {
 		if r.WarmUp, err = e.warmUpUntilFlat(initial); err != nil {
 			return err
 		}
@@ -357,7 +371,21 @@ func (e *evaluator) warmUpUntilFlat(initial string) (*WarmUp, error) {
 	if err != nil || !(cores > 0) {
 		return w, fmt.Errorf("warm-up: the app's cap %q: want cores, not max (the CPU per page is read against it)", capped)
 	}
-	for range e.c.warmTrials {
+	if e.c.hot > 0 {
+		var out []byte
+		if w.Caps, err = jvmwarm.WithAppCapLifted(e.c.testbed, runfiles.Dir(), e.c.hotCap, func() (err error) {
+			out, err = e.softalloc(e.hotArgs()...)
+			return err
+		}); err != nil {
+			return w, err
+		}
+		if w.HotThroughput, err = throughput(out); err != nil {
+			return w, fmt.Errorf("warm-up with the app's cap lifted: %w", err)
+		}
+		w.HotCap, w.HotUsers, w.HotSeconds = e.c.hotCap, e.c.hotUsers, e.c.hot.Seconds()
+		fmt.Fprintf(os.Stderr, "rampeval: warm-up with the app's cap at %s: %.1f pages/s\n", e.c.hotCap, w.HotThroughput)
+	}
+	for i := 0; e.c.warmUp > 0 && i < e.c.warmTrials; i++ {
 		out, err := e.softalloc(e.warmUpArgs(initial)...)
 		if err != nil {
 			return w, fmt.Errorf("warm-up: %w", err)
@@ -395,6 +423,24 @@ func appCPUPerPage(simulateJSON []byte, cores float64) (float64, error) {
 		}
 	}
 	return 0, fmt.Errorf("simulate's trial has no app server or no pages: %.200s", simulateJSON)
+}
+
+// throughput is the pages per second of simulate's one trial (its JSON).
+func throughput(simulateJSON []byte) (float64, error) {
+	var rows []struct {
+		Throughput float64 `json:"throughput"`
+	}
+	if err := json.Unmarshal(simulateJSON, &rows); err != nil || len(rows) != 1 {
+		return 0, fmt.Errorf("simulate's output: want one trial: %v: %.200s", err, simulateJSON)
+	}
+	return rows[0].Throughput, nil
+}
+
+// hotArgs are the lifted warm-up trial's: generous pools
+// (jvmwarm.HotAlloc), so that the JIT sees the load.
+func (e *evaluator) hotArgs() []string {
+	return []string{"simulate", "--runner", "live", "-f", e.dep, "--alloc", jvmwarm.HotAlloc["platform"], "--users", strconv.Itoa(e.c.hotUsers), "--fixed", "--ramp-up", "3s",
+		"--runtime", e.c.hot.String(), "--ramp-down", "1s", "--no-journal", "--quiet", "-o", "json"}
 }
 
 // warmUpArgs are the warm-up trial's: the initial allocation on the

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/softalloc/softalloc/testbed/jvmwarm"
 )
 
 // testdata/recommend-ramp.json is recommend --ramp --output json as the
@@ -329,6 +331,52 @@ printf '[{"users": 100, "throughput": %s, "servers": [{"name": "web-1", "tier": 
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "run", "cap-app"), []byte("max\n"), 0o644))
 	_, err = e.warmUpUntilFlat("100-20-10")
 	assert.ErrorContains(t, err, `the app's cap "max": want cores`)
+}
+
+// On the Java stack the warm-up first runs one trial with the app's cap
+// lifted on generous pools (ten trials under the cap alone still fell
+// from 2.78 to 0.54 ms a page), puts the testbed's caps back, then runs
+// the trials under the cap; the page says so.
+func TestWarmUpLiftsTheAppsCapFirst(t *testing.T) {
+	dir := t.TempDir()
+	answers := filepath.Join(dir, "answers")
+	require.NoError(t, os.WriteFile(answers, []byte("0.5 300\n0.8 40\n0.792 40\n0.804 40\n"), 0o644))
+	tb := filepath.Join(dir, "testbed.sh")
+	// caps only logs; exec-client takes the first answer left.
+	require.NoError(t, os.WriteFile(tb, []byte(`#!/bin/sh
+echo "$@" >> `+filepath.Join(dir, "calls")+`
+[ "$1" = caps ] && exit 0
+read cpu pages < `+answers+`
+sed -i 1d `+answers+`
+printf '[{"users": 100, "throughput": %s, "servers": [{"name": "app-1", "tier": "app", "cpu": %s}]}]\n' "$pages" "$cpu"
+`), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "run"), 0o755))
+	for tier, c := range map[string]string{"web": "0.5", "app": "0.1", "db": "0.6"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "run", "cap-"+tier), []byte(c+"\n"), 0o644))
+	}
+	t.Setenv("SOFTALLOC_TESTBED_DIR", dir)
+	e := &evaluator{c: config{testbed: tb, bin: "softalloc", warmUsers: 100, warmUp: 20 * time.Second, warmTrials: 10,
+		hot: 75 * time.Second, hotUsers: 150, hotCap: "max"}, dep: "d.yaml", ctx: context.Background()}
+	w, err := e.warmUpUntilFlat("100-20-10")
+	require.NoError(t, err)
+	calls, err := os.ReadFile(filepath.Join(dir, "calls"))
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(calls)), "\n")
+	require.Len(t, lines, 6, "%q", lines)
+	assert.Equal(t, "caps web=0.5 app=max db=0.6", lines[0])
+	assert.Contains(t, lines[1], "simulate --runner live -f d.yaml --alloc "+jvmwarm.HotAlloc["platform"]+" --users 150 ")
+	assert.Contains(t, lines[1], "--runtime 1m15s")
+	assert.Equal(t, "caps web=0.5 app=0.1 db=0.6", lines[2], "the caps back before any trial under the cap")
+	for _, l := range lines[3:] {
+		assert.Contains(t, l, "--alloc 100-20-10 --users 100 ")
+	}
+	assert.InDelta(t, 300, w.HotThroughput, 1e-9)
+	assert.Equal(t, "web=0.5 app=0.1 db=0.6", w.Caps)
+	assert.True(t, w.Settled)
+	require.Len(t, w.CPUPerPage, 3)
+	r := &Report{Stack: "java", Initial: "100-20-10", WarmUp: w}
+	r.analyse()
+	assert.Contains(t, r.markdown(), "a trial of 75 s at 150 users on "+jvmwarm.HotAlloc["platform"]+" with the app's cap at max (300.0 pages/s; then the caps web=0.5 app=0.1 db=0.6 again), then trials of 20s")
 }
 
 func TestAppCPUPerPageNamesWhatItLacks(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/softalloc/softalloc/testbed/gridnoise"
+	"github.com/softalloc/softalloc/testbed/jvmwarm"
 )
 
 // Report is live-evaluation-ramp.json.
@@ -58,15 +59,23 @@ type Report struct {
 	VsFixed      []Versus      `json:"vsFixed"`
 }
 
-// WarmUp is the warm-up before the first campaign: trials at Users of
-// Trial's runtime on the initial allocation, each one's app CPU per page
+// WarmUp is the warm-up before the first campaign: on the Java stack a
+// trial with the app's cap lifted, then trials at Users of Trial's runtime
+// on the initial allocation, each one's app CPU per page
 // (ms), until flat (Settled) or at most -warm-trials.
 type WarmUp struct {
-	Users      int       `json:"users"`
-	Trial      string    `json:"trial"`
-	CPUPerPage []float64 `json:"cpuPerPage"`
-	Settled    bool      `json:"settled"`
-	Seconds    float64   `json:"seconds"`
+	// Caps are the testbed's caps, put back after the lifted trial; the
+	// Hot fields are that trial's (none: no such trial).
+	Caps          string    `json:"caps,omitempty"`
+	HotCap        string    `json:"hotCap,omitempty"`
+	HotUsers      int       `json:"hotUsers,omitempty"`
+	HotSeconds    float64   `json:"hotSeconds,omitempty"`
+	HotThroughput float64   `json:"hotThroughput,omitempty"`
+	Users         int       `json:"users"`
+	Trial         string    `json:"trial"`
+	CPUPerPage    []float64 `json:"cpuPerPage"`
+	Settled       bool      `json:"settled"`
+	Seconds       float64   `json:"seconds"`
 }
 
 // Campaign is one recommend campaign, a line of campaigns.jsonl.
@@ -386,8 +395,17 @@ func (r *Report) markdown() string {
 		if !w.Settled {
 			settled = "**not flat**: the campaigns began on a JVM still warming"
 		}
-		p("Warm-up before the first campaign (%.0f s), measured by none: trials of %s at %d users on %s, the app's CPU per page (ms) %s: %s.\n\n",
-			w.Seconds, w.Trial, w.Users, r.Initial, strings.Join(ms, ", "), settled)
+		hot := ""
+		if w.HotSeconds > 0 {
+			hot = fmt.Sprintf("a trial of %.0f s at %d users on %s with the app's cap at %s (%.1f pages/s; then the caps %s again), then ",
+				w.HotSeconds, w.HotUsers, jvmwarm.HotAlloc["platform"], w.HotCap, w.HotThroughput, w.Caps)
+		}
+		if len(w.CPUPerPage) == 0 {
+			p("Warm-up before the first campaign (%.0f s), measured by none: %sno trial under the cap.\n\n", w.Seconds, hot)
+		} else {
+			p("Warm-up before the first campaign (%.0f s), measured by none: %strials of %s at %d users on %s, the app's CPU per page (ms) %s: %s.\n\n",
+				w.Seconds, hot, w.Trial, w.Users, r.Initial, strings.Join(ms, ", "), settled)
+		}
 	}
 	for _, n := range r.Notes {
 		p("- %s\n", n)

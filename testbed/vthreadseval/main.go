@@ -25,7 +25,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -199,39 +198,6 @@ type warmup struct {
 	Seconds float64 `json:"seconds"`
 }
 
-// capsInForce reads the caps the testbed set (runfiles.Cap), as testbed.sh
-// caps takes them: web=C app=C db=C.
-func capsInForce(tbDir string) ([]string, error) {
-	var caps []string
-	for _, tier := range runfiles.Tiers {
-		c, err := runfiles.Cap(tbDir, tier)
-		if err != nil {
-			return nil, err
-		}
-		caps = append(caps, tier+"="+c)
-	}
-	return caps, nil
-}
-
-// setCaps moves the testbed's CPU caps (testbed.sh caps).
-func (o options) setCaps(caps []string) error {
-	cmd := exec.Command(o.testbed, append([]string{"caps"}, caps...)...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("testbed.sh caps %s: %w", strings.Join(caps, " "), err)
-	}
-	return nil
-}
-
-// hotAlloc is the lifted warm-up trial's allocation, by threads variant:
-// pools that let the JIT see the load at the users of -hot-users. On its
-// own 2 connections a JVM was pushed to 107-114 pages/s (against 241-268
-// on generous pools), and one never settled under the cap.
-var hotAlloc = map[string]string{
-	"platform": "web.threads=400,app.threads=40,app.connections=40",
-	"virtual":  "web.threads=400,app.permits=40,app.connections=40",
-}
-
 // warmUp warms the JVM that is up: -hot at -hot-users with the app tier's
 // cap at -hot-cap, the testbed's caps put back whatever that trial did,
 // then trials of -warm at users under the cap until flat, at most
@@ -240,35 +206,26 @@ func (o options) warmUp(label string, c config, users int) (w warmup, err error)
 	start := time.Now()
 	w = warmup{JVM: label, Users: users, Trial: o.warm.String()}
 	defer func() { w.Seconds = time.Since(start).Seconds() }()
-	caps, err := capsInForce(o.tbDir)
-	if err != nil {
-		return w, err
-	}
-	w.Caps = strings.Join(caps, " ")
 	if o.hot > 0 {
-		lifted := make([]string, len(caps))
-		for i, kv := range caps {
-			lifted[i] = kv
-			if strings.HasPrefix(kv, "app=") {
-				lifted[i] = "app=" + o.hotCap
-			}
-		}
-		if err := o.setCaps(lifted); err != nil {
-			// Part of the caps may have moved.
-			return w, errors.Join(err, o.setCaps(caps))
-		}
 		hot := c
-		if a, ok := hotAlloc[c.Threads]; ok {
+		if a, ok := jvmwarm.HotAlloc[c.Threads]; ok {
 			hot.Alloc = a
 		}
-		r, hotErr := simulate(o.bin, hot, o.hotUsers, "1", o.hot)
-		if err := o.setCaps(caps); err != nil {
-			return w, errors.Join(hotErr, fmt.Errorf("putting the caps back after the warm-up: %w", err))
-		}
-		if hotErr != nil {
-			return w, fmt.Errorf("warm-up with the app's cap lifted: %w", hotErr)
+		var r row
+		w.Caps, err = jvmwarm.WithAppCapLifted(o.testbed, o.tbDir, o.hotCap, func() (err error) {
+			r, err = simulate(o.bin, hot, o.hotUsers, "1", o.hot)
+			return err
+		})
+		if err != nil {
+			return w, err
 		}
 		w.HotCap, w.HotUsers, w.HotSeconds, w.HotThroughput = o.hotCap, o.hotUsers, o.hot.Seconds(), r.Throughput
+	} else {
+		caps, err := jvmwarm.CapsInForce(o.tbDir)
+		if err != nil {
+			return w, err
+		}
+		w.Caps = strings.Join(caps, " ")
 	}
 	for i := 0; o.warm > 0 && i < o.warmTrials; i++ {
 		r, err := simulate(o.bin, c, users, "1", o.warm)
@@ -361,7 +318,7 @@ func (o options) run() error {
 	start := time.Now()
 	rep := report{Args: os.Args[1:], UptimeBefore: uptime(), JDK: strings.SplitN(strings.TrimSpace(string(jdk)), "\n", 2)[0], Runtime: o.runtime.String(),
 		Warm: fmt.Sprintf("a trial of %s at %d users on generous pools (%s, or its platform twin) with the app's cap at %s (then the testbed's caps again), then trials of %s under the cap until the last %d were flat (each within %.0f%% of their mean, no fall beyond that from the first to the last), at most %d",
-			o.hot, o.hotUsers, hotAlloc["virtual"], o.hotCap, o.warm, jvmwarm.Window, 100*jvmwarm.Tolerance, o.warmTrials),
+			o.hot, o.hotUsers, jvmwarm.HotAlloc["virtual"], o.hotCap, o.warm, jvmwarm.Window, 100*jvmwarm.Tolerance, o.warmTrials),
 		WarmUsersRecommend: o.warmUsers, Reps: o.reps, SLAFactors: o.factors, Fractions: o.fractions, Note: o.note}
 	running := ""
 	// upAndWarm starts a new JVM for c and warms it.

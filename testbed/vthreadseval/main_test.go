@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/softalloc/softalloc/testbed/jvmwarm"
 )
 
 // The grid runs on a testbed of its own ports: every address of the
@@ -290,7 +292,7 @@ func TestWarmUpLiftsTheAppsCapThenWaitsForAFlatCPUPerPage(t *testing.T) {
 	// Generous pools, whatever the configuration's: the 2-connection JVMs
 	// were pushed to 107-114 pages/s by their own pools, and one never
 	// settled.
-	assert.Contains(t, lines[1], "--alloc "+hotAlloc["virtual"])
+	assert.Contains(t, lines[1], "--alloc "+jvmwarm.HotAlloc["virtual"])
 	for _, l := range lines[3:] {
 		assert.Contains(t, l, "--alloc "+c.Alloc, "the trials under the cap run the configuration's own pools")
 	}
