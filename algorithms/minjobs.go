@@ -120,6 +120,21 @@ func InferMinConcurrentJobs(ctx context.Context, x Experimenter, d Deployment, c
 	}
 	if readPeak {
 		at := peakIndex(sc.res.Points)
+		if w, o, ok := sc.servedMorePast(at); ok {
+			// On WordPress the bisection saw 14.2 and 18.0 pages/s at 19 and
+			// 23 users, then the scan from 14 users read 12.6, 12.1, 12.2
+			// and 11.4 on a machine busier again, and minJobs came out at
+			// 1.5 (2 children, where the grid's best had 4).
+			last := sc.res.Points[len(sc.res.Points)-1].Workload
+			sc.res.Warnings = append(sc.res.Warnings, fmt.Sprintf(
+				"the scan's throughput peak at %d users (%.4g pages/s) is below the %.4g pages/s this campaign measured at %d users on the same allocation, "+
+					"past the scan's last workload (%d users) and beyond the noise: the scan stopped on noise or a drifting machine, and went on from %d users",
+				sc.res.Points[at].Workload, sc.res.Points[at].Throughput, o.Throughput, w, last, w))
+			if _, _, err := sc.untilFlat(ctx, w, patience, growth); err != nil {
+				return sc.finish(err)
+			}
+			at = peakIndex(sc.res.Points)
+		}
 		if w := sc.peakWithinTheNoise(at); w != "" {
 			sc.res.Warnings = append(sc.res.Warnings, w)
 		}
@@ -166,6 +181,36 @@ func (sc *minJobsScan) point(ctx context.Context, workload int) error {
 	res.Points = append(res.Points, p)
 	sc.next = workload + sc.opts.SmallStep
 	return nil
+}
+
+// servedMorePast finds the campaign's trial of the reserve (find-critical's
+// or this procedure's) past the scan's last workload that served the most,
+// if it served more than the scan's peak at point at beyond the noise
+// (servedMore): the peak read there would be no peak.
+func (sc *minJobsScan) servedMorePast(at int) (workload int, o Observation, ok bool) {
+	last := sc.res.Points[len(sc.res.Points)-1].Workload
+	for _, t := range slices.Concat(sc.c.Trials, sc.p.trials) {
+		w := t.Experiment.Workload.Users
+		if w <= last || t.Experiment.Allocation.Key() != sc.c.Reserve.Key() || !servedMore(t.Observation, sc.obs[at]) {
+			continue
+		}
+		if !ok || t.Observation.Throughput > o.Throughput {
+			workload, o, ok = w, t.Observation, true
+		}
+	}
+	return workload, o, ok
+}
+
+// servedMore says whether o's throughput lies above peak's beyond the
+// noise: above its interval where both have one, else by more than two
+// standard deviations of the pages counted (pagesNoise); unknown noise
+// decides nothing.
+func servedMore(o, peak Observation) bool {
+	if o.HasIntervals() && peak.HasIntervals() {
+		return o.ThroughputInterval().Versus(peak.ThroughputInterval()) == Above
+	}
+	n := pagesNoise(o, peak)
+	return n > 0 && o.Throughput > peak.Throughput*(1+2*n)
 }
 
 // peakWithinTheNoise warns when fixed trials read the throughput peak at

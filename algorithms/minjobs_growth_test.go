@@ -201,3 +201,48 @@ func TestThroughputPastTheReadingWithinThePagesNoiseKeepsIt(t *testing.T) {
 		}
 	}
 }
+
+// A campaign's trial past the peak scan's end that served more than the
+// scan's peak, beyond the noise, means the scan stopped on noise or a
+// machine that drifted: on WordPress the bisection saw 14.2 and 18.0
+// pages/s at 19 and 23 users, the scan from 14 users read 12.6 to 11.4,
+// and minJobs came out at 1.5 where the grid's best had 4 children. The
+// scan goes on from that trial's workload before the peak is read.
+func TestThePeakScanGoesOnPastAHigherTrial(t *testing.T) {
+	d := deployment(t, "1/2/1/2")
+	ctx := context.Background()
+	opts := shortOptions()
+	x := rubbosFake()
+	c, err := algorithms.FindCriticalResource(ctx, x, d, allocation(t, "400-150-60"), opts)
+	require.NoError(t, err)
+	// Find-critical's trial a quarter further, on a quieter machine: a
+	// third more pages than the constant demand serves, the CPU no busier.
+	probe := c.SaturationWorkload + max(opts.Step, (c.SaturationWorkload/4+opts.Step-1)/opts.Step*opts.Step)
+	e := algorithms.Experiment{Deployment: d, Allocation: c.Reserve, Workload: algorithms.Workload{Users: probe}, Timing: opts.Timing}
+	quiet, err := x.RunExperiment(ctx, e)
+	require.NoError(t, err)
+	quiet.Throughput *= 4.0 / 3
+	withQuiet := c
+	withQuiet.Trials = append(append([]algorithms.Trial(nil), c.Trials...), algorithms.Trial{Procedure: "find-critical", Experiment: e, Observation: quiet})
+
+	m, err := algorithms.InferMinConcurrentJobs(ctx, x, d, withQuiet, opts)
+	require.NoError(t, err)
+	warnings := strings.Join(m.Warnings, "\n")
+	require.Contains(t, warnings, "throughput still grew past the saturation reading", "the quiet trial sends the reading to the peak scan")
+	assert.Equal(t, "throughput-peak", m.Reading)
+	assert.Contains(t, warnings, fmt.Sprintf("pages/s this campaign measured at %d users on the same allocation", probe))
+	assert.Contains(t, warnings, fmt.Sprintf("went on from %d users", probe))
+	var again bool
+	for _, tr := range m.Trials {
+		again = again || tr.Experiment.Workload.Users == probe
+	}
+	assert.True(t, again, "the quiet trial's workload is measured again by the scan")
+	last := m.Points[len(m.Points)-1].Workload
+	assert.GreaterOrEqual(t, last, probe+3*opts.SmallStep, "three flat steps past it")
+
+	// The same scan without the quiet trial stops short of it, and says
+	// nothing of the kind.
+	plain, err := algorithms.InferMinConcurrentJobs(ctx, x, d, c, opts)
+	require.NoError(t, err)
+	assert.NotContains(t, strings.Join(plain.Warnings, "\n"), "this campaign measured at")
+}
