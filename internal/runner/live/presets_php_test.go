@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -134,6 +135,28 @@ func signal(t *testing.T, pids []int, sig syscall.Signal) {
 	}
 }
 
+// waitIdle waits until php-fpm counts no active child of the pool: a
+// child that has answered its last request still counts active while it
+// finishes, and stopped then it read busy through the stalled window
+// (make test of 1e120cc: 2 of 4, with 3 requests queued behind the 2 idle).
+func waitIdle(t *testing.T, web string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		resp, err := phpClient.Get(web + "/status?json")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var st struct {
+			Active int `json:"active processes"`
+		}
+		if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil {
+			return false
+		}
+		return st.Active == 0
+	}, 10*time.Second, 10*time.Millisecond, "php-fpm's children did not go idle")
+}
+
 func get(url string) error {
 	resp, err := phpClient.Get(url)
 	if err != nil {
@@ -211,6 +234,7 @@ func TestPHPFPMPresetAgainstARealPool(t *testing.T) {
 	for _, phase := range []struct{ users, windows int }{{3, 1}, {0, 1}, {10, 2}} {
 		until := start.Add(time.Duration(phase.windows) * step)
 		if phase.users == 0 {
+			waitIdle(t, s.web)
 			signal(t, workers, syscall.SIGSTOP)
 			for range 3 {
 				stalled.Add(1)
