@@ -605,7 +605,7 @@ func TestLiveTestbed(t *testing.T) {
 		}
 		// Both allocations past saturation, where pool sizes matter, in the
 		// order A B B A so that a drift of the machine falls on both. One
-		// 12 s trial each read ratios from 0.84 to 1.04 over six runs (100-15-15
+		// 12 s trial each read ratios from 0.84 to 1.04 over five runs (100-15-15
 		// against 100-13-13 gave 238 and 201 pages/s in one), and single
 		// 20 s trials of one allocation at 180 users read 211-300 pages/s:
 		// the rounds' own spread says what a gap means.
