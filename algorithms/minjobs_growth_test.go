@@ -104,12 +104,8 @@ func TestSaturationReadingWithConstantDemandNeedsNoProbe(t *testing.T) {
 
 	// Throughput a quarter further, had it been measured, is within the
 	// headroom: given as find-critical's trial, it leaves the reading be.
-	probe := c.SaturationWorkload + max(opts.Step, (c.SaturationWorkload/4+opts.Step-1)/opts.Step*opts.Step)
-	e := algorithms.Experiment{Deployment: d, Allocation: c.Reserve, Workload: algorithms.Workload{Users: probe}, Timing: opts.Timing}
-	past, err := x.RunExperiment(ctx, e)
-	require.NoError(t, err)
-	withPast := c
-	withPast.Trials = append(append([]algorithms.Trial(nil), c.Trials...), algorithms.Trial{Procedure: "find-critical", Experiment: e, Observation: past})
+	e, past := quarterPast(t, x, d, c, c.SaturationWorkload, opts)
+	withPast := withTrial(c, e, past)
 	again, err := algorithms.InferMinConcurrentJobs(ctx, x, d, withPast, opts)
 	require.NoError(t, err)
 	assert.Equal(t, "saturation", again.Reading)
@@ -185,14 +181,10 @@ func TestThroughputPastTheReadingWithinThePagesNoiseKeepsIt(t *testing.T) {
 		require.Equal(t, "saturation", m.Reading)
 		at := m.Points[len(m.Points)-1]
 
-		probe := m.WLmin + max(opts.Step, (m.WLmin/4+opts.Step-1)/opts.Step*opts.Step)
-		e := algorithms.Experiment{Deployment: d, Allocation: c.Reserve, Workload: algorithms.Workload{Users: probe}, Timing: opts.Timing}
-		past, err := x.RunExperiment(ctx, e)
-		require.NoError(t, err)
+		e, past := quarterPast(t, x, d, c, m.WLmin, opts)
 		past.Throughput = 1.1 * at.Throughput / at.CriticalUtilization
 		past.RuntimeSeconds = tc.pages / past.Throughput
-		withPast := c
-		withPast.Trials = append(append([]algorithms.Trial(nil), c.Trials...), algorithms.Trial{Procedure: "find-critical", Experiment: e, Observation: past})
+		withPast := withTrial(c, e, past)
 		again, err := algorithms.InferMinConcurrentJobs(ctx, x, d, withPast, opts)
 		require.NoError(t, err)
 		assert.Equal(t, tc.reading, again.Reading, "%.0f pages a window", tc.pages)
@@ -217,13 +209,10 @@ func TestThePeakScanGoesOnPastAHigherTrial(t *testing.T) {
 	require.NoError(t, err)
 	// Find-critical's trial a quarter further, on a quieter machine: a
 	// third more pages than the constant demand serves, the CPU no busier.
-	probe := c.SaturationWorkload + max(opts.Step, (c.SaturationWorkload/4+opts.Step-1)/opts.Step*opts.Step)
-	e := algorithms.Experiment{Deployment: d, Allocation: c.Reserve, Workload: algorithms.Workload{Users: probe}, Timing: opts.Timing}
-	quiet, err := x.RunExperiment(ctx, e)
-	require.NoError(t, err)
+	e, quiet := quarterPast(t, x, d, c, c.SaturationWorkload, opts)
+	probe := e.Workload.Users
 	quiet.Throughput *= 4.0 / 3
-	withQuiet := c
-	withQuiet.Trials = append(append([]algorithms.Trial(nil), c.Trials...), algorithms.Trial{Procedure: "find-critical", Experiment: e, Observation: quiet})
+	withQuiet := withTrial(c, e, quiet)
 
 	m, err := algorithms.InferMinConcurrentJobs(ctx, x, d, withQuiet, opts)
 	require.NoError(t, err)
@@ -245,4 +234,21 @@ func TestThePeakScanGoesOnPastAHigherTrial(t *testing.T) {
 	plain, err := algorithms.InferMinConcurrentJobs(ctx, x, d, c, opts)
 	require.NoError(t, err)
 	assert.NotContains(t, strings.Join(plain.Warnings, "\n"), "this campaign measured at")
+}
+
+// quarterPast runs the reserve's trial a quarter past the workload from, on
+// the step grid (find-critical's plateau probe).
+func quarterPast(t *testing.T, x algorithms.Experimenter, d algorithms.Deployment, c algorithms.Critical, from int, opts algorithms.Options) (algorithms.Experiment, algorithms.Observation) {
+	t.Helper()
+	probe := from + max(opts.Step, (from/4+opts.Step-1)/opts.Step*opts.Step)
+	e := algorithms.Experiment{Deployment: d, Allocation: c.Reserve, Workload: algorithms.Workload{Users: probe}, Timing: opts.Timing}
+	o, err := x.RunExperiment(context.Background(), e)
+	require.NoError(t, err)
+	return e, o
+}
+
+// withTrial is c with one more find-critical trial.
+func withTrial(c algorithms.Critical, e algorithms.Experiment, o algorithms.Observation) algorithms.Critical {
+	c.Trials = append(append([]algorithms.Trial(nil), c.Trials...), algorithms.Trial{Procedure: "find-critical", Experiment: e, Observation: o})
+	return c
 }

@@ -221,6 +221,8 @@ type trial struct {
 	Finished time.Time
 	Seconds  float64
 	Servers  []trialServer
+	// Observation is the record's observation as written.
+	Observation json.RawMessage
 }
 
 // trialServer is one server's readings in a trial.
@@ -244,12 +246,14 @@ func readJournal(t *testing.T, data []byte) []trial {
 					Users int `json:"users"`
 				} `json:"workload"`
 			} `json:"experiment"`
-			Observation struct {
-				Servers []trialServer `json:"servers"`
-			} `json:"observation"`
+			Observation json.RawMessage `json:"observation"`
 		}
 		require.NoError(t, json.Unmarshal(line, &rec), "%s", line)
-		out = append(out, trial{Users: rec.Experiment.Workload.Users, Finished: rec.Finished, Seconds: rec.Seconds, Servers: rec.Observation.Servers})
+		var o struct {
+			Servers []trialServer `json:"servers"`
+		}
+		require.NoError(t, json.Unmarshal(rec.Observation, &o), "%s", line)
+		out = append(out, trial{Users: rec.Experiment.Workload.Users, Finished: rec.Finished, Seconds: rec.Seconds, Servers: o.Servers, Observation: rec.Observation})
 	}
 	return out
 }
@@ -266,8 +270,14 @@ func readJournalFile(t *testing.T, path string) []trial {
 // users (the last trial of each workload).
 func serverReadings(t *testing.T, journal, server string) map[int]serverReading {
 	t.Helper()
+	return readingsOf(readJournalFile(t, journal), server)
+}
+
+// readingsOf is server's readings in trials, by users (the last trial of
+// each workload).
+func readingsOf(trials []trial, server string) map[int]serverReading {
 	out := map[int]serverReading{}
-	for _, tr := range readJournalFile(t, journal) {
+	for _, tr := range trials {
 		for _, s := range tr.Servers {
 			if s.Name == server {
 				out[tr.Users] = s.serverReading
@@ -645,23 +655,17 @@ func TestLiveTestbed(t *testing.T) {
 		// saturation workload and it, pooled: the conditions its saturation
 		// was read under. A separate trial later in the run read another
 		// machine: make test runs the long simulated tests beside the first
-		// minutes of this one: the app's CPU per page read 1.57 ms at 40
-		// users in find-critical's trial, and a twin calibrated from a 15 s
-		// trial at 40 users minutes later held 1.1 ms, so it saw 110 users
+		// minutes of this one: at 40 users the app's CPU read 0.643 of its
+		// cap in find-critical's trial, about 1.57 ms a page at the 82.3
+		// pages/s a trial at 40 users served minutes later, and the twin
+		// calibrated from that later trial held about 1.1 ms (its model
+		// peaked at 179.9 pages/s at 0.984 of the cap), so it saw 110 users
 		// where find-critical read 80 (CI of 03141f2).
+		found := readJournal(t, liveTrials)
 		var lows [][]byte
-		for _, line := range bytes.Split(bytes.TrimSpace(liveTrials), []byte("\n")) {
-			var rec struct {
-				Experiment struct {
-					Workload struct {
-						Users int `json:"users"`
-					} `json:"workload"`
-				} `json:"experiment"`
-				Observation json.RawMessage `json:"observation"`
-			}
-			require.NoError(t, json.Unmarshal(line, &rec), "%s", line)
-			if u := rec.Experiment.Workload.Users; 2*u >= measured.SaturationWorkload && u < measured.SaturationWorkload {
-				lows = append(lows, append(rec.Observation, '\n'))
+		for _, tr := range found {
+			if 2*tr.Users >= measured.SaturationWorkload && tr.Users < measured.SaturationWorkload {
+				lows = append(lows, append(tr.Observation, '\n'))
 			}
 		}
 		require.NotEmpty(t, lows, "find-critical ran no trial between half its saturation workload %d and it", measured.SaturationWorkload)
@@ -681,14 +685,7 @@ func TestLiveTestbed(t *testing.T) {
 		require.NoError(t, json.Unmarshal(out, &doc), "%s", out)
 		pred = doc.Critical
 		t.Logf("twin: %+v; testbed: %+v", pred, measured)
-		cpu := map[int]serverReading{}
-		for _, tr := range readJournal(t, liveTrials) {
-			for _, s := range tr.Servers {
-				if s.Name == "app-1" {
-					cpu[tr.Users] = s.serverReading
-				}
-			}
-		}
+		cpu := readingsOf(found, "app-1")
 		var line []string
 		for _, u := range slices.Sorted(maps.Keys(cpu)) {
 			line = append(line, fmt.Sprintf("%d: %.3f", u, cpu[u].CPU))

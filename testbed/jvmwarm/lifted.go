@@ -74,3 +74,39 @@ func WithAppCapLifted(testbed, tbDir, hotCap string, trial func() error) (string
 	}
 	return inForce, nil
 }
+
+// Record is a warm-up as the evaluation pages show it: the trial with the
+// app's cap lifted, if any (the Hot fields), then trials under the cap.
+type Record struct {
+	// Caps are the testbed's caps, put back after the lifted trial.
+	Caps          string  `json:"caps,omitempty"`
+	HotCap        string  `json:"hotCap,omitempty"`
+	HotUsers      int     `json:"hotUsers,omitempty"`
+	HotSeconds    float64 `json:"hotSeconds,omitempty"`
+	HotThroughput float64 `json:"hotThroughput,omitempty"`
+	// Users of the trials under the cap, their runtime and each one's app
+	// CPU per page (ms).
+	Users      int       `json:"users"`
+	Trial      string    `json:"trial"`
+	CPUPerPage []float64 `json:"cpuPerPage"`
+	// Settled: the last Window trials were Flat within the trials allowed.
+	Settled bool    `json:"settled"`
+	Seconds float64 `json:"seconds"`
+}
+
+// UntilFlat runs trial, which answers the app's CPU per page in ms, until
+// the CPU per page is Flat or trials have run, recording each in r.
+func (r *Record) UntilFlat(trials int, trial func() (float64, error)) error {
+	for range trials {
+		ms, err := trial()
+		if err != nil {
+			return fmt.Errorf("warm-up under the cap: %w", err)
+		}
+		r.CPUPerPage = append(r.CPUPerPage, ms)
+		fmt.Fprintf(os.Stderr, "warm-up: %.2f ms of app CPU per page\n", ms)
+		if r.Settled = Flat(r.CPUPerPage); r.Settled {
+			return nil
+		}
+	}
+	return nil
+}

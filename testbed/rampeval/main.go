@@ -379,61 +379,57 @@ func (e *evaluator) warmUpUntilFlat(initial string) (*WarmUp, error) {
 		}); err != nil {
 			return w, err
 		}
-		if w.HotThroughput, err = throughput(out); err != nil {
+		hot, err := oneTrial(out)
+		if err != nil {
 			return w, fmt.Errorf("warm-up with the app's cap lifted: %w", err)
 		}
+		w.HotThroughput = hot.Throughput
 		w.HotCap, w.HotUsers, w.HotSeconds = e.c.hotCap, e.c.hotUsers, e.c.hot.Seconds()
 		fmt.Fprintf(os.Stderr, "rampeval: warm-up with the app's cap at %s: %.1f pages/s\n", e.c.hotCap, w.HotThroughput)
 	}
-	for i := 0; e.c.warmUp > 0 && i < e.c.warmTrials; i++ {
-		out, err := e.softalloc(e.warmUpArgs(initial)...)
-		if err != nil {
-			return w, fmt.Errorf("warm-up: %w", err)
-		}
-		ms, err := appCPUPerPage(out, cores)
-		if err != nil {
-			return w, fmt.Errorf("warm-up: %w", err)
-		}
-		w.CPUPerPage = append(w.CPUPerPage, ms)
-		fmt.Fprintf(os.Stderr, "rampeval: warm-up: %.2f ms of app CPU per page\n", ms)
-		if w.Settled = jvmwarm.Flat(w.CPUPerPage); w.Settled {
-			break
-		}
+	if e.c.warmUp > 0 {
+		err = w.UntilFlat(e.c.warmTrials, func() (float64, error) {
+			out, err := e.softalloc(e.warmUpArgs(initial)...)
+			if err != nil {
+				return 0, err
+			}
+			return appCPUPerPage(out, cores)
+		})
 	}
 	w.Seconds = time.Since(t0).Seconds()
-	return w, nil
+	return w, err
+}
+
+// simulatedTrial is simulate's one trial, from its JSON.
+type simulatedTrial struct {
+	Throughput float64 `json:"throughput"`
+	Servers    []struct {
+		Tier string  `json:"tier"`
+		CPU  float64 `json:"cpu"`
+	} `json:"servers"`
+}
+
+func oneTrial(simulateJSON []byte) (simulatedTrial, error) {
+	var rows []simulatedTrial
+	if err := json.Unmarshal(simulateJSON, &rows); err != nil || len(rows) != 1 {
+		return simulatedTrial{}, fmt.Errorf("simulate's output: want one trial: %v: %.200s", err, simulateJSON)
+	}
+	return rows[0], nil
 }
 
 // appCPUPerPage is the app tier's CPU per page, ms, of simulate's one
 // trial (its JSON), under the app's cap of cores.
 func appCPUPerPage(simulateJSON []byte, cores float64) (float64, error) {
-	var rows []struct {
-		Throughput float64 `json:"throughput"`
-		Servers    []struct {
-			Tier string  `json:"tier"`
-			CPU  float64 `json:"cpu"`
-		} `json:"servers"`
+	r, err := oneTrial(simulateJSON)
+	if err != nil {
+		return 0, err
 	}
-	if err := json.Unmarshal(simulateJSON, &rows); err != nil || len(rows) != 1 {
-		return 0, fmt.Errorf("simulate's output: want one trial: %v: %.200s", err, simulateJSON)
-	}
-	for _, s := range rows[0].Servers {
-		if s.Tier == "app" && rows[0].Throughput > 0 {
-			return 1000 * cores * s.CPU / rows[0].Throughput, nil
+	for _, s := range r.Servers {
+		if s.Tier == "app" && r.Throughput > 0 {
+			return 1000 * cores * s.CPU / r.Throughput, nil
 		}
 	}
 	return 0, fmt.Errorf("simulate's trial has no app server or no pages: %.200s", simulateJSON)
-}
-
-// throughput is the pages per second of simulate's one trial (its JSON).
-func throughput(simulateJSON []byte) (float64, error) {
-	var rows []struct {
-		Throughput float64 `json:"throughput"`
-	}
-	if err := json.Unmarshal(simulateJSON, &rows); err != nil || len(rows) != 1 {
-		return 0, fmt.Errorf("simulate's output: want one trial: %v: %.200s", err, simulateJSON)
-	}
-	return rows[0].Throughput, nil
 }
 
 // hotArgs are the lifted warm-up trial's: generous pools

@@ -285,27 +285,38 @@ func TestWarmUpRunsOnTheTestbed(t *testing.T) {
 	assert.Contains(t, args, "--runtime 2m0s")
 }
 
+// fakeWarmTestbed is a testbed.sh in a directory of its own that logs
+// every call to calls; caps does nothing more, and exec-client takes the
+// first line of answers ("CPU pages/s") and prints simulate's JSON with the
+// app's CPU. The run directory holds caps web 0.5, app 0.1, db 0.6.
+func fakeWarmTestbed(t *testing.T, answers string) (string, *evaluator) {
+	t.Helper()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "answers")
+	require.NoError(t, os.WriteFile(file, []byte(answers), 0o644))
+	tb := filepath.Join(dir, "testbed.sh")
+	require.NoError(t, os.WriteFile(tb, []byte(`#!/bin/sh
+echo "$@" >> `+filepath.Join(dir, "calls")+`
+[ "$1" = caps ] && exit 0
+read cpu pages < `+file+`
+sed -i 1d `+file+`
+printf '[{"users": 100, "throughput": %s, "servers": [{"name": "web-1", "tier": "web", "cpu": 0.3}, {"name": "app-1", "tier": "app", "cpu": %s}]}]\n' "$pages" "$cpu"
+`), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "run"), 0o755))
+	for tier, c := range map[string]string{"web": "0.5", "app": "0.1", "db": "0.6"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "run", "cap-"+tier), []byte(c+"\n"), 0o644))
+	}
+	t.Setenv("SOFTALLOC_TESTBED_DIR", dir)
+	return dir, &evaluator{c: config{testbed: tb, bin: "softalloc", warmUsers: 100, warmUp: 20 * time.Second, warmTrials: 10},
+		dep: "d.yaml", ctx: context.Background()}
+}
+
 // The warm-up runs trials until the app's CPU per page is flat and
 // records each one's: a fake testbed.sh answers simulate with the app's
 // CPU at a 0.1-core cap and the pages/s, 2.5, 2.0, 1.98 and 2.01 ms.
 func TestWarmUpStopsWhenTheCPUPerPageIsFlat(t *testing.T) {
-	dir := t.TempDir()
+	dir, e := fakeWarmTestbed(t, "1 40\n0.8 40\n0.792 40\n0.804 40\n0.8 40\n")
 	answers := filepath.Join(dir, "answers")
-	require.NoError(t, os.WriteFile(answers, []byte("1 40\n0.8 40\n0.792 40\n0.804 40\n0.8 40\n"), 0o644))
-	tb := filepath.Join(dir, "testbed.sh")
-	// Each call takes the first answer left and prints simulate's JSON.
-	require.NoError(t, os.WriteFile(tb, []byte(`#!/bin/sh
-read cpu pages < `+answers+`
-sed -i 1d `+answers+`
-echo "$@" >> `+filepath.Join(dir, "calls")+`
-printf '[{"users": 100, "throughput": %s, "servers": [{"name": "web-1", "tier": "web", "cpu": 0.3}, {"name": "app-1", "tier": "app", "cpu": %s}]}]\n' "$pages" "$cpu"
-`), 0o755))
-	// The app's cap as testbed.sh keeps it in its run directory.
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "run"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "run", "cap-app"), []byte("0.1\n"), 0o644))
-	t.Setenv("SOFTALLOC_TESTBED_DIR", dir)
-	e := &evaluator{c: config{testbed: tb, bin: "softalloc", warmUsers: 100, warmUp: 20 * time.Second, warmTrials: 10},
-		dep: "d.yaml", ctx: context.Background()}
 	w, err := e.warmUpUntilFlat("100-20-10")
 	require.NoError(t, err)
 	assert.True(t, w.Settled)
@@ -338,25 +349,8 @@ printf '[{"users": 100, "throughput": %s, "servers": [{"name": "web-1", "tier": 
 // from 2.78 to 0.54 ms a page), puts the testbed's caps back, then runs
 // the trials under the cap; the page says so.
 func TestWarmUpLiftsTheAppsCapFirst(t *testing.T) {
-	dir := t.TempDir()
-	answers := filepath.Join(dir, "answers")
-	require.NoError(t, os.WriteFile(answers, []byte("0.5 300\n0.8 40\n0.792 40\n0.804 40\n"), 0o644))
-	tb := filepath.Join(dir, "testbed.sh")
-	// caps only logs; exec-client takes the first answer left.
-	require.NoError(t, os.WriteFile(tb, []byte(`#!/bin/sh
-echo "$@" >> `+filepath.Join(dir, "calls")+`
-[ "$1" = caps ] && exit 0
-read cpu pages < `+answers+`
-sed -i 1d `+answers+`
-printf '[{"users": 100, "throughput": %s, "servers": [{"name": "app-1", "tier": "app", "cpu": %s}]}]\n' "$pages" "$cpu"
-`), 0o755))
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "run"), 0o755))
-	for tier, c := range map[string]string{"web": "0.5", "app": "0.1", "db": "0.6"} {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "run", "cap-"+tier), []byte(c+"\n"), 0o644))
-	}
-	t.Setenv("SOFTALLOC_TESTBED_DIR", dir)
-	e := &evaluator{c: config{testbed: tb, bin: "softalloc", warmUsers: 100, warmUp: 20 * time.Second, warmTrials: 10,
-		hot: 75 * time.Second, hotUsers: 150, hotCap: "max"}, dep: "d.yaml", ctx: context.Background()}
+	dir, e := fakeWarmTestbed(t, "0.5 300\n0.8 40\n0.792 40\n0.804 40\n")
+	e.c.hot, e.c.hotUsers, e.c.hotCap = 75*time.Second, 150, "max"
 	w, err := e.warmUpUntilFlat("100-20-10")
 	require.NoError(t, err)
 	calls, err := os.ReadFile(filepath.Join(dir, "calls"))

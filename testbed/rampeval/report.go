@@ -61,22 +61,8 @@ type Report struct {
 
 // WarmUp is the warm-up before the first campaign: on the Java stack a
 // trial with the app's cap lifted, then trials at Users of Trial's runtime
-// on the initial allocation, each one's app CPU per page
-// (ms), until flat (Settled) or at most -warm-trials.
-type WarmUp struct {
-	// Caps are the testbed's caps, put back after the lifted trial; the
-	// Hot fields are that trial's (none: no such trial).
-	Caps          string    `json:"caps,omitempty"`
-	HotCap        string    `json:"hotCap,omitempty"`
-	HotUsers      int       `json:"hotUsers,omitempty"`
-	HotSeconds    float64   `json:"hotSeconds,omitempty"`
-	HotThroughput float64   `json:"hotThroughput,omitempty"`
-	Users         int       `json:"users"`
-	Trial         string    `json:"trial"`
-	CPUPerPage    []float64 `json:"cpuPerPage"`
-	Settled       bool      `json:"settled"`
-	Seconds       float64   `json:"seconds"`
-}
+// on the initial allocation until the app's CPU per page is flat.
+type WarmUp = jvmwarm.Record
 
 // Campaign is one recommend campaign, a line of campaigns.jsonl.
 type Campaign struct {

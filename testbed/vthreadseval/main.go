@@ -182,20 +182,7 @@ func (o options) up(threads, connTimeout string) error {
 // trials under the cap until the app's CPU per page is flat.
 type warmup struct {
 	JVM string `json:"jvm"`
-	// Caps are the testbed's caps, put back after the lifted trial.
-	Caps          string  `json:"caps"`
-	HotCap        string  `json:"hotCap,omitempty"`
-	HotUsers      int     `json:"hotUsers,omitempty"`
-	HotSeconds    float64 `json:"hotSeconds,omitempty"`
-	HotThroughput float64 `json:"hotThroughput,omitempty"`
-	// Users of the trials under the cap, their runtime and each one's app
-	// CPU per page (ms).
-	Users      int       `json:"users"`
-	Trial      string    `json:"trial"`
-	CPUPerPage []float64 `json:"cpuPerPage"`
-	// Settled: the last three were flat (flat) within -warm-trials.
-	Settled bool    `json:"settled"`
-	Seconds float64 `json:"seconds"`
+	jvmwarm.Record
 }
 
 // warmUp warms the JVM that is up: -hot at -hot-users with the app tier's
@@ -204,7 +191,7 @@ type warmup struct {
 // -warm-trials (Settled says which ended it).
 func (o options) warmUp(label string, c config, users int) (w warmup, err error) {
 	start := time.Now()
-	w = warmup{JVM: label, Users: users, Trial: o.warm.String()}
+	w = warmup{JVM: label, Record: jvmwarm.Record{Users: users, Trial: o.warm.String()}}
 	defer func() { w.Seconds = time.Since(start).Seconds() }()
 	if o.hot > 0 {
 		hot := c
@@ -227,19 +214,13 @@ func (o options) warmUp(label string, c config, users int) (w warmup, err error)
 		}
 		w.Caps = strings.Join(caps, " ")
 	}
-	for i := 0; o.warm > 0 && i < o.warmTrials; i++ {
-		r, err := simulate(o.bin, c, users, "1", o.warm)
-		if err != nil {
-			return w, fmt.Errorf("warm-up under the cap: %w", err)
-		}
-		w.CPUPerPage = append(w.CPUPerPage, cpuPerPage(r))
-		fmt.Fprintf(os.Stderr, "vthreadseval:   warm-up: %.2f ms of app CPU per page\n", w.CPUPerPage[len(w.CPUPerPage)-1])
-		if jvmwarm.Flat(w.CPUPerPage) {
-			w.Settled = true
-			break
-		}
+	if o.warm > 0 {
+		err = w.UntilFlat(o.warmTrials, func() (float64, error) {
+			r, err := simulate(o.bin, c, users, "1", o.warm)
+			return cpuPerPage(r), err
+		})
 	}
-	return w, nil
+	return w, err
 }
 
 // step is one configuration's repetition: its workloads in the order run.
